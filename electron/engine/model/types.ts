@@ -1,0 +1,50 @@
+/**
+ * The model-session seam: everything a decoder needs from a language model.
+ *
+ * A session mirrors one KV cache. `append` evaluates tokens in ONE batched call and returns the warped next-token
+ * distribution after each appended token from `distributionsFrom` on; `truncate` rolls the cache back. Both the
+ * node-llama-cpp adapter and the pure-TS toy model return RAW logits to the shared `warp` function, so draft and
+ * target are always warped identically (see sampling/warp.ts).
+ */
+import type { Distribution } from '../sampling/distribution'
+import type { WarpConfig } from '../sampling/warp'
+
+export interface ModelInfo {
+  /** Absolute path of the GGUF, or a name for toy models. */
+  path: string
+  name: string
+  architecture: string
+  vocabularySize: number
+  bos: number | null
+  eos: number | null
+  /** Parameters when the file says so. */
+  parameters: number | null
+  quantization: string | null
+  sizeBytes: number | null
+}
+
+export interface ModelSession {
+  /** Tokens whose state the cache holds, in order. */
+  readonly tokens: readonly number[]
+  /**
+   * Append `tokens` in one batched evaluation. Returns the warped next-token distribution after each appended
+   * token with index ≥ `distributionsFrom` (so `tokens.length - distributionsFrom` distributions).
+   */
+  append(tokens: readonly number[], distributionsFrom: number): Promise<Distribution[]>
+  /** Keep the first `length` tokens of the cache, erase the rest. */
+  truncate(length: number): Promise<void>
+  dispose(): Promise<void>
+}
+
+export interface LanguageModel {
+  readonly info: ModelInfo
+  /** Text → tokens, without BOS. */
+  tokenize(text: string): number[]
+  detokenize(tokens: readonly number[]): string
+  /** The vocabulary's text for one token (used by the compatibility check). */
+  tokenText(token: number): string
+  /** True for end-of-generation tokens (EOS, EOT, ...). */
+  isEndOfGeneration(token: number): boolean
+  createSession(warp: WarpConfig): Promise<ModelSession>
+  dispose(): Promise<void>
+}
