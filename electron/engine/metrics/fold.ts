@@ -70,7 +70,9 @@ export function foldSteps(steps: readonly StepRecord[]): StepTotals {
 
 export const sigma = (t: StepTotals): number | null =>
   t.draftTokens > 0 ? 1 - t.acceptedDraftTokens / t.draftTokens : null
-export const eta = (t: StepTotals): number | null => (t.emitted > 0 ? t.targetCalls / t.emitted : null)
+/** null when the method cannot count target calls (nlc-draft runs them inside node-llama-cpp). */
+export const eta = (t: StepTotals): number | null =>
+  t.emitted > 0 && t.targetCalls > 0 ? t.targetCalls / t.emitted : null
 export const acceptanceRate = (t: StepTotals): number | null => (t.proposed > 0 ? t.accepted / t.proposed : null)
 export const meanAcceptedLength = (t: StepTotals): number | null =>
   t.verifications > 0 ? t.accepted / t.verifications : null

@@ -1,0 +1,68 @@
+/**
+ * The api's request handlers, independent of Electron: the IPC handler in main, the browser bridge and tests all
+ * go through `handleApiRequest`, which rejects unknown channels and validates every payload with the contract.
+ */
+import { z } from 'zod'
+import {
+  ApiRequests,
+  type ApiChannel,
+  type ApiRequest,
+  type ApiResponses,
+  type MethodSummary,
+  type RunConfig,
+  type RunReport,
+  type RunSummary
+} from './contract'
+import { summarizeMethod, type PromptOutcome } from '../engine/metrics/fold'
+
+/** One handler per channel; handlers may be sync (SQLite) or async (engine host). */
+export type ApiService = {
+  [C in ApiChannel]: (request: ApiRequest<C>) => ApiResponses[C] | Promise<ApiResponses[C]>
+}
+
+/** What the runs channels read from the store (structurally `RunStore` from ../store/run-store). */
+export interface RunsStore {
+  listRuns(limit?: number): RunSummary[]
+  getRun(runId: number): { summary: RunSummary; config: RunConfig } | null
+  getOutcomes(runId: number): Map<string, PromptOutcome[]>
+}
+
+export function createRunsService(store: RunsStore): ApiService {
+  return {
+    'runs:list': (request) => store.listRuns(request.limit),
+    'runs:show': (request) => buildRunReport(store, request.runId)
+  }
+}
+
+/** Config order first, then any method the store has outcomes for that the config does not list. */
+export function buildRunReport(store: RunsStore, runId: number): RunReport | null {
+  const run = store.getRun(runId)
+  if (!run) return null
+  const outcomes = store.getOutcomes(runId)
+  const ar = outcomes.get('ar')
+  const baseline = ar && ar.length > 0 ? summarizeMethod('ar', ar, null).tokensPerSecond : 0
+  const order = [...new Set<string>([...run.config.methods, ...outcomes.keys()])]
+  const methods: MethodSummary[] = []
+  for (const method of order) {
+    const prompts = outcomes.get(method)
+    if (prompts && prompts.length > 0) methods.push(summarizeMethod(method, prompts, baseline > 0 ? baseline : null))
+  }
+  return { runId, config: run.config, status: run.summary.status, methods }
+}
+
+export function isApiChannel(channel: unknown): channel is ApiChannel {
+  return typeof channel === 'string' && Object.hasOwn(ApiRequests, channel)
+}
+
+/** Validates `channel` and `payload` against the contract, then runs the channel's handler. */
+export async function handleApiRequest(
+  service: ApiService,
+  channel: string,
+  payload: unknown
+): Promise<ApiResponses[ApiChannel]> {
+  if (!isApiChannel(channel)) throw new Error(`Unknown api channel: ${JSON.stringify(channel)}`)
+  const parsed = ApiRequests[channel].safeParse(payload)
+  if (!parsed.success) throw new Error(`Invalid request for ${channel}: ${z.prettifyError(parsed.error)}`)
+  const handler = service[channel] as (request: unknown) => ApiResponses[ApiChannel] | Promise<ApiResponses[ApiChannel]>
+  return handler(parsed.data)
+}

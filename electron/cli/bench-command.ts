@@ -1,0 +1,164 @@
+/**
+ * `speclab bench` (`npm run bench`): one run of ar, sd and nlc-draft on the same prompts, printing tokens/s, the
+ * ratios sd/ar and sd/nlc-draft, engine overhead per step, and sd's speedup against the physical bound from raw
+ * timings measured in the same process. Defaults to the shared inflated target (the compute of a 78M model, so
+ * the draft cost ratio is realistic) with stories260K as the draft.
+ */
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Command } from 'commander'
+import { RunConfig, type MethodSummary, type RunReport } from '../api/contract'
+import { defaultThreads } from '../engine/model/llama-cpp-model'
+import { loadTrio } from '../experiments/models'
+import { loadPrompts } from '../experiments/prompts'
+import { measureRawTimings, speedupBound, type RawTimings } from '../experiments/raw-timings'
+import { executeRun, tokenizePrompts } from '../experiments/runner'
+import { defaultDatabasePath } from '../store/default-path'
+import { RunStore } from '../store/run-store'
+import { formatNumber, formatTable, methodTable } from './format'
+import { parseInteger, parseNumber } from './run-command'
+
+export function sharedModelsDirectory(): string {
+  return process.env.SPECLAB_MODELS ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/models')
+}
+
+interface BenchOptions {
+  target?: string
+  draft?: string
+  gamma: number
+  maxTokens: number
+  limit: number
+  temperature: number
+  topK: number
+  seed: number
+  db?: string
+  json?: boolean
+}
+
+export function benchCommand(): Command {
+  return new Command('bench')
+    .description('measure ar, sd and nlc-draft in one run; hold sd against the physical speedup bound')
+    .option('--target <file>', 'target GGUF (default: $SPECLAB_MODELS/family/stories-target5M-inflated-78M-f16.gguf)')
+    .option('--draft <file>', 'draft GGUF (default: $SPECLAB_MODELS/stories260K-f32.gguf)')
+    .option('--gamma <g>', 'draft length γ', parseInteger, 5)
+    .option('--max-tokens <n>', 'tokens per prompt', parseInteger, 128)
+    .option('--limit <n>', 'built-in story prompts to use', parseInteger, 4)
+    .option('--temperature <t>', 'sampling temperature (0 = greedy)', parseNumber, 0)
+    .option('--top-k <k>', 'top-k warping', parseInteger, 64)
+    .option('--seed <s>', 'PRNG seed', parseInteger, 1)
+    .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
+    .option('--json', 'print JSON on stdout')
+    .action(benchAction)
+}
+
+async function benchAction(options: BenchOptions): Promise<void> {
+  const models = sharedModelsDirectory()
+  const config = RunConfig.parse({
+    suite: 'bench',
+    methods: ['ar', 'sd', 'nlc-draft'],
+    models: {
+      target: options.target ?? path.join(models, 'family/stories-target5M-inflated-78M-f16.gguf'),
+      draft: options.draft ?? path.join(models, 'stories260K-f32.gguf')
+    },
+    prompts: { dataset: 'stories', limit: options.limit },
+    maxTokens: options.maxTokens,
+    sampling: { temperature: options.temperature, topK: options.topK, topP: 1, fullVocabulary: false },
+    seed: options.seed,
+    gamma: options.gamma,
+    params: {},
+    threads: defaultThreads() ?? 4,
+    contextSize: 512
+  })
+  const prompts = loadPrompts(config.prompts)
+  const store = RunStore.open(options.db ?? defaultDatabasePath())
+  const trio = await loadTrio(config.models, { threads: config.threads, contextSize: config.contextSize })
+  try {
+    const { target, draft } = trio.models
+    const prefix = tokenizePrompts(trio.models, prompts.slice(0, 1), config)[0]
+    process.stderr.write('measuring raw evaluation times…\n')
+    const raw = await measureRawTimings(target, draft!, prefix, config.gamma, config.sampling.topK)
+    process.stderr.write(`decoding ${prompts.length} prompts × ${config.methods.length} methods…\n`)
+    const report = await executeRun(store, { ...config, modelFingerprints: trio.fingerprints }, trio.models, prompts, {
+      onProgress: (p) => process.stderr.write(`\r  prompt ${p.promptIndex + 1}/${p.promptCount} ${p.method.padEnd(10)} ${p.tokens} tokens   `)
+    })
+    process.stderr.write('\n')
+    const analysis = analyse(report, raw)
+    if (options.json) process.stdout.write(`${JSON.stringify({ report, raw, analysis })}\n`)
+    else printBench(report, raw, analysis)
+  } finally {
+    await trio.dispose()
+    store.close()
+  }
+}
+
+interface BenchAnalysis {
+  sdOverAr: number | null
+  sdOverNlcDraft: number | null
+  tokensPerRound: number | null
+  meanGamma: number | null
+  bound: number | null
+  efficiency: number | null
+  overheadPerStepMs: number | null
+  overheadShareOfStep: number | null
+}
+
+function analyse(report: RunReport, raw: RawTimings): BenchAnalysis {
+  const byId = (id: string): MethodSummary | undefined => report.methods.find((m) => m.method === id)
+  const ar = byId('ar')
+  const sd = byId('sd')
+  const nlc = byId('nlc-draft')
+  const ratio = (a?: MethodSummary, b?: MethodSummary) => (a && b && b.tokensPerSecond > 0 ? a.tokensPerSecond / b.tokensPerSecond : null)
+  if (!sd || sd.targetCalls === 0) return { sdOverAr: ratio(sd, ar), sdOverNlcDraft: ratio(sd, nlc), tokensPerRound: null, meanGamma: null, bound: null, efficiency: null, overheadPerStepMs: null, overheadShareOfStep: null }
+  const tokensPerRound = sd.outputTokens / sd.targetCalls
+  const meanGamma = sd.draftTokens / sd.targetCalls
+  const bound = speedupBound(tokensPerRound, meanGamma, raw)
+  const sdOverAr = ratio(sd, ar)
+  const stepMs = sd.draftMs + sd.verifyMs + sd.overheadMs
+  return {
+    sdOverAr,
+    sdOverNlcDraft: ratio(sd, nlc),
+    tokensPerRound,
+    meanGamma,
+    bound,
+    efficiency: sdOverAr !== null ? sdOverAr / bound : null,
+    overheadPerStepMs: sd.overheadPerStepMs,
+    overheadShareOfStep: stepMs > 0 ? sd.overheadMs / stepMs : null
+  }
+}
+
+function printBench(report: RunReport, raw: RawTimings, a: BenchAnalysis): void {
+  const ms = (v: number) => `${formatNumber(v, 2)} ms`
+  const out = [
+    `bench run ${report.runId}: ${report.config.models.target} ← ${report.config.models.draft}`,
+    `γ ${report.config.gamma}, temperature ${report.config.sampling.temperature}, top-k ${report.config.sampling.topK}, ${report.config.maxTokens} tokens × ${report.methods[0]?.prompts ?? 0} prompts`,
+    '',
+    methodTable(report.methods),
+    '',
+    formatTable(
+      ['raw timing (median)', 'value'],
+      [
+        ['t1 (target, 1 token)', ms(raw.t1Ms)],
+        ['t_draft (draft, 1 token)', ms(raw.tDraftMs)],
+        [`t_verify(${raw.gamma + 1}) batched`, ms(raw.tVerifyMs)],
+        [`t_verify(${raw.gamma + 1}) + top-${report.config.sampling.topK} logits transfer`, ms(raw.tVerifyTopKMs)],
+        ['draft cost ratio c = t_draft / t1', formatNumber(raw.tDraftMs / raw.t1Ms, 3)],
+        [`batched verify / t1`, formatNumber(raw.tVerifyMs / raw.t1Ms, 2)]
+      ]
+    ),
+    '',
+    formatTable(
+      ['sd analysis', 'value'],
+      [
+        ['speedup sd / ar', `${formatNumber(a.sdOverAr, 3)}×`],
+        ['speedup sd / nlc-draft', `${formatNumber(a.sdOverNlcDraft, 3)}×`],
+        ['tokens per round', formatNumber(a.tokensPerRound, 3)],
+        ['mean γ per round', formatNumber(a.meanGamma, 3)],
+        ['physical bound', `${formatNumber(a.bound, 3)}×`],
+        ['engine efficiency = speedup / bound', formatNumber(a.efficiency, 3)],
+        ['engine overhead per step', a.overheadPerStepMs === null ? '–' : ms(a.overheadPerStepMs)],
+        ['overhead share of a step', a.overheadShareOfStep === null ? '–' : `${formatNumber(a.overheadShareOfStep * 100, 1)} %`]
+      ]
+    )
+  ]
+  process.stdout.write(`${out.join('\n')}\n`)
+}

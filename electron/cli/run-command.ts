@@ -1,0 +1,187 @@
+/** `speclab run`: load the trio, run methods × prompts, store everything, print a summary (or --json). */
+import { randomInt } from 'node:crypto'
+import path from 'node:path'
+import { Command, InvalidArgumentError, Option } from 'commander'
+import cliProgress from 'cli-progress'
+import { METHOD_IDS, RunConfig, type RunReport } from '../api/contract'
+import { loadPrompts } from '../experiments/prompts'
+import { loadTrio } from '../experiments/models'
+import { executeRun, validateMethods, type RunProgress } from '../experiments/runner'
+import { defaultThreads } from '../engine/model/llama-cpp-model'
+import { UserInputError } from '../engine/errors'
+import { availableMethods } from '../engine/decoders/registry'
+import { defaultDatabasePath } from '../store/default-path'
+import { RunStore } from '../store/run-store'
+import { methodTable } from './format'
+
+export const parseInteger = (value: string): number => {
+  if (!/^-?\d+$/.test(value.trim())) throw new InvalidArgumentError('expected an integer')
+  return Number(value)
+}
+export const parseNumber = (value: string): number => {
+  const n = Number(value)
+  if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError('expected a number')
+  return n
+}
+
+function parseSetting(value: string, previous: Record<string, string | number | boolean>) {
+  const match = /^([\w.-]+)=(.*)$/.exec(value)
+  if (!match) throw new InvalidArgumentError('expected key=value')
+  const raw = match[2]
+  const parsed = raw === 'true' ? true : raw === 'false' ? false : raw !== '' && Number.isFinite(Number(raw)) ? Number(raw) : raw
+  return { ...previous, [match[1]]: parsed }
+}
+
+/** Model and database options shared by `run` and (later) `suite`. */
+export function addModelOptions(command: Command): Command {
+  return command
+    .requiredOption('--target <file>', 'target model M_p (GGUF)')
+    .option('--mid <file>', 'mid draft model M_q2 (GGUF, same vocabulary)')
+    .option('--draft <file>', 'small draft model M_q1 (GGUF, same vocabulary)')
+    .option('--threads <n>', 'CPU threads per model (default: 1 on ≤ 2 cores, else llama.cpp default)', parseInteger)
+    .option('--context-size <n>', 'context size per sequence (capped by the model)', parseInteger, 2048)
+    .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
+    .option('--json', 'print one JSON object on stdout; progress stays on stderr')
+}
+
+interface RunOptions {
+  target: string
+  mid?: string
+  draft?: string
+  methods: string
+  prompts?: string
+  dataset?: string
+  limit?: number
+  maxTokens: number
+  temperature: number
+  topK: number
+  topP: number
+  fullVocabulary?: boolean
+  seed?: number
+  gamma: number
+  set: Record<string, string | number | boolean>
+  threads?: number
+  contextSize: number
+  db?: string
+  json?: boolean
+}
+
+export function runCommand(): Command {
+  const methodHelp = availableMethods()
+    .map((m) => `  ${m.id.padEnd(10)} ${m.summary}`)
+    .join('\n')
+  return addModelOptions(new Command('run').description('decode prompts with one or more methods and store the run'))
+    .option('--methods <ids>', `comma-separated method ids (${METHOD_IDS.join(', ')})`, 'ar,sd')
+    .option('--prompts <file>', 'JSONL prompts: turns (MT-Bench/Spec-Bench), question (GSM8K), prompt (HumanEval) or text')
+    .option('--dataset <id>', 'built-in prompt set: stories, chat, code, math, mixed (default stories)')
+    .option('--limit <n>', 'use the first N prompts', parseInteger)
+    .option('--max-tokens <n>', 'tokens to generate per prompt', parseInteger, 128)
+    .option('--temperature <t>', 'sampling temperature; 0 = greedy (argmax verify/correct)', parseNumber, 1)
+    .option('--top-k <k>', 'top-k warping for draft and target alike (0 = whole vocabulary)', parseInteger, 64)
+    .option('--top-p <p>', 'nucleus warping after top-k (1 = off)', parseNumber, 1)
+    .option('--full-vocabulary', 'transfer all logits from llama.cpp instead of the top-k (slower, exact for any warp)')
+    .option('--seed <s>', 'PRNG seed (default: random, printed and recorded)', parseInteger)
+    .option('--gamma <g>', 'draft length γ for fixed-window methods', parseInteger, 5)
+    .addOption(new Option('--set <key=value>', 'method parameter, repeatable (e.g. nlc.minConfidence=0.6)').argParser(parseSetting).default({}))
+    .addHelpText(
+      'after',
+      `\nMethods available now:\n${methodHelp}\n\nSampling is exact: the output follows the target's warped distribution ` +
+        `(temperature → top-k → top-p, applied identically to draft and target).`
+    )
+    .action(async (options: RunOptions) => {
+      await runAction(options)
+    })
+}
+
+/** The run record keeps absolute paths so `show` and `diff` mean the same file from any directory. */
+const absolute = (file: string | undefined) => (file === undefined ? undefined : path.resolve(file))
+
+function buildConfig(options: RunOptions, seed: number): RunConfig {
+  const methods = options.methods.split(',').map((m) => m.trim()).filter(Boolean)
+  const unknown = methods.find((m) => !(METHOD_IDS as readonly string[]).includes(m))
+  if (unknown) throw new UserInputError(`unknown method '${unknown}' (methods: ${METHOD_IDS.join(', ')})`)
+  const config = RunConfig.parse({
+    suite: null,
+    methods,
+    models: { target: absolute(options.target), mid: absolute(options.mid), draft: absolute(options.draft) },
+    prompts: { dataset: options.prompts ? undefined : (options.dataset ?? 'stories'), file: absolute(options.prompts), limit: options.limit },
+    maxTokens: options.maxTokens,
+    sampling: {
+      temperature: options.temperature,
+      topK: options.topK,
+      topP: options.topP,
+      fullVocabulary: options.fullVocabulary ?? false
+    },
+    seed,
+    gamma: options.gamma,
+    params: options.set,
+    threads: options.threads ?? defaultThreads() ?? 4,
+    contextSize: options.contextSize
+  })
+  validateMethods(config)
+  return config
+}
+
+async function runAction(options: RunOptions): Promise<void> {
+  if (options.prompts && options.dataset) throw new UserInputError('give either --prompts or --dataset, not both')
+  const seed = options.seed ?? randomInt(2 ** 32)
+  const config = buildConfig(options, seed)
+  const prompts = loadPrompts(config.prompts)
+  const store = RunStore.open(options.db ?? defaultDatabasePath())
+  const trio = await loadTrio(config.models, {
+    threads: config.threads,
+    contextSize: config.contextSize,
+    fullVocabulary: config.sampling.fullVocabulary
+  })
+  const abort = new AbortController()
+  const onSigint = () => abort.abort()
+  process.once('SIGINT', onSigint)
+  const progress = createProgressBar(prompts.length * config.methods.length)
+  if (options.seed === undefined) process.stderr.write(`seed ${seed}\n`)
+  let report: RunReport
+  try {
+    const effective = { ...config, contextSize: trio.models.target.context.contextSize, modelFingerprints: trio.fingerprints }
+    report = await executeRun(store, effective, trio.models, prompts, { signal: abort.signal, onProgress: progress.update })
+  } finally {
+    progress.stop()
+    process.off('SIGINT', onSigint)
+    await trio.dispose()
+    store.close()
+  }
+  printReport(report, options.json ?? false)
+  if (report.status === 'cancelled') process.exitCode = 130
+}
+
+export function printReport(report: RunReport, json: boolean): void {
+  if (json) {
+    process.stdout.write(`${JSON.stringify(report)}\n`)
+    return
+  }
+  process.stdout.write(`run ${report.runId} (${report.status})\n${methodTable(report.methods)}\n`)
+  if (!report.methods.some((m) => m.method === 'ar')) process.stdout.write('(add ar to --methods to measure speedups)\n')
+}
+
+/** A cli-progress bar on stderr; silent when stderr is not a terminal (CI logs stay clean). */
+function createProgressBar(cells: number) {
+  const bar = new cliProgress.SingleBar(
+    {
+      stream: process.stderr,
+      format: '{bar} {percentage}% | cell {cell}/{cells} | prompt {prompt} {method} | {tokens} tokens | ETA {eta_formatted}',
+      hideCursor: true,
+      clearOnComplete: true
+    },
+    cliProgress.Presets.shades_classic
+  )
+  bar.start(cells, 0, { cell: 0, cells, prompt: '-', method: '-', tokens: 0 })
+  return {
+    update: (p: RunProgress) =>
+      bar.update(p.cellsDone, {
+        cell: Math.min(p.cellsDone + 1, p.cellsTotal),
+        cells: p.cellsTotal,
+        prompt: `${p.promptIndex + 1}/${p.promptCount}`,
+        method: p.method,
+        tokens: p.tokens
+      }),
+    stop: () => bar.stop()
+  }
+}

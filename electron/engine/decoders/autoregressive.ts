@@ -1,0 +1,65 @@
+/**
+ * `ar`: the target alone, one token per forward call — the speedup baseline every other method is held against.
+ * It samples from exactly the warped distribution the speculative methods must reproduce.
+ */
+import type { ModelSession } from '../model/types'
+import { argmax, sample } from '../sampling/distribution'
+import { isGreedy } from '../sampling/warp'
+import { OutputBuffer } from './output'
+import { evaluatePending, now, rewindTo } from './session-sync'
+import type { Decoder, DecodeEvent, DecodeRequest, StepRecord } from './types'
+
+export const autoregressive: Decoder = async function* (models, request) {
+  const session = await models.target.createSession(request.warp)
+  const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
+  try {
+    for (let step = 0; !output.done; step++) {
+      if (request.signal?.aborted) {
+        output.stopReason = 'cancelled'
+        break
+      }
+      yield* targetOnlyRound(session, output, step, request, 'ar')
+    }
+    yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }
+  } finally {
+    await session.dispose()
+  }
+}
+
+/** One token from the target by itself: an `ar` step, or a speculative round whose policy chose γ = 0. */
+export async function* targetOnlyRound(
+  target: ModelSession,
+  output: OutputBuffer,
+  step: number,
+  request: DecodeRequest,
+  stage: string
+): AsyncGenerator<DecodeEvent> {
+  const started = now()
+  const pending = await rewindTo(target, output.sequence)
+  const evaluated = now()
+  const [p] = await evaluatePending(target, pending)
+  const verifyMs = now() - evaluated
+  const token = isGreedy(request.warp) ? argmax(p) : sample(p, request.rng)
+  const events = output.commit([{ token, provenance: 'target' }], step)
+  const record: StepRecord = {
+    index: step,
+    stage,
+    proposed: 0,
+    accepted: 0,
+    resampled: false,
+    bonus: false,
+    emitted: events.length,
+    draftTokens: 0,
+    acceptedDraftTokens: 0,
+    draftEntropies: [],
+    threshold: null,
+    decision: null,
+    targetCalls: 1,
+    draftCalls: 0,
+    draftMs: 0,
+    verifyMs,
+    totalMs: now() - started
+  }
+  yield* events
+  yield { type: 'step', record }
+}

@@ -1,0 +1,95 @@
+/**
+ * `nlc-draft`: node-llama-cpp's own speculative decoding (DraftSequenceTokenPredictor), the peer baseline.
+ *
+ * node-llama-cpp drafts with the small model in the background and validates by sample-and-match: the target
+ * samples its own token with its own sampler (seeded here from our PRNG) and a prediction is kept when it equals
+ * that token — lossless in distribution, but it uses llama.cpp's sampler chain rather than our warp, so its text
+ * matches `ar` exactly only when greedy. Its drafting rounds are internal; we see one token at a time and read
+ * `sequence.tokenPredictions` after each: a token whose arrival raised `used` came from a validated prediction
+ * (provenance `draft`), otherwise from the target. Each token becomes one step record whose time is all inside
+ * node-llama-cpp (verifyMs), so this method reports no engine overhead and no target-call count (η is n/a).
+ * Parameters: γ = the predictor's maxTokens; `nlc.minConfidence` (default 0.6, node-llama-cpp's) and
+ * `nlc.minTokens` (default 0).
+ */
+import { DraftSequenceTokenPredictor, type Token } from 'node-llama-cpp'
+import { LlamaCppModel } from '../model/llama-cpp-model'
+import { UserInputError } from '../errors'
+import { OutputBuffer } from './output'
+import { now } from './session-sync'
+import type { Decoder, StepRecord } from './types'
+
+function llamaModels(models: Parameters<Decoder>[0]): { target: LlamaCppModel; draft: LlamaCppModel } {
+  const { target, draft } = models
+  if (!(target instanceof LlamaCppModel) || !(draft instanceof LlamaCppModel))
+    throw new UserInputError('nlc-draft needs GGUF target and draft models (node-llama-cpp)')
+  return { target, draft }
+}
+
+export const nlcDraft: Decoder = async function* (models, request) {
+  const { target, draft } = llamaModels(models)
+  const numberParam = (key: string, fallback: number): number => {
+    const value = request.params[key]
+    return typeof value === 'number' ? value : fallback
+  }
+  const draftSequence = draft.context.getSequence()
+  const predictor = new DraftSequenceTokenPredictor(draftSequence, {
+    minTokens: numberParam('nlc.minTokens', 0),
+    maxTokens: numberParam('gamma', 16),
+    minConfidence: numberParam('nlc.minConfidence', 0.6)
+  })
+  const sequence = target.context.getSequence({ tokenPredictor: predictor })
+  const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
+  const { temperature, topK, topP } = request.warp
+  const iterator = sequence.evaluate(request.promptTokens as Token[], {
+    temperature,
+    topK,
+    topP,
+    minP: 0,
+    seed: Math.floor(request.rng.next() * 2 ** 32)
+  })
+  try {
+    let previous = { ...sequence.tokenPredictions }
+    let started = now()
+    for (let step = 0; !output.done; step++) {
+      if (request.signal?.aborted) {
+        output.stopReason = 'cancelled'
+        break
+      }
+      const next = await iterator.next()
+      if (next.done) break
+      const counters = { ...sequence.tokenPredictions }
+      const fromPrediction = counters.used > previous.used
+      const events = output.commit([{ token: next.value, provenance: fromPrediction ? 'draft' : 'target' }], step)
+      const finished = now()
+      const record: StepRecord = {
+        index: step,
+        stage: 'nlc-draft',
+        proposed: counters.validated + counters.refuted - (previous.validated + previous.refuted),
+        accepted: counters.validated - previous.validated,
+        resampled: counters.refuted > previous.refuted,
+        bonus: false,
+        emitted: events.length,
+        draftTokens: counters.validated + counters.refuted - (previous.validated + previous.refuted),
+        acceptedDraftTokens: fromPrediction ? events.length : 0,
+        draftEntropies: [],
+        threshold: null,
+        decision: { minConfidence: predictor.minConfidence ?? null, maxTokens: predictor.maxTokens },
+        targetCalls: 0,
+        draftCalls: 0,
+        draftMs: 0,
+        verifyMs: finished - started,
+        totalMs: finished - started
+      }
+      previous = counters
+      yield* events
+      yield { type: 'step', record }
+      started = now()
+    }
+    yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }
+  } finally {
+    await iterator.return()
+    sequence.dispose()
+    predictor.dispose()
+    draftSequence.dispose()
+  }
+}

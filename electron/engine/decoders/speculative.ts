@@ -1,0 +1,125 @@
+/**
+ * `sd`: speculative decoding (Leviathan et al. 2023; Chen et al. 2023), as SVIP Appendix A Algorithm 6 writes it:
+ * the draft proposes x_1..x_γ from q (one forward call each), the target scores all γ+1 positions in ONE batched
+ * call, Verify/Correct (sampling/verify.ts) keep the accepted prefix plus a correction or a bonus token.
+ * The draft length comes from a DraftLengthPolicy, so every adaptive method reuses this loop; drafting also
+ * stops at an end-of-generation token (nothing after it can be kept). Lossless: the output is distributed as the
+ * target's warped distribution whatever the policy decides, because each decision depends only on draft-side
+ * information and every drafted token is verified exactly.
+ */
+import type { ModelSession } from '../model/types'
+import type { DraftLengthPolicy } from '../policies/types'
+import { argmax, entropy, sample, type Distribution } from '../sampling/distribution'
+import type { Prng } from '../sampling/prng'
+import { verifyDraft } from '../sampling/verify'
+import { isGreedy } from '../sampling/warp'
+import type { LanguageModel } from '../model/types'
+import { targetOnlyRound } from './autoregressive'
+import { OutputBuffer } from './output'
+import { evaluatePending, now, rewindTo } from './session-sync'
+import type { DecodeEvent, DecodeRequest, DecoderModels, Provenance, StepRecord } from './types'
+
+interface Draft {
+  tokens: number[]
+  distributions: Distribution[]
+  entropies: number[]
+  calls: number
+  ms: number
+}
+
+/** Draft up to `limit` tokens, asking the policy after each whether to stop. */
+async function draftTokens(
+  session: ModelSession,
+  sequence: readonly number[],
+  limit: number,
+  policy: DraftLengthPolicy,
+  model: LanguageModel,
+  greedy: boolean,
+  rng: Prng
+): Promise<Draft> {
+  const draft: Draft = { tokens: [], distributions: [], entropies: [], calls: 0, ms: 0 }
+  let pending = await rewindTo(session, sequence)
+  for (;;) {
+    const started = now()
+    const [q] = await evaluatePending(session, pending)
+    draft.ms += now() - started
+    draft.calls += 1
+    const token = greedy ? argmax(q) : sample(q, rng)
+    const h = entropy(q)
+    draft.tokens.push(token)
+    draft.distributions.push(q)
+    draft.entropies.push(h)
+    const position = draft.tokens.length
+    const stop = policy.shouldStop({ position, token, distribution: q, entropy: h })
+    if (stop || position >= limit || model.isEndOfGeneration(token)) return draft
+    pending = [token]
+  }
+}
+
+export function speculativeDecoder(policy: DraftLengthPolicy) {
+  return async function* speculative(models: DecoderModels, request: DecodeRequest): AsyncGenerator<DecodeEvent> {
+    const draftModel = models.draft
+    if (!draftModel) throw new Error('speculative decoding needs a draft model')
+    const target = await models.target.createSession(request.warp)
+    const drafter = await draftModel.createSession(request.warp)
+    const greedy = isGreedy(request.warp)
+    const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
+    try {
+      for (let step = 0; !output.done; step++) {
+        if (request.signal?.aborted) {
+          output.stopReason = 'cancelled'
+          break
+        }
+        const started = now()
+        const limit = Math.min(policy.draftLength(), request.maxTokens - output.tokens.length)
+        if (limit <= 0) {
+          yield* targetOnlyRound(target, output, step, request, 'target-only')
+          continue
+        }
+        const draft = await draftTokens(drafter, output.sequence, limit, policy, draftModel, greedy, request.rng)
+        const pending = await rewindTo(target, output.sequence)
+        const verifyStarted = now()
+        const p = await evaluatePending(target, pending, draft.tokens)
+        const verifyMs = now() - verifyStarted
+        const verdict = verifyDraft(draft.tokens, draft.distributions, p, greedy, request.rng)
+        const candidates: { token: number; provenance: Provenance }[] = draft.tokens
+          .slice(0, verdict.accepted)
+          .map((token) => ({ token, provenance: 'draft' }))
+        candidates.push({ token: verdict.next, provenance: verdict.rejected ? 'resampled' : 'bonus' })
+        const events = output.commit(candidates, step)
+        const acceptedDraftTokens = Math.min(verdict.accepted, events.length)
+        policy.update({
+          proposed: draft.tokens.length,
+          accepted: verdict.accepted,
+          draftEntropies: draft.entropies,
+          draftMs: draft.ms,
+          verifyMs
+        })
+        const record: StepRecord = {
+          index: step,
+          stage: 'sd',
+          proposed: draft.tokens.length,
+          accepted: verdict.accepted,
+          resampled: verdict.rejected,
+          bonus: !verdict.rejected,
+          emitted: events.length,
+          draftTokens: draft.tokens.length,
+          acceptedDraftTokens,
+          draftEntropies: draft.entropies,
+          ...policy.explain(),
+          targetCalls: 1,
+          draftCalls: draft.calls,
+          draftMs: draft.ms,
+          verifyMs,
+          totalMs: now() - started
+        }
+        yield* events
+        yield { type: 'step', record }
+      }
+      yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }
+    } finally {
+      await drafter.dispose()
+      await target.dispose()
+    }
+  }
+}

@@ -1,0 +1,197 @@
+/**
+ * node-llama-cpp adapter for the model-session seam.
+ *
+ * - One context per model with a few sequences (sessions); `threads` defaults to 1 on machines with ≤ 2 cores,
+ *   where llama.cpp's default thread count is ~30× slower.
+ * - `append` is ONE `controlledEvaluate` call; for every requested position it asks for the raw logits of the
+ *   top-k tokens (or the whole vocabulary) and warps them in JS (sampling/warp.ts), so draft and target are warped
+ *   by the same code. (node-llama-cpp's own `probabilities` output is taken after its sampler picked a token and
+ *   collapses to that token at temperature > 0, so it cannot serve as q or p.)
+ * - Rollback is `eraseContextTokenRanges`. Sequences start with BOS (raw evaluation does not add it).
+ */
+import { open, stat } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import {
+  getLlama,
+  GgufFileType,
+  LlamaLogLevel,
+  type ControlledEvaluateInputItem,
+  type Llama,
+  type LlamaContext,
+  type LlamaContextSequence,
+  type LlamaModel,
+  type Token
+} from 'node-llama-cpp'
+import type { Distribution } from '../sampling/distribution'
+import { warp, type WarpConfig } from '../sampling/warp'
+import { UserInputError } from '../errors'
+import type { LanguageModel, ModelInfo, ModelSession } from './types'
+
+export interface LlamaLoadOptions {
+  threads?: number
+  contextSize?: number
+  /** How many sessions (KV sequences) may be open at once on this model. */
+  sequences?: number
+  gpuLayers?: number | 'auto'
+  /** Transfer all logits instead of the top-k (exact for any warp, ~10 ms per position at 32k vocab). */
+  fullVocabulary?: boolean
+}
+
+export function defaultThreads(): number | undefined {
+  return os.cpus().length <= 2 ? 1 : undefined
+}
+
+let llamaInstance: Promise<Llama> | undefined
+/** One llama.cpp runtime per process (it owns the backend and its threads). */
+export function sharedLlama(): Promise<Llama> {
+  llamaInstance ??= getLlama({ logLevel: LlamaLogLevel.error })
+  return llamaInstance
+}
+
+const GGUF_MAGIC = 'GGUF'
+
+/** Missing files and non-GGUF files get one clear error naming the file, before llama.cpp sees them. */
+export async function assertGgufFile(file: string): Promise<number> {
+  let size: number
+  try {
+    const info = await stat(file)
+    if (!info.isFile()) throw new UserInputError(`${file}: not a file`)
+    size = info.size
+  } catch (error) {
+    if (error instanceof UserInputError) throw error
+    throw new UserInputError(`model file not found: ${file}`)
+  }
+  const handle = await open(file, 'r')
+  try {
+    const magic = Buffer.alloc(4)
+    await handle.read(magic, 0, 4, 0)
+    if (magic.toString('latin1') !== GGUF_MAGIC) throw new UserInputError(`${file}: not a GGUF model file`)
+  } finally {
+    await handle.close()
+  }
+  return size
+}
+
+export async function loadLlamaModel(file: string, options: LlamaLoadOptions = {}): Promise<LlamaCppModel> {
+  const modelPath = path.resolve(file)
+  const sizeBytes = await assertGgufFile(modelPath)
+  const llama = await sharedLlama()
+  let model: LlamaModel
+  try {
+    model = await llama.loadModel({ modelPath, gpuLayers: options.gpuLayers ?? 'auto' })
+  } catch (error) {
+    throw new UserInputError(`${modelPath}: not a valid GGUF model (${(error as Error).message})`)
+  }
+  const context = await model.createContext({
+    contextSize: Math.min(options.contextSize ?? 2048, model.trainContextSize),
+    sequences: options.sequences ?? 4,
+    threads: options.threads ?? defaultThreads()
+  })
+  return new LlamaCppModel(model, context, modelPath, sizeBytes, options.fullVocabulary ?? false)
+}
+
+export class LlamaCppModel implements LanguageModel {
+  readonly info: ModelInfo
+  private readonly vocabulary: readonly string[]
+
+  constructor(
+    readonly model: LlamaModel,
+    readonly context: LlamaContext,
+    modelPath: string,
+    sizeBytes: number,
+    readonly fullVocabulary: boolean
+  ) {
+    const metadata = model.fileInfo.metadata
+    this.vocabulary = (metadata.tokenizer?.ggml?.tokens as string[] | undefined) ?? []
+    this.info = {
+      path: modelPath,
+      name: metadata.general?.name ?? path.basename(modelPath),
+      architecture: String(metadata.general?.architecture ?? 'unknown'),
+      vocabularySize: this.vocabulary.length,
+      bos: model.tokens.bos,
+      eos: model.tokens.eos,
+      parameters: (metadata.general as { parameter_count?: number } | undefined)?.parameter_count ?? null,
+      quantization: fileTypeName(metadata.general?.file_type),
+      sizeBytes
+    }
+  }
+
+  tokenize(text: string): number[] {
+    return this.model.tokenize(text) as number[]
+  }
+
+  detokenize(tokens: readonly number[]): string {
+    return this.model.detokenize(tokens as Token[])
+  }
+
+  tokenText(token: number): string {
+    return this.vocabulary[token] ?? ''
+  }
+
+  isEndOfGeneration(token: number): boolean {
+    return this.model.isEogToken(token as Token)
+  }
+
+  async createSession(warpConfig: WarpConfig): Promise<ModelSession> {
+    return new LlamaCppSession(this.context.getSequence(), warpConfig, this.logitsRequest(warpConfig))
+  }
+
+  /** What to transfer per position: the top-k logits suffice for top-k warping; otherwise all of them. */
+  private logitsRequest(warpConfig: WarpConfig): LogitsRequest {
+    if (this.fullVocabulary || warpConfig.topK <= 0) return true
+    return { filter: { tokens: [], includeTop: warpConfig.topK } }
+  }
+
+  async dispose(): Promise<void> {
+    await this.context.dispose()
+    await this.model.dispose()
+  }
+}
+
+type LogitsRequest = true | { filter: { tokens: Token[]; includeTop: number } }
+
+class LlamaCppSession implements ModelSession {
+  private readonly mirror: number[] = []
+
+  constructor(
+    readonly sequence: LlamaContextSequence,
+    private readonly warpConfig: WarpConfig,
+    private readonly logits: LogitsRequest
+  ) {}
+
+  get tokens(): readonly number[] {
+    return this.mirror
+  }
+
+  async append(tokens: readonly number[], distributionsFrom: number): Promise<Distribution[]> {
+    const input: ControlledEvaluateInputItem[] = tokens.map((token, i) =>
+      i >= distributionsFrom ? [token as Token, { generateNext: { logits: this.logits } }] : (token as Token)
+    )
+    const output = await this.sequence.controlledEvaluate(input)
+    this.mirror.push(...tokens)
+    const distributions: Distribution[] = []
+    for (let i = distributionsFrom; i < tokens.length; i++) {
+      const logits = output[i]?.next.logits
+      if (!logits) throw new Error(`node-llama-cpp returned no logits at position ${i}`)
+      distributions.push(warp(Int32Array.from(logits.keys()), Float64Array.from(logits.values()), this.warpConfig))
+    }
+    return distributions
+  }
+
+  async truncate(length: number): Promise<void> {
+    if (length >= this.mirror.length) return
+    await this.sequence.eraseContextTokenRanges([{ start: length, end: this.sequence.nextTokenIndex }])
+    this.mirror.length = length
+  }
+
+  async dispose(): Promise<void> {
+    this.sequence.dispose()
+  }
+}
+
+function fileTypeName(fileType: unknown): string | null {
+  if (typeof fileType !== 'number') return null
+  const name = (GgufFileType as unknown as Record<number, string>)[fileType]
+  return name ? name.replace(/^MOSTLY_/, '') : String(fileType)
+}

@@ -1,0 +1,91 @@
+/**
+ * A pure-TS language model with explicit conditional distributions, for exact statistical tests: the output
+ * distribution of a decoder can be compared with the target's warped distribution computed in closed form.
+ * Logits go through the same `warp` as node-llama-cpp's, so tests exercise the production warping.
+ */
+import type { Distribution } from '../sampling/distribution'
+import { warp, type WarpConfig } from '../sampling/warp'
+import type { LanguageModel, ModelInfo, ModelSession } from './types'
+
+/** Next-token logits for a context (BOS included). */
+export type ToyLogits = (context: readonly number[]) => ArrayLike<number>
+
+export interface ToyModelOptions {
+  name: string
+  vocabulary: readonly string[]
+  logits: ToyLogits
+  bos?: number
+  eos?: number | null
+}
+
+export class ToyModel implements LanguageModel {
+  readonly info: ModelInfo
+  /** Forward calls made on this model (each `append` counts once, like one batched decode). */
+  calls = 0
+
+  constructor(private readonly options: ToyModelOptions) {
+    this.info = {
+      path: options.name,
+      name: options.name,
+      architecture: 'toy',
+      vocabularySize: options.vocabulary.length,
+      bos: options.bos ?? 0,
+      eos: options.eos ?? null,
+      parameters: null,
+      quantization: null,
+      sizeBytes: null
+    }
+  }
+
+  tokenize(text: string): number[] {
+    return [...text].map((ch) => {
+      const id = this.options.vocabulary.indexOf(ch)
+      if (id < 0) throw new Error(`toy vocabulary has no token for ${JSON.stringify(ch)}`)
+      return id
+    })
+  }
+
+  detokenize(tokens: readonly number[]): string {
+    return tokens.map((t) => this.tokenText(t)).join('')
+  }
+
+  tokenText(token: number): string {
+    return this.options.vocabulary[token] ?? ''
+  }
+
+  isEndOfGeneration(token: number): boolean {
+    return token === this.info.eos
+  }
+
+  /** The warped distribution after `context` — the reference the statistical tests compare against. */
+  distribution(context: readonly number[], warpConfig: WarpConfig): Distribution {
+    const logits = this.options.logits(context)
+    return warp(
+      Int32Array.from({ length: logits.length }, (_, i) => i),
+      logits,
+      warpConfig
+    )
+  }
+
+  async createSession(warpConfig: WarpConfig): Promise<ModelSession> {
+    const tokens: number[] = []
+    return {
+      tokens,
+      append: async (appended, distributionsFrom) => {
+        this.calls += 1
+        const out: Distribution[] = []
+        appended.forEach((token, i) => {
+          tokens.push(token)
+          if (i >= distributionsFrom) out.push(this.distribution(tokens, warpConfig))
+        })
+        return out
+      },
+      truncate: async (length) => {
+        tokens.length = Math.min(tokens.length, length)
+      },
+      dispose: async () => {}
+    }
+  }
+
+  async dispose(): Promise<void> {}
+}

@@ -1,0 +1,39 @@
+/**
+ * The draft-length policy seam (separate from verification, like HF's candidate generator strategy):
+ * `draftLength()` caps the next round (0 = let the target decode alone), `shouldStop` is asked after each drafted
+ * token, `update` learns from the verifier's verdict. A policy records what it decided and why (`explain`), and
+ * that lands in the step records.
+ */
+import type { Distribution } from '../sampling/distribution'
+
+export interface DraftedToken {
+  /** 1-based position in the current draft. */
+  position: number
+  token: number
+  distribution: Distribution
+  /** H(q_i) in nats. */
+  entropy: number
+}
+
+export interface VerificationOutcome {
+  proposed: number
+  accepted: number
+  draftEntropies: readonly number[]
+  draftMs: number
+  verifyMs: number
+}
+
+export interface PolicyExplanation {
+  threshold: number | null
+  decision: Record<string, number | string | boolean | null> | null
+}
+
+export interface DraftLengthPolicy {
+  readonly id: string
+  /** Upper bound on the draft length of the coming round; 0 means a target-only step. */
+  draftLength(): number
+  /** Called after each drafted token; true stops drafting and sends the draft to the verifier. */
+  shouldStop(drafted: DraftedToken): boolean
+  update(outcome: VerificationOutcome): void
+  explain(): PolicyExplanation
+}

@@ -1,0 +1,73 @@
+/**
+ * Prompt sets: the built-in ones in resources/prompts, or any JSONL file in the shapes the papers' datasets use —
+ * MT-Bench / Spec-Bench (`turns`: the first turn is the prompt), GSM8K (`question`), HumanEval (`prompt`), or
+ * plain `text`. A bad file is one clear error naming the file and line.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { UserInputError } from '../engine/errors'
+import type { PromptSource } from '../api/contract'
+
+export interface PromptItem {
+  id: string | null
+  category: string | null
+  text: string
+}
+
+export const BUILTIN_DATASETS = ['stories', 'chat', 'code', 'math', 'mixed'] as const
+
+/** resources/ beside the project root, from the sources (tsx) and from out/main alike; overridable for packaging. */
+export function resourcesDirectory(): string {
+  return process.env.SPECLAB_RESOURCES ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../resources')
+}
+
+export function loadPrompts(source: PromptSource): PromptItem[] {
+  if (source.file && source.dataset) throw new UserInputError('give either --prompts or --dataset, not both')
+  const prompts = source.file ? loadPromptFile(source.file) : loadBuiltinDataset(source.dataset ?? 'stories')
+  const limited = source.limit ? prompts.slice(0, source.limit) : prompts
+  if (limited.length === 0) throw new UserInputError('the prompt set is empty')
+  return limited
+}
+
+export function loadBuiltinDataset(id: string): PromptItem[] {
+  if (id === 'mixed') return BUILTIN_DATASETS.filter((d) => d !== 'mixed').flatMap(loadBuiltinDataset)
+  if (!(BUILTIN_DATASETS as readonly string[]).includes(id))
+    throw new UserInputError(`unknown dataset '${id}' (built-in: ${BUILTIN_DATASETS.join(', ')})`)
+  return loadPromptFile(path.join(resourcesDirectory(), 'prompts', `${id}.jsonl`))
+}
+
+export function loadPromptFile(file: string): PromptItem[] {
+  let content: string
+  try {
+    content = fs.readFileSync(file, 'utf8')
+  } catch {
+    throw new UserInputError(`prompt file not found: ${file}`)
+  }
+  const prompts: PromptItem[] = []
+  content.split('\n').forEach((line, index) => {
+    if (line.trim() === '') return
+    prompts.push(parsePromptLine(line, `${file}:${index + 1}`))
+  })
+  return prompts
+}
+
+function parsePromptLine(line: string, where: string): PromptItem {
+  let record: Record<string, unknown>
+  try {
+    record = JSON.parse(line) as Record<string, unknown>
+  } catch {
+    throw new UserInputError(`${where}: not valid JSON`)
+  }
+  const text = promptText(record)
+  if (text === null) throw new UserInputError(`${where}: expected a "turns", "question", "prompt" or "text" field`)
+  const id = record.question_id ?? record.task_id ?? record.id ?? null
+  const category = typeof record.category === 'string' ? record.category : null
+  return { id: id === null ? null : String(id), category, text }
+}
+
+function promptText(record: Record<string, unknown>): string | null {
+  if (Array.isArray(record.turns) && typeof record.turns[0] === 'string') return record.turns[0]
+  for (const key of ['question', 'prompt', 'text']) if (typeof record[key] === 'string') return record[key] as string
+  return null
+}

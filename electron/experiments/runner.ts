@@ -1,0 +1,175 @@
+/**
+ * The run executor: methods × prompts on one loaded trio, every row written to the store as it happens.
+ *
+ * Order is prompt-major (each prompt runs every method before the next prompt), so slow drifts of the machine
+ * (thermal, other load) hit all methods alike and the `ar` baseline of the speedup is measured beside them.
+ * Each (prompt, method) draws from its own PRNG stream createPrng(seed, prompt index): the same prompt under
+ * different methods sees the same seed, and any prompt can be replayed alone.
+ * A short untimed warm-up per method first pays one-time costs (page-in of weights, first-call allocations).
+ */
+import type { RunConfig, RunReport } from '../api/contract'
+import { buildRunReport } from '../api/runs-service'
+import { findMethod } from '../engine/decoders/registry'
+import { PROVENANCE_CODES, type DecodeEvent, type DecoderModels, type StopReason } from '../engine/decoders/types'
+import { UserInputError } from '../engine/errors'
+import { createPrng } from '../engine/sampling/prng'
+import type { WarpConfig } from '../engine/sampling/warp'
+import type { RunStore } from '../store/run-store'
+import type { PromptItem } from './prompts'
+
+export interface RunProgress {
+  promptIndex: number
+  promptCount: number
+  method: string
+  /** Tokens produced so far for the current (prompt, method). */
+  tokens: number
+  /** Finished (prompt, method) cells and their total. */
+  cellsDone: number
+  cellsTotal: number
+}
+
+export interface RunOptions {
+  signal?: AbortSignal
+  onProgress?(progress: RunProgress): void
+  /** Every decoder event, e.g. for streaming to a chat view. */
+  onEvent?(method: string, promptIndex: number, event: DecodeEvent): void
+}
+
+/** Rejects unknown or not-yet-available methods and missing models before anything is loaded. */
+export function validateMethods(config: Pick<RunConfig, 'methods' | 'models'>): void {
+  for (const id of config.methods) {
+    const method = findMethod(id)
+    if (!method) throw new UserInputError(`method '${id}' is not available in this version of SpecLab`)
+    if (method.needs.draft && !config.models.draft) throw new UserInputError(`method '${id}' needs --draft`)
+    if (method.needs.mid && !config.models.mid) throw new UserInputError(`method '${id}' needs --mid`)
+  }
+}
+
+export function warpOf(config: RunConfig): WarpConfig {
+  const { temperature, topK, topP } = config.sampling
+  return { temperature, topK, topP }
+}
+
+/** Prompt + generated tokens must fit the context; say so up front rather than failing mid-run. */
+export function tokenizePrompts(models: DecoderModels, prompts: readonly PromptItem[], config: RunConfig): number[][] {
+  const bos = models.target.info.bos
+  return prompts.map((prompt, index) => {
+    const tokens = [...(bos === null ? [] : [bos]), ...models.target.tokenize(prompt.text)]
+    if (tokens.length + config.maxTokens > config.contextSize)
+      throw new UserInputError(
+        `prompt ${index + 1} has ${tokens.length} tokens; with --max-tokens ${config.maxTokens} it does not fit ` +
+          `the context size ${config.contextSize}`
+      )
+    return tokens
+  })
+}
+
+interface CellResult {
+  tokens: number[]
+  provenance: string
+  stopReason: StopReason
+}
+
+interface Cell {
+  method: string
+  promptTokens: number[]
+  /** PRNG stream: the prompt index. */
+  stream: number
+  maxTokens: number
+}
+
+async function decodeCell(
+  models: DecoderModels,
+  config: RunConfig,
+  cell: Cell,
+  signal: AbortSignal | undefined,
+  onEvent: (event: DecodeEvent) => void,
+  /** Filled as tokens arrive, so a failure mid-decode keeps the partial output. */
+  result: CellResult = { tokens: [], provenance: '', stopReason: 'max-tokens' }
+): Promise<CellResult> {
+  const definition = findMethod(cell.method)!
+  const request = {
+    promptTokens: cell.promptTokens,
+    maxTokens: cell.maxTokens,
+    warp: warpOf(config),
+    rng: createPrng(config.seed, cell.stream),
+    params: { ...config.params, gamma: config.gamma },
+    signal
+  }
+  for await (const event of definition.create(request, config.gamma)(models, request)) {
+    if (event.type === 'token') {
+      result.tokens.push(event.token)
+      result.provenance += PROVENANCE_CODES[event.provenance]
+    } else if (event.type === 'done') result.stopReason = event.stopReason
+    onEvent(event)
+  }
+  return result
+}
+
+export async function executeRun(
+  store: RunStore,
+  config: RunConfig,
+  models: DecoderModels,
+  prompts: readonly PromptItem[],
+  options: RunOptions = {}
+): Promise<RunReport> {
+  validateMethods(config)
+  const promptTokens = tokenizePrompts(models, prompts, config)
+  const runId = store.createRun(config)
+  try {
+    for (const method of config.methods)
+      await decodeCell(models, config, { method, promptTokens: promptTokens[0], stream: 0, maxTokens: 4 }, undefined, () => {})
+    const cellsTotal = prompts.length * config.methods.length
+    let cellsDone = 0
+    for (let promptIndex = 0; promptIndex < prompts.length; promptIndex++) {
+      for (const method of config.methods) {
+        if (options.signal?.aborted) break
+        const prompt = prompts[promptIndex]
+        const resultId = store.startPromptResult({
+          runId,
+          method,
+          promptIndex,
+          promptId: prompt.id,
+          category: prompt.category,
+          promptText: prompt.text,
+          seedStream: promptIndex
+        })
+        let tokens = 0
+        const started = performance.now()
+        const onEvent = (event: DecodeEvent) => {
+          if (event.type === 'step') store.addStep(resultId, event.record)
+          if (event.type === 'token') {
+            tokens += 1
+            options.onProgress?.({ promptIndex, promptCount: prompts.length, method, tokens, cellsDone, cellsTotal })
+          }
+          options.onEvent?.(method, promptIndex, event)
+        }
+        const cell = { method, promptTokens: promptTokens[promptIndex], stream: promptIndex, maxTokens: config.maxTokens }
+        const result: CellResult = { tokens: [], provenance: '', stopReason: 'max-tokens' }
+        const finish = (status: 'done' | 'cancelled' | 'failed', stopReason: StopReason | null) =>
+          store.finishPromptResult(resultId, {
+            status,
+            outputText: models.target.detokenize(result.tokens),
+            outputTokens: result.tokens,
+            provenance: result.provenance,
+            stopReason,
+            wallMs: performance.now() - started
+          })
+        try {
+          await decodeCell(models, config, cell, options.signal, onEvent, result)
+        } catch (error) {
+          finish('failed', null)
+          throw error
+        }
+        finish(result.stopReason === 'cancelled' ? 'cancelled' : 'done', result.stopReason)
+        cellsDone += 1
+        options.onProgress?.({ promptIndex, promptCount: prompts.length, method, tokens, cellsDone, cellsTotal })
+      }
+    }
+    store.finishRun(runId, options.signal?.aborted ? 'cancelled' : 'done')
+  } catch (error) {
+    store.finishRun(runId, 'failed', error instanceof Error ? error.message : String(error))
+    throw error
+  }
+  return buildRunReport(store, runId)!
+}

@@ -1,0 +1,105 @@
+/**
+ * Schema history of the run store. Migrations are append-only: a released database may be at any earlier
+ * version, so an applied migration is never edited — a change to the schema is a new entry at the end.
+ */
+import type Database from 'better-sqlite3'
+
+export interface Migration {
+  version: number
+  name: string
+  sql: string
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'runs, prompt results and steps',
+    sql: `
+      CREATE TABLE runs (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        created_at  TEXT NOT NULL,
+        finished_at TEXT NULL,
+        suite       TEXT NULL,
+        methods     TEXT NOT NULL,  -- JSON array of method ids
+        config      TEXT NOT NULL,  -- JSON RunConfig
+        status      TEXT NOT NULL CHECK (status IN ('running', 'done', 'cancelled', 'interrupted', 'failed')),
+        error       TEXT NULL
+      );
+
+      CREATE TABLE prompt_results (
+        id            INTEGER PRIMARY KEY,
+        run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        method        TEXT NOT NULL,
+        prompt_index  INTEGER NOT NULL,
+        prompt_id     TEXT NULL,
+        category      TEXT NULL,
+        prompt_text   TEXT NOT NULL,
+        seed_stream   INTEGER NOT NULL,
+        status        TEXT NOT NULL CHECK (status IN ('running', 'done', 'cancelled', 'failed')),
+        output_text   TEXT NOT NULL DEFAULT '',
+        output_tokens TEXT NOT NULL DEFAULT '[]',  -- JSON int array
+        provenance    TEXT NOT NULL DEFAULT '',    -- one PROVENANCE_CODES char per output token
+        output_count  INTEGER NOT NULL DEFAULT 0,
+        stop_reason   TEXT NULL,
+        wall_ms       REAL NULL,
+        started_at    TEXT NOT NULL,
+        finished_at   TEXT NULL
+      );
+
+      CREATE TABLE steps (
+        id                    INTEGER PRIMARY KEY,
+        result_id             INTEGER NOT NULL REFERENCES prompt_results(id) ON DELETE CASCADE,
+        step_index            INTEGER NOT NULL,
+        stage                 TEXT NOT NULL,
+        proposed              INTEGER NOT NULL,
+        accepted              INTEGER NOT NULL,
+        resampled             INTEGER NOT NULL,  -- 0 | 1
+        bonus                 INTEGER NOT NULL,  -- 0 | 1
+        emitted               INTEGER NOT NULL,
+        draft_tokens          INTEGER NOT NULL,
+        accepted_draft_tokens INTEGER NOT NULL,
+        draft_entropies       TEXT NOT NULL,     -- JSON number array
+        threshold             REAL NULL,
+        decision              TEXT NULL,         -- JSON object
+        target_calls          INTEGER NOT NULL,
+        draft_calls           INTEGER NOT NULL,
+        draft_ms              REAL NOT NULL,
+        verify_ms             REAL NOT NULL,
+        total_ms              REAL NOT NULL
+      );
+
+      CREATE INDEX prompt_results_run_id ON prompt_results(run_id);
+      CREATE INDEX steps_result_id ON steps(result_id);
+    `
+  }
+]
+
+const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version
+
+/** Applies every pending migration, each in its own transaction, and returns how many it applied. */
+export function migrate(db: Database.Database): number {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at TEXT NOT NULL
+  )`)
+  const current = currentVersion(db)
+  // An older build must not write into a schema it does not know; refusing is safer than guessing.
+  if (current > LATEST_VERSION) {
+    throw new Error(`database schema version ${current} is newer than this SpecLab supports (${LATEST_VERSION})`)
+  }
+  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+  const pending = MIGRATIONS.filter((m) => m.version > current)
+  for (const migration of pending) {
+    db.transaction(() => {
+      db.exec(migration.sql)
+      record.run(migration.version, migration.name, new Date().toISOString())
+    })()
+  }
+  return pending.length
+}
+
+function currentVersion(db: Database.Database): number {
+  const row = db.prepare('SELECT MAX(version) AS version FROM schema_migrations').get() as { version: number | null }
+  return row.version ?? 0
+}

@@ -1,0 +1,2 @@
+/// <reference types="svelte" />
+/// <reference path="../../electron/preload/index.d.ts" />

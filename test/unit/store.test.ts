@@ -1,0 +1,314 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import Database from 'better-sqlite3'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { RunConfig } from '../../electron/api/contract'
+import type { StepRecord } from '../../electron/engine/decoders/types'
+import { summarizeMethod } from '../../electron/engine/metrics/fold'
+import { MIGRATIONS } from '../../electron/store/migrations'
+import { RunStore } from '../../electron/store/run-store'
+
+function makeConfig(overrides: Partial<RunConfig> = {}): RunConfig {
+  return RunConfig.parse({
+    suite: 'smoke',
+    methods: ['ar', 'sd'],
+    models: { target: '/models/target.gguf', draft: '/models/draft.gguf' },
+    modelFingerprints: [
+      { path: '/models/target.gguf', sizeBytes: 1234, fingerprint: 'abc', architecture: 'llama', vocabularySize: 32000 }
+    ],
+    prompts: { dataset: 'mt-bench', limit: 2 },
+    maxTokens: 64,
+    sampling: { temperature: 0, topK: 40, topP: 1, fullVocabulary: false },
+    seed: 42,
+    gamma: 4,
+    params: { tau: 0.5, mode: 'fast', warm: true },
+    threads: 4,
+    contextSize: 2048,
+    ...overrides
+  })
+}
+
+function makeStep(index: number, overrides: Partial<StepRecord> = {}): StepRecord {
+  return {
+    index,
+    stage: 'sd',
+    proposed: 4,
+    accepted: 3,
+    resampled: true,
+    bonus: false,
+    emitted: 4,
+    draftTokens: 4,
+    acceptedDraftTokens: 3,
+    draftEntropies: [0.125, 1.5, 2.75, 0.03125],
+    threshold: 0.75,
+    decision: { reason: 'entropy', h: 2.75, stopped: true, extra: null },
+    targetCalls: 1,
+    draftCalls: 4,
+    draftMs: 3.5,
+    verifyMs: 12.25,
+    totalMs: 16.5,
+    ...overrides
+  }
+}
+
+let dir: string
+let file: string
+let store: RunStore | undefined
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-'))
+  file = path.join(dir, 'nested', 'runs.sqlite')
+})
+
+afterEach(() => {
+  store?.close()
+  store = undefined
+  fs.rmSync(dir, { recursive: true, force: true })
+})
+
+/** Adds one finished prompt result with the given steps; returns its id. */
+function addResult(s: RunStore, runId: number, method: string, promptIndex: number, steps: StepRecord[]): number {
+  const resultId = s.startPromptResult({
+    runId,
+    method,
+    promptIndex,
+    promptId: `p${promptIndex}`,
+    category: 'writing',
+    promptText: `prompt ${promptIndex}`,
+    seedStream: promptIndex * 7
+  })
+  for (const step of steps) s.addStep(resultId, step)
+  s.finishPromptResult(resultId, {
+    status: 'done',
+    outputText: `out ${method} ${promptIndex}`,
+    outputTokens: [10, 11, 12, 13],
+    provenance: method === 'ar' ? 'tttt' : 'dddr',
+    stopReason: 'max-tokens',
+    wallMs: 20 + promptIndex
+  })
+  return resultId
+}
+
+describe('RunStore', () => {
+  it('creates the parent directory and reports no recovered runs on a fresh file', () => {
+    store = RunStore.open(file)
+    expect(fs.existsSync(file)).toBe(true)
+    expect(store.recoveredInterruptedRuns).toBe(0)
+    expect(store.listRuns()).toEqual([])
+  })
+
+  it('round-trips a run with two methods, prompt results and steps', () => {
+    store = RunStore.open(file)
+    const config = makeConfig()
+    const runId = store.createRun(config)
+
+    const sdSteps = [makeStep(0), makeStep(1, { threshold: null, decision: null, resampled: false, bonus: true })]
+    const arSteps = [
+      makeStep(0, {
+        stage: 'ar',
+        proposed: 0,
+        accepted: 0,
+        resampled: false,
+        emitted: 1,
+        draftTokens: 0,
+        acceptedDraftTokens: 0,
+        draftEntropies: [],
+        threshold: null,
+        decision: null,
+        draftCalls: 0,
+        draftMs: 0
+      })
+    ]
+    const ids: number[] = []
+    for (const promptIndex of [0, 1]) {
+      ids.push(addResult(store, runId, 'ar', promptIndex, arSteps))
+      ids.push(addResult(store, runId, 'sd', promptIndex, sdSteps))
+    }
+    store.finishRun(runId, 'done')
+
+    const run = store.getRun(runId)
+    expect(run).not.toBeNull()
+    expect(run!.config).toEqual(config)
+    expect(run!.summary).toMatchObject({
+      id: runId,
+      suite: 'smoke',
+      methods: ['ar', 'sd'],
+      status: 'done',
+      error: null,
+      promptCount: 4
+    })
+    expect(run!.summary.finishedAt).not.toBeNull()
+
+    const results = store.getPromptResults(runId)
+    expect(results.map((r) => [r.promptIndex, r.method])).toEqual([
+      [0, 'ar'],
+      [0, 'sd'],
+      [1, 'ar'],
+      [1, 'sd']
+    ])
+    expect(results[1]).toMatchObject({
+      id: ids[1],
+      runId,
+      method: 'sd',
+      promptId: 'p0',
+      category: 'writing',
+      promptText: 'prompt 0',
+      seedStream: 0,
+      status: 'done',
+      outputText: 'out sd 0',
+      outputTokens: [10, 11, 12, 13],
+      provenance: 'dddr',
+      outputCount: 4,
+      stopReason: 'max-tokens',
+      wallMs: 20
+    })
+    expect(results[1].finishedAt).not.toBeNull()
+
+    expect(store.getSteps(ids[1])).toEqual(sdSteps)
+    expect(store.getSteps(ids[0])).toEqual(arSteps)
+
+    const outcomes = store.getOutcomes(runId)
+    expect([...outcomes.keys()]).toEqual(['ar', 'sd'])
+    expect(outcomes.get('sd')).toEqual([
+      { outputText: 'out sd 0', outputTokens: 4, wallMs: 20, steps: sdSteps },
+      { outputText: 'out sd 1', outputTokens: 4, wallMs: 21, steps: sdSteps }
+    ])
+    const summary = summarizeMethod('sd', outcomes.get('sd')!, null)
+    expect(summary.prompts).toBe(2)
+    expect(summary.targetCalls).toBe(4)
+  })
+
+  it('leaves unfinished prompt results out of the outcomes', () => {
+    store = RunStore.open(file)
+    const runId = store.createRun(makeConfig())
+    addResult(store, runId, 'sd', 0, [makeStep(0)])
+    const cancelled = store.startPromptResult({
+      runId,
+      method: 'sd',
+      promptIndex: 1,
+      promptId: null,
+      category: null,
+      promptText: 'x',
+      seedStream: 1
+    })
+    store.finishPromptResult(cancelled, {
+      status: 'cancelled',
+      outputText: 'a',
+      outputTokens: [1],
+      provenance: 'b',
+      stopReason: 'cancelled',
+      wallMs: 1
+    })
+    expect(store.getOutcomes(runId).get('sd')).toHaveLength(1)
+  })
+
+  it('rejects provenance that does not match the output tokens', () => {
+    store = RunStore.open(file)
+    const runId = store.createRun(makeConfig())
+    const resultId = store.startPromptResult({
+      runId,
+      method: 'sd',
+      promptIndex: 0,
+      promptId: null,
+      category: null,
+      promptText: 'x',
+      seedStream: 0
+    })
+    const finish = { status: 'done' as const, outputText: '', stopReason: null, wallMs: 1 }
+    expect(() => store!.finishPromptResult(resultId, { ...finish, outputTokens: [1, 2], provenance: 'd' })).toThrow(
+      /provenance/
+    )
+    expect(() => store!.finishPromptResult(resultId, { ...finish, outputTokens: [1], provenance: 'x' })).toThrow(
+      /provenance/
+    )
+  })
+
+  it('lists runs newest first with their prompt counts', () => {
+    store = RunStore.open(file)
+    const first = store.createRun(makeConfig({ suite: null }))
+    addResult(store, first, 'ar', 0, [])
+    const second = store.createRun(makeConfig())
+    addResult(store, second, 'ar', 0, [])
+    addResult(store, second, 'sd', 0, [])
+    addResult(store, second, 'ar', 1, [])
+    const third = store.createRun(makeConfig())
+
+    const runs = store.listRuns()
+    expect(runs.map((r) => [r.id, r.promptCount])).toEqual([
+      [third, 0],
+      [second, 3],
+      [first, 1]
+    ])
+    expect(runs[2].suite).toBeNull()
+    expect(runs[0].status).toBe('running')
+    expect(store.listRuns(2).map((r) => r.id)).toEqual([third, second])
+  })
+
+  it('marks runs left running as interrupted when reopened', () => {
+    store = RunStore.open(file)
+    const finishedRun = store.createRun(makeConfig())
+    store.finishRun(finishedRun, 'failed', 'model missing')
+    const runId = store.createRun(makeConfig())
+    const doneId = addResult(store, runId, 'ar', 0, [makeStep(0)])
+    const runningId = store.startPromptResult({
+      runId,
+      method: 'sd',
+      promptIndex: 0,
+      promptId: null,
+      category: null,
+      promptText: 'in flight',
+      seedStream: 3
+    })
+    store.addStep(runningId, makeStep(0))
+    store.close()
+
+    store = RunStore.open(file)
+    expect(store.recoveredInterruptedRuns).toBe(1)
+    const run = store.getRun(runId)!.summary
+    expect(run.status).toBe('interrupted')
+    expect(run.error).toBe('process ended while the run was in progress')
+    expect(run.finishedAt).not.toBeNull()
+    expect(store.getRun(finishedRun)!.summary).toMatchObject({ status: 'failed', error: 'model missing' })
+
+    const results = store.getPromptResults(runId)
+    expect(results.find((r) => r.id === doneId)).toMatchObject({ status: 'done', outputText: 'out ar 0' })
+    expect(results.find((r) => r.id === runningId)?.status).toBe('failed')
+    expect(store.getSteps(doneId)).toHaveLength(1)
+    expect(store.getSteps(runningId)).toHaveLength(1)
+    store.close()
+
+    store = RunStore.open(file)
+    expect(store.recoveredInterruptedRuns).toBe(0)
+  })
+
+  it('applies migrations once, however often the file is opened', () => {
+    RunStore.open(file).close()
+    RunStore.open(file).close()
+    const db = new Database(file, { readonly: true })
+    const rows = db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all()
+    db.close()
+    expect(rows).toEqual(MIGRATIONS.map((m) => ({ version: m.version, name: m.name })))
+  })
+
+  it('names the file when it is not a database', () => {
+    const bogus = path.join(dir, 'notes.sqlite')
+    fs.writeFileSync(bogus, 'these are some notes, certainly not a SQLite database\n'.repeat(40))
+    expect(() => RunStore.open(bogus)).toThrow(`${bogus} is not a SpecLab database`)
+  })
+
+  it('deletes a run with its prompt results and steps', () => {
+    store = RunStore.open(file)
+    const keep = store.createRun(makeConfig())
+    const keptResult = addResult(store, keep, 'ar', 0, [makeStep(0)])
+    const runId = store.createRun(makeConfig())
+    const resultId = addResult(store, runId, 'sd', 0, [makeStep(0), makeStep(1)])
+
+    store.deleteRun(runId)
+    expect(store.getRun(runId)).toBeNull()
+    expect(store.getPromptResults(runId)).toEqual([])
+    expect(store.getSteps(resultId)).toEqual([])
+    expect(store.getSteps(keptResult)).toHaveLength(1)
+    expect(store.listRuns().map((r) => r.id)).toEqual([keep])
+  })
+})
