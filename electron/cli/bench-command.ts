@@ -16,7 +16,7 @@ import { executeRun, tokenizePrompts } from '../experiments/runner'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
 import { formatNumber, formatTable, methodTable } from './format'
-import { parseInteger, parseNumber } from './run-command'
+import { createProgressBar, parseInteger, parseNumber } from './run-command'
 
 export function sharedModelsDirectory(): string {
   return process.env.SPECLAB_MODELS ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/models')
@@ -74,14 +74,21 @@ async function benchAction(options: BenchOptions): Promise<void> {
   const trio = await loadTrio(config.models, { threads: config.threads, contextSize: config.contextSize })
   try {
     const { target, draft } = trio.models
-    const prefix = tokenizePrompts(trio.models, prompts.slice(0, 1), config)[0]
+    const progress = createProgressBar(prompts.length * config.methods.length)
+    let report: RunReport
+    try {
+      report = await executeRun(store, { ...config, modelFingerprints: trio.fingerprints }, trio.models, prompts, {
+        onProgress: progress.update
+      })
+    } finally {
+      progress.stop()
+    }
+    // Raw costs along the first prompt's real `ar` continuation, so they see the contexts the decoders saw.
     process.stderr.write('measuring raw evaluation times…\n')
-    const raw = await measureRawTimings(target, draft!, prefix, config.gamma, config.sampling.topK)
-    process.stderr.write(`decoding ${prompts.length} prompts × ${config.methods.length} methods…\n`)
-    const report = await executeRun(store, { ...config, modelFingerprints: trio.fingerprints }, trio.models, prompts, {
-      onProgress: (p) => process.stderr.write(`\r  prompt ${p.promptIndex + 1}/${p.promptCount} ${p.method.padEnd(10)} ${p.tokens} tokens   `)
-    })
-    process.stderr.write('\n')
+    const promptTokens = tokenizePrompts(trio.models, prompts.slice(0, 1), config)[0]
+    const arOutput = store.getPromptResults(report.runId).find((r) => r.method === 'ar' && r.promptIndex === 0)
+    const sequence = [...promptTokens, ...(arOutput?.outputTokens ?? [])]
+    const raw = await measureRawTimings(target, draft!, sequence, promptTokens.length, config.gamma, config.sampling.topK)
     const analysis = analyse(report, raw)
     if (options.json) process.stdout.write(`${JSON.stringify({ report, raw, analysis })}\n`)
     else printBench(report, raw, analysis)

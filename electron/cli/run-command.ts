@@ -162,7 +162,7 @@ export function printReport(report: RunReport, json: boolean): void {
 }
 
 /** A cli-progress bar on stderr; silent when stderr is not a terminal (CI logs stay clean). */
-function createProgressBar(cells: number) {
+export function createProgressBar(cells: number) {
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,

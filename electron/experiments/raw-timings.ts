@@ -1,8 +1,11 @@
 /**
  * Raw model costs for the physical speedup bound: t1 (one target token), t_draft (one draft token) and
  * t_verify(γ+1) (γ+1 target tokens in one batched call), measured straight on node-llama-cpp sequences with
- * llama.cpp's own greedy pick per position (logits computed, nothing transferred to JS), after a realistic
- * prefix. Also the same evaluations with our top-k logits transfer, to show what the transfer adds.
+ * llama.cpp's own greedy pick per position (logits computed, nothing transferred to JS). Also the same evaluations
+ * with our top-k logits transfer, to show what the transfer adds.
+ * Costs grow with the context (on CPU, attention over many small heads is far from free: the inflated 78M target
+ * costs ~22 ms/token at 8 tokens of context and ~33 ms at 130), so each cost is averaged over prefixes spread
+ * across the decoded range (midpoint rule), matching the contexts the decoders actually saw.
  *
  *   bound = tokens per round × t1 / (γ·t_draft + t_verify(γ+1));   engine efficiency = speedup / bound
  */
@@ -50,29 +53,44 @@ async function timeEvaluation(
   return samples[Math.floor(samples.length / 2)]
 }
 
+/**
+ * `sequence` = prompt + generated tokens of a real decode; costs are averaged over `points` prefixes at the
+ * midpoints of equal slices of the generated part.
+ */
 export async function measureRawTimings(
   target: LlamaCppModel,
   draft: LlamaCppModel,
-  prefix: readonly number[],
+  sequence: readonly number[],
+  promptLength: number,
   gamma: number,
   topK: number,
-  repeats = 15
+  { points = 4, repeats = 9 } = {}
 ): Promise<RawTimings> {
-  const continuation = prefix.slice(1, gamma + 2)
+  const generated = sequence.length - promptLength
   const targetSequence = target.context.getSequence()
   const draftSequence = draft.context.getSequence()
+  const sums = { t1Ms: 0, tDraftMs: 0, tVerifyMs: 0, tVerifyTopKMs: 0 }
   try {
-    return {
-      t1Ms: await timeEvaluation(targetSequence, prefix, continuation.slice(0, 1), 'argmax', repeats),
-      tDraftMs: await timeEvaluation(draftSequence, prefix, continuation.slice(0, 1), 'argmax', repeats),
-      tVerifyMs: await timeEvaluation(targetSequence, prefix, continuation, 'argmax', repeats),
-      tVerifyTopKMs: await timeEvaluation(targetSequence, prefix, continuation, { topK }, repeats),
-      gamma,
-      repeats
+    for (let i = 0; i < points; i++) {
+      const cut = promptLength + Math.floor(((i + 0.5) / points) * Math.max(0, generated - gamma - 1))
+      const prefix = sequence.slice(0, cut)
+      const next = sequence.slice(cut, cut + gamma + 1)
+      sums.t1Ms += await timeEvaluation(targetSequence, prefix, next.slice(0, 1), 'argmax', repeats)
+      sums.tDraftMs += await timeEvaluation(draftSequence, prefix, next.slice(0, 1), 'argmax', repeats)
+      sums.tVerifyMs += await timeEvaluation(targetSequence, prefix, next, 'argmax', repeats)
+      sums.tVerifyTopKMs += await timeEvaluation(targetSequence, prefix, next, { topK }, repeats)
     }
   } finally {
     targetSequence.dispose()
     draftSequence.dispose()
+  }
+  return {
+    t1Ms: sums.t1Ms / points,
+    tDraftMs: sums.tDraftMs / points,
+    tVerifyMs: sums.tVerifyMs / points,
+    tVerifyTopKMs: sums.tVerifyTopKMs / points,
+    gamma,
+    repeats
   }
 }
 

@@ -2,6 +2,7 @@
  * Electron main: window, menu, one IPC handler — thin glue. All api logic lives in ../api (shared with the browser
  * bridge); the renderer reaches it only through the preload's `window.speclab.call`.
  */
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { app, BrowserWindow, ipcMain, Menu, type IpcMainInvokeEvent } from 'electron'
@@ -24,6 +25,12 @@ function isRendererUrl(url: string): boolean {
   }
 }
 
+/** The better-sqlite3 build for Electron's ABI that `npm start` prepares (scripts/prepare-electron-native.mjs). */
+function electronSqliteBinding(): string | undefined {
+  const file = join(app.getAppPath(), 'node_modules/.speclab/electron-better-sqlite3/build/Release/better_sqlite3.node')
+  return existsSync(file) ? file : undefined
+}
+
 let store: RunStore | null = null
 let service: ApiService | null = null
 let storeError: string | null = null
@@ -31,7 +38,7 @@ let storeError: string | null = null
 function openStore(): void {
   const file = process.env['SPECLAB_DB'] || join(app.getPath('userData'), 'speclab.sqlite')
   try {
-    store = RunStore.open(file)
+    store = RunStore.open(file, { nativeBinding: electronSqliteBinding() })
     service = createRunsService(store)
   } catch (error) {
     storeError = `Could not open the run database ${file}: ${error instanceof Error ? error.message : String(error)}`

@@ -124,11 +124,15 @@ export class RunStore {
   private readonly updateResult: Database.Statement
   private readonly insertStep: Database.Statement
 
-  static open(file: string): RunStore {
+  /**
+   * `nativeBinding`: a better-sqlite3 addon built for another runtime's ABI — under `npm start` Electron uses the
+   * copy scripts/prepare-electron-native.mjs builds, while plain Node (CLI, tests) uses the installed one.
+   */
+  static open(file: string, options: { nativeBinding?: string } = {}): RunStore {
     fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
     let db: Database.Database | undefined
     try {
-      db = new Database(file)
+      db = new Database(file, options.nativeBinding ? { nativeBinding: options.nativeBinding } : {})
       db.pragma('journal_mode = WAL')
       db.pragma('synchronous = NORMAL')
       db.pragma('foreign_keys = ON')

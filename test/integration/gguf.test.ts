@@ -1,0 +1,317 @@
+/**
+ * The engine against real GGUF models (node-llama-cpp, CPU, one thread): greedy losslessness of `sd` and
+ * `nlc-draft`, seeded reproducibility, user-facing errors, the vocabulary check and KV-cache rollback.
+ *
+ * Models: $SPECLAB_MODELS, default ../shared/models next to the project (see that folder's README.md).
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { autoregressive } from '../../electron/engine/decoders/autoregressive'
+import { nlcDraft } from '../../electron/engine/decoders/nlc-draft'
+import { speculativeDecoder } from '../../electron/engine/decoders/speculative'
+import type { Decoder } from '../../electron/engine/decoders/types'
+import { UserInputError } from '../../electron/engine/errors'
+import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
+import { assertSameVocabulary } from '../../electron/engine/model/vocabulary-check'
+import { fixedLengthPolicy } from '../../electron/engine/policies/fixed'
+import type { Distribution } from '../../electron/engine/sampling/distribution'
+import { createPrng } from '../../electron/engine/sampling/prng'
+import type { WarpConfig } from '../../electron/engine/sampling/warp'
+import { decode, makeRequest } from '../helpers/decode'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const MODELS_DIR = path.resolve(process.env.SPECLAB_MODELS ?? path.resolve(here, '../../../shared/models'))
+
+const FILES = {
+  s260f32: 'stories260K-f32.gguf',
+  s260q4: 'stories260K-q4_0.gguf',
+  tiny656: 'tinystories-656k-f32.gguf',
+  target5m: 'family/stories-target5M-f32.gguf',
+  mid1m: 'family/stories-mid1M-f32.gguf'
+} as const
+type ModelKey = keyof typeof FILES
+const modelPath = (key: ModelKey): string => path.join(MODELS_DIR, FILES[key])
+
+const missing = fs.existsSync(MODELS_DIR)
+  ? (Object.keys(FILES) as ModelKey[]).filter((key) => !fs.existsSync(modelPath(key))).map(modelPath)
+  : [MODELS_DIR]
+if (missing.length > 0) {
+  console.warn(
+    `\n${'!'.repeat(100)}\n` +
+      `!! SKIPPING the GGUF integration tests (test/integration/gguf.test.ts): missing ${missing.join(', ')}\n` +
+      `!! Set SPECLAB_MODELS to the folder holding stories260K-*.gguf, tinystories-656k-f32.gguf and family/\n` +
+      `!! (default: ${path.resolve(here, '../../../shared/models')}).\n` +
+      `${'!'.repeat(100)}\n`
+  )
+}
+const withModels = missing.length === 0 ? describe : describe.skip
+
+const GREEDY_64: WarpConfig = { temperature: 0, topK: 64, topP: 1 }
+const NEAR_TIE = 0.02
+const MAX_TOKENS = 64
+
+const PROMPTS = [
+  'Once upon a time, there was a little dog named Max.',
+  'Lily went to the park with her mom. She saw a big red ball',
+  'Tom had a toy car. One day, the car broke and Tom was sad.',
+  'The sun was shining and the birds were singing. Sam wanted to',
+  'There was a small cat who lived in a house near the sea.'
+]
+
+/** Errors that need no model: checked before llama.cpp sees the file. */
+describe('loading errors', () => {
+  let tmp: string
+  beforeAll(() => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-gguf-'))
+  })
+  afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))
+
+  async function loadError(file: string): Promise<UserInputError> {
+    const error = await loadLlamaModel(file, { threads: 1, contextSize: 512 }).then(
+      () => null,
+      (e: unknown) => e
+    )
+    expect(error).toBeInstanceOf(UserInputError)
+    return error as UserInputError
+  }
+
+  it('a missing file rejects with a UserInputError naming the path', async () => {
+    const file = path.join(tmp, 'no-such-model.gguf')
+    const error = await loadError(file)
+    expect(error.message).toContain(file)
+    expect(error.message).toMatch(/not found/)
+  })
+
+  it('a text file rejects with "not a GGUF", naming the path', async () => {
+    const file = path.join(tmp, 'notes.gguf')
+    fs.writeFileSync(file, 'this is a text file, not a model\n')
+    const error = await loadError(file)
+    expect(error.message).toMatch(/not a GGUF/)
+    expect(error.message).toContain(file)
+    // Shorter than the 4-byte magic.
+    const tiny = path.join(tmp, 'tiny.gguf')
+    fs.writeFileSync(tiny, 'GG')
+    expect((await loadError(tiny)).message).toMatch(/not a GGUF/)
+  })
+
+  it('a directory rejects with a UserInputError naming the path', async () => {
+    const error = await loadError(tmp)
+    expect(error.message).toContain(tmp)
+  })
+
+  it.skipIf(missing.length > 0)('a truncated GGUF rejects with a UserInputError naming the path', async () => {
+    const file = path.join(tmp, 'truncated.gguf')
+    fs.writeFileSync(file, fs.readFileSync(modelPath('s260f32')).subarray(0, 5000))
+    const error = await loadError(file)
+    expect(error.message).toContain(file)
+    expect(error.message).toMatch(/GGUF/)
+  })
+})
+
+withModels('GGUF models (node-llama-cpp)', () => {
+  const models = {} as Record<ModelKey, LlamaCppModel>
+
+  beforeAll(async () => {
+    for (const key of Object.keys(FILES) as ModelKey[])
+      models[key] = await loadLlamaModel(modelPath(key), { threads: 1, contextSize: 512 })
+  })
+
+  afterAll(async () => {
+    for (const model of Object.values(models)) await model?.dispose()
+  })
+
+  const promptTokens = (model: LlamaCppModel, text: string): number[] => [model.info.bos!, ...model.tokenize(text)]
+
+  /**
+   * Greedy decoding with `decoder` must reproduce `ar`. A divergence is tolerated only where the target's top two
+   * tokens are within NEAR_TIE of each other at the first differing position (batched and single-token
+   * evaluation may round differently), and the two outputs chose exactly those two tokens.
+   */
+  async function expectGreedyEquivalent(
+    label: string,
+    decoder: Decoder,
+    target: LlamaCppModel,
+    draft: LlamaCppModel,
+    prompt: string,
+    params: Record<string, number> = {}
+  ): Promise<'identical' | 'near-tie'> {
+    const request = () => makeRequest({ promptTokens: promptTokens(target, prompt), maxTokens: MAX_TOKENS, warp: GREEDY_64, params })
+    const ar = await decode(autoregressive, { target }, request())
+    const other = await decode(decoder, { target, draft }, request())
+    expect(ar.tokens.length).toBeGreaterThan(0)
+    let i = 0
+    while (i < ar.tokens.length && i < other.tokens.length && ar.tokens[i] === other.tokens[i]) i++
+    if (i === ar.tokens.length && i === other.tokens.length) return 'identical'
+
+    const prefix = [...promptTokens(target, prompt), ...ar.tokens.slice(0, i)]
+    const session = await target.createSession(GREEDY_64)
+    const [p] = await session.append(prefix, prefix.length - 1)
+    await session.dispose()
+    const gap = p.probs[0] - (p.probs[1] ?? 0)
+    console.log(
+      `${label} "${prompt.slice(0, 30)}…": diverges from ar at token ${i} ` +
+        `(ar ${JSON.stringify(target.tokenText(ar.tokens[i]))} vs ${JSON.stringify(target.tokenText(other.tokens[i]))}); ` +
+        `target top-2 ${JSON.stringify(target.tokenText(p.ids[0]))} ${p.probs[0].toFixed(4)} / ` +
+        `${JSON.stringify(target.tokenText(p.ids[1]))} ${p.probs[1]?.toFixed(4)}, gap ${gap.toFixed(4)}`
+    )
+    expect(gap, `${label}: divergence at token ${i} is not a near-tie (gap ${gap})`).toBeLessThan(NEAR_TIE)
+    expect(i, `${label}: one output is a prefix of the other`).toBeLessThan(Math.min(ar.tokens.length, other.tokens.length))
+    expect([ar.tokens[i], other.tokens[i]].sort()).toEqual([p.ids[0], p.ids[1]].sort())
+    return 'near-tie'
+  }
+
+  describe('greedy sd = greedy ar (temperature 0, top-k 64)', () => {
+    const pairs: [string, ModelKey, ModelKey][] = [
+      ['260K-f32 ← 260K-q4_0', 's260f32', 's260q4'],
+      ['target5M-f32 ← 260K-f32', 'target5m', 's260f32']
+    ]
+    for (const [name, targetKey, draftKey] of pairs) {
+      for (const gamma of [2, 5]) {
+        it(`${name}, γ = ${gamma}, ${PROMPTS.length} prompts × ${MAX_TOKENS} tokens`, async () => {
+          const outcomes = []
+          for (const prompt of PROMPTS) {
+            const decoder = speculativeDecoder(fixedLengthPolicy(gamma))
+            outcomes.push(await expectGreedyEquivalent(`sd ${name} γ=${gamma}`, decoder, models[targetKey], models[draftKey], prompt))
+          }
+          // Near-ties are rare: most prompts must match token for token.
+          expect(outcomes.filter((o) => o === 'identical').length).toBeGreaterThanOrEqual(PROMPTS.length - 1)
+        })
+      }
+    }
+
+    it('the draft really gets rejected and accepted (the comparison is not vacuous)', async () => {
+      const target = models.target5m
+      const result = await decode(
+        speculativeDecoder(fixedLengthPolicy(5)),
+        { target, draft: models.s260f32 },
+        makeRequest({ promptTokens: promptTokens(target, PROMPTS[0]), maxTokens: MAX_TOKENS, warp: GREEDY_64 })
+      )
+      const proposed = result.steps.reduce((n, s) => n + s.proposed, 0)
+      const accepted = result.steps.reduce((n, s) => n + s.accepted, 0)
+      console.log(`sd target5M ← 260K γ=5: acceptance ${(accepted / proposed).toFixed(3)} over ${result.steps.length} rounds`)
+      expect(accepted).toBeGreaterThan(0)
+      expect(result.steps.some((s) => s.resampled)).toBe(true)
+      expect(result.steps.length).toBeLessThan(result.tokens.length)
+    })
+  })
+
+  it('greedy nlc-draft = greedy ar (target5M ← 260K, maxTokens = γ 4)', async () => {
+    await expectGreedyEquivalent('nlc-draft', nlcDraft, models.target5m, models.s260f32, PROMPTS[0], { gamma: 4 })
+  })
+
+  it('sampling sd (temperature 1) is reproducible from the seed and changes with it', async () => {
+    const target = models.target5m
+    const run = async (seed: number) =>
+      (
+        await decode(
+          speculativeDecoder(fixedLengthPolicy(4)),
+          { target, draft: models.s260f32 },
+          makeRequest({
+            promptTokens: promptTokens(target, PROMPTS[1]),
+            maxTokens: 48,
+            warp: { temperature: 1, topK: 64, topP: 1 },
+            rng: createPrng(seed, 0)
+          })
+        )
+      ).tokens
+    const first = await run(11)
+    expect(await run(11)).toEqual(first)
+    expect(await run(12)).not.toEqual(first)
+  })
+
+  describe('model info and the vocabulary check', () => {
+    it('info describes the file', () => {
+      const info = models.s260f32.info
+      expect(info.path).toBe(modelPath('s260f32'))
+      expect(path.isAbsolute(info.path)).toBe(true)
+      expect(info).toMatchObject({ architecture: 'llama', vocabularySize: 512, bos: 1, eos: 2 })
+      expect(info.sizeBytes).toBe(fs.statSync(modelPath('s260f32')).size)
+      expect(models.tiny656.info.vocabularySize).toBe(2048)
+    })
+
+    it('stories260K vs tinystories-656k: UserInputError naming both files', () => {
+      let error: unknown
+      try {
+        assertSameVocabulary([models.s260f32, models.tiny656])
+      } catch (e) {
+        error = e
+      }
+      expect(error).toBeInstanceOf(UserInputError)
+      const message = (error as Error).message
+      expect(message).toContain(modelPath('s260f32'))
+      expect(message).toContain(modelPath('tiny656'))
+      expect(message).toMatch(/512.*2048/)
+    })
+
+    it('the stories family trio (target5M, mid1M, 260K-q4_0) and the test pairs pass', () => {
+      expect(() => assertSameVocabulary([models.target5m, models.mid1m, models.s260q4])).not.toThrow()
+      expect(() => assertSameVocabulary([models.s260f32, models.s260q4])).not.toThrow()
+      expect(() => assertSameVocabulary([models.target5m, models.s260f32])).not.toThrow()
+    })
+  })
+
+  describe('session seam: truncate rolls the KV cache back', () => {
+    const FULL: WarpConfig = { temperature: 1, topK: 0, topP: 1 }
+
+    function maxDifference(a: Distribution, b: Distribution): number {
+      const probs = new Map<number, [number, number]>()
+      a.ids.forEach((id, i) => probs.set(id, [a.probs[i], 0]))
+      b.ids.forEach((id, i) => probs.set(id, [probs.get(id)?.[0] ?? 0, b.probs[i]]))
+      let max = 0
+      for (const [pa, pb] of probs.values()) max = Math.max(max, Math.abs(pa - pb))
+      return max
+    }
+
+    async function fresh(model: LlamaCppModel, tokens: number[], from: number): Promise<Distribution[]> {
+      const session = await model.createSession(FULL)
+      try {
+        return await session.append(tokens, from)
+      } finally {
+        await session.dispose()
+      }
+    }
+
+    for (const key of ['target5m', 's260q4'] as const) {
+      it(`${key}: after append + truncate, the next append matches a fresh session (within 1e-3)`, async () => {
+        const model = models[key]
+        const prefix = promptTokens(model, 'Once upon a time, there was a little')
+        const erased = model.tokenize(' dog named Max who liked to run')
+        const next = model.tokenize(' girl who loved to sing songs')
+        const session = await model.createSession(FULL)
+        try {
+          // Round 1: evaluate a continuation, then erase it.
+          await session.append([...prefix, ...erased], prefix.length - 1)
+          await session.truncate(prefix.length)
+          expect(session.tokens).toEqual(prefix)
+          const rolledBack = await session.append(next, 0)
+          const reference = await fresh(model, [...prefix, ...next], prefix.length)
+          expect(rolledBack).toHaveLength(next.length)
+          rolledBack.forEach((d, i) => expect(maxDifference(d, reference[i]), `position ${i}`).toBeLessThan(1e-3))
+
+          // The comparison has power: without the rollback the distributions differ by far more.
+          const stale = await fresh(model, [...prefix, ...erased, ...next], prefix.length + erased.length)
+          expect(Math.max(...stale.map((d, i) => maxDifference(d, reference[i])))).toBeGreaterThan(0.02)
+
+          // Round 2: roll back into the prompt and continue differently.
+          const keep = prefix.length - 3
+          await session.truncate(keep)
+          expect(session.tokens).toEqual(prefix.slice(0, keep))
+          const tail = [...prefix.slice(keep, keep + 1), ...erased.slice(0, 4)]
+          const again = await session.append(tail, 0)
+          const reference2 = await fresh(model, [...prefix.slice(0, keep), ...tail], keep)
+          again.forEach((d, i) => expect(maxDifference(d, reference2[i]), `round 2 position ${i}`).toBeLessThan(1e-3))
+
+          // Truncating past the end is a no-op.
+          const length = session.tokens.length
+          await session.truncate(length + 10)
+          expect(session.tokens).toHaveLength(length)
+        } finally {
+          await session.dispose()
+        }
+      })
+    }
+  })
+})
