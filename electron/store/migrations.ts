@@ -71,6 +71,16 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX prompt_results_run_id ON prompt_results(run_id);
       CREATE INDEX steps_result_id ON steps(result_id);
     `
+  },
+  {
+    version: 2,
+    name: 'run owner process',
+    // The app and the CLI may share one database: a run is only "interrupted" when the process that owns it is
+    // gone, not merely because another process opened the file while it was running.
+    sql: `
+      ALTER TABLE runs ADD COLUMN owner_pid INTEGER NULL;
+      ALTER TABLE runs ADD COLUMN owner_host TEXT NULL;
+    `
   }
 ]
 

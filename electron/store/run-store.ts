@@ -4,6 +4,7 @@
  * `running` by a process that died are marked `interrupted`.
  */
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { RunConfig, type RunStatus, type RunSummary } from '../api/contract'
@@ -123,6 +124,8 @@ export class RunStore {
   private readonly insertResult: Database.Statement
   private readonly updateResult: Database.Statement
   private readonly insertStep: Database.Statement
+  /** Runs created through this instance and not finished yet. */
+  private readonly ownRuns = new Set<number>()
 
   /**
    * `nativeBinding`: a better-sqlite3 addon built for another runtime's ABI — under `npm start` Electron uses the
@@ -147,7 +150,8 @@ export class RunStore {
   private constructor(db: Database.Database) {
     this.db = db
     this.insertRun = db.prepare(
-      `INSERT INTO runs (created_at, suite, methods, config, status) VALUES (?, ?, ?, ?, 'running')`
+      `INSERT INTO runs (created_at, suite, methods, config, status, owner_pid, owner_host)
+       VALUES (?, ?, ?, ?, 'running', ?, ?)`
     )
     this.updateRun = db.prepare(`UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?`)
     this.insertResult = db.prepare(
@@ -171,12 +175,24 @@ export class RunStore {
   }
 
   createRun(config: RunConfig): number {
-    const info = this.insertRun.run(now(), config.suite, JSON.stringify(config.methods), JSON.stringify(config))
-    return Number(info.lastInsertRowid)
+    const info = this.insertRun.run(
+      now(),
+      config.suite,
+      JSON.stringify(config.methods),
+      JSON.stringify(config),
+      process.pid,
+      os.hostname()
+    )
+    const runId = Number(info.lastInsertRowid)
+    runsInProgressHere.add(runId)
+    this.ownRuns.add(runId)
+    return runId
   }
 
   finishRun(runId: number, status: RunStatus, error: string | null = null): void {
     this.updateRun.run(status, error, now(), runId)
+    runsInProgressHere.delete(runId)
+    this.ownRuns.delete(runId)
   }
 
   startPromptResult(input: PromptResultInput): number {
@@ -273,6 +289,7 @@ export class RunStore {
   }
 
   close(): void {
+    for (const runId of this.ownRuns) runsInProgressHere.delete(runId)
     this.db.close()
   }
 
@@ -293,18 +310,45 @@ export class RunStore {
     return byResult
   }
 
-  /** Runs still `running` at open belong to a process that ended without finishing them. */
+  /**
+   * Runs still `running` whose owner process is gone ended without finishing. A run owned by a live process on
+   * this host (the app while the CLI opens the file, or the reverse) is left alone; runs from another host or
+   * from before owners were recorded cannot be checked and count as ended.
+   */
   private markInterrupted(): number {
     return this.db.transaction(() => {
-      this.db.prepare(
-        `UPDATE prompt_results SET status = 'failed', finished_at = ?
-         WHERE status = 'running' AND run_id IN (SELECT id FROM runs WHERE status = 'running')`
-      ).run(now())
-      const info = this.db
-        .prepare(`UPDATE runs SET status = 'interrupted', error = ?, finished_at = ? WHERE status = 'running'`)
-        .run(INTERRUPTED_ERROR, now())
-      return info.changes
+      const running = this.db
+        .prepare(`SELECT id, owner_pid AS pid, owner_host AS host FROM runs WHERE status = 'running'`)
+        .all() as { id: number; pid: number | null; host: string | null }[]
+      const orphans = running.filter((run) => !isOwnerAlive(run))
+      const failPrompts = this.db.prepare(
+        `UPDATE prompt_results SET status = 'failed', finished_at = ? WHERE status = 'running' AND run_id = ?`
+      )
+      const interrupt = this.db.prepare(`UPDATE runs SET status = 'interrupted', error = ?, finished_at = ? WHERE id = ?`)
+      for (const run of orphans) {
+        failPrompts.run(now(), run.id)
+        interrupt.run(INTERRUPTED_ERROR, now(), run.id)
+      }
+      return orphans.length
     })()
+  }
+}
+
+/** Runs this process is executing through an open store (a store closed mid-run leaves its runs orphaned). */
+const runsInProgressHere = new Set<number>()
+
+function isOwnerAlive(run: { id: number; pid: number | null; host: string | null }): boolean {
+  if (run.host !== os.hostname() || run.pid === null) return false
+  return run.pid === process.pid ? runsInProgressHere.has(run.id) : isAlive(run.pid)
+}
+
+/** Signal 0 checks existence without touching the process (EPERM: it exists but belongs to another user). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as { code?: string }).code === 'EPERM'
   }
 }
 

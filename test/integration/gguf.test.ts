@@ -137,14 +137,14 @@ withModels('GGUF models (node-llama-cpp)', () => {
     draft: LlamaCppModel,
     prompt: string,
     params: Record<string, number> = {}
-  ): Promise<'identical' | 'near-tie'> {
+  ): Promise<{ outcome: 'identical' | 'near-tie'; provenances: string[] }> {
     const request = () => makeRequest({ promptTokens: promptTokens(target, prompt), maxTokens: MAX_TOKENS, warp: GREEDY_64, params })
     const ar = await decode(autoregressive, { target }, request())
     const other = await decode(decoder, { target, draft }, request())
     expect(ar.tokens.length).toBeGreaterThan(0)
     let i = 0
     while (i < ar.tokens.length && i < other.tokens.length && ar.tokens[i] === other.tokens[i]) i++
-    if (i === ar.tokens.length && i === other.tokens.length) return 'identical'
+    if (i === ar.tokens.length && i === other.tokens.length) return { outcome: 'identical', provenances: other.provenances }
 
     const prefix = [...promptTokens(target, prompt), ...ar.tokens.slice(0, i)]
     const session = await target.createSession(GREEDY_64)
@@ -160,8 +160,15 @@ withModels('GGUF models (node-llama-cpp)', () => {
     expect(gap, `${label}: divergence at token ${i} is not a near-tie (gap ${gap})`).toBeLessThan(NEAR_TIE)
     expect(i, `${label}: one output is a prefix of the other`).toBeLessThan(Math.min(ar.tokens.length, other.tokens.length))
     expect([ar.tokens[i], other.tokens[i]].sort()).toEqual([p.ids[0], p.ids[1]].sort())
-    return 'near-tie'
+    return { outcome: 'near-tie', provenances: other.provenances }
   }
+
+  it('the near-tie rule has power: the draft decoding alone (260K for target5M) is rejected', async () => {
+    const draftAlone: Decoder = (m, request) => autoregressive({ target: m.draft! }, request)
+    await expect(
+      expectGreedyEquivalent('negative control: ar on the draft', draftAlone, models.target5m, models.s260f32, PROMPTS[0])
+    ).rejects.toThrow(/not a near-tie/)
+  })
 
   describe('greedy sd = greedy ar (temperature 0, top-k 64)', () => {
     const pairs: [string, ModelKey, ModelKey][] = [
@@ -174,7 +181,8 @@ withModels('GGUF models (node-llama-cpp)', () => {
           const outcomes = []
           for (const prompt of PROMPTS) {
             const decoder = speculativeDecoder(fixedLengthPolicy(gamma))
-            outcomes.push(await expectGreedyEquivalent(`sd ${name} γ=${gamma}`, decoder, models[targetKey], models[draftKey], prompt))
+            const { outcome } = await expectGreedyEquivalent(`sd ${name} γ=${gamma}`, decoder, models[targetKey], models[draftKey], prompt)
+            outcomes.push(outcome)
           }
           // Near-ties are rare: most prompts must match token for token.
           expect(outcomes.filter((o) => o === 'identical').length).toBeGreaterThanOrEqual(PROMPTS.length - 1)
@@ -199,7 +207,9 @@ withModels('GGUF models (node-llama-cpp)', () => {
   })
 
   it('greedy nlc-draft = greedy ar (target5M ← 260K, maxTokens = γ 4)', async () => {
-    await expectGreedyEquivalent('nlc-draft', nlcDraft, models.target5m, models.s260f32, PROMPTS[0], { gamma: 4 })
+    const { provenances } = await expectGreedyEquivalent('nlc-draft', nlcDraft, models.target5m, models.s260f32, PROMPTS[0], { gamma: 4 })
+    // node-llama-cpp's predictor really supplied some of the tokens.
+    expect(provenances).toContain('draft')
   })
 
   it('sampling sd (temperature 1) is reproducible from the seed and changes with it', async () => {

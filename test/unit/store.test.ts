@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -243,6 +244,28 @@ describe('RunStore', () => {
     expect(runs[2].suite).toBeNull()
     expect(runs[0].status).toBe('running')
     expect(store.listRuns(2).map((r) => r.id)).toEqual([third, second])
+  })
+
+  it('leaves a run alone while its owner process is alive, and interrupts it once that process is gone', async () => {
+    store = RunStore.open(file)
+    const runId = store.createRun(makeConfig())
+    store.close()
+    // Hand the run to another live process, as when the CLI runs while the app opens the same file.
+    const owner = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'])
+    const raw = new Database(file)
+    raw.prepare('UPDATE runs SET owner_pid = ? WHERE id = ?').run(owner.pid, runId)
+    raw.close()
+
+    store = RunStore.open(file)
+    expect(store.recoveredInterruptedRuns).toBe(0)
+    expect(store.getRun(runId)!.summary.status).toBe('running')
+    store.close()
+
+    owner.kill('SIGKILL')
+    await new Promise((resolve) => owner.once('exit', resolve))
+    store = RunStore.open(file)
+    expect(store.recoveredInterruptedRuns).toBe(1)
+    expect(store.getRun(runId)!.summary.status).toBe('interrupted')
   })
 
   it('marks runs left running as interrupted when reopened', () => {

@@ -1,0 +1,139 @@
+/**
+ * The `speclab` CLI end to end on the shared models: `run --json` fields, `runs` / `show` / `diff`, exit code 2
+ * with one clear line for every kind of bad input, and a run killed mid-way is marked interrupted with its
+ * finished rows kept.
+ */
+import { spawn, spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RunStore } from '../../electron/store/run-store'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
+const haveModels = fs.existsSync(path.join(models, 'stories260K-f32.gguf'))
+if (!haveModels)
+  console.warn(`\n!!! CLI tests SKIPPED: no test models at ${models}. Set SPECLAB_MODELS to the shared models directory. !!!\n`)
+
+const target = path.join(models, 'stories260K-f32.gguf')
+const draft = path.join(models, 'stories260K-q4_0.gguf')
+const tsx = path.join(root, 'node_modules/.bin/tsx')
+const cli = path.join(root, 'electron/cli.ts')
+
+let dir: string
+let db: string
+
+function speclab(...args: string[]) {
+  const result = spawnSync(tsx, [cli, ...args, '--db', db], { cwd: root, encoding: 'utf8' })
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr }
+}
+
+const smallRun = ['run', '--target', target, '--draft', draft, '--limit', '2', '--max-tokens', '24', '--seed', '3']
+
+describe.skipIf(!haveModels)('speclab CLI', () => {
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-cli-'))
+    db = path.join(dir, 'runs.sqlite')
+  })
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+  it('run --json prints one object with the contract fields', () => {
+    const { code, stdout } = speclab(...smallRun, '--methods', 'ar,sd,nlc-draft', '--temperature', '0', '--json')
+    expect(code).toBe(0)
+    const report = JSON.parse(stdout)
+    expect(report.runId).toBe(1)
+    expect(report.config.seed).toBe(3)
+    expect(report.config.models.target).toBe(target)
+    expect(report.methods.map((m: { method: string }) => m.method)).toEqual(['ar', 'sd', 'nlc-draft'])
+    const fields = ['method', 'prompts', 'outputTokens', 'wallMs', 'tokensPerSecond', 'speedup', 'sigma', 'eta', 'acceptanceRate', 'meanAcceptedLength', 'targetCalls', 'draftTokens', 'acceptedTokens', 'gammaTrajectory', 'outputs']
+    for (const m of report.methods) for (const f of fields) expect(m).toHaveProperty(f)
+    const [ar, sd] = report.methods
+    expect(ar.speedup).toBe(1)
+    expect(sd.outputs).toEqual(ar.outputs) // greedy sd reproduces greedy ar
+    expect(sd.prompts).toBe(2)
+    expect(sd.sigma).toBeCloseTo(1 - sd.acceptedTokens / sd.draftTokens, 10)
+    expect(sd.eta).toBeCloseTo(sd.targetCalls / sd.outputTokens, 10)
+    expect(sd.gammaTrajectory).toHaveLength(2)
+    expect(sd.gammaTrajectory[0].every((g: number) => g >= 1 && g <= 5)).toBe(true)
+  })
+
+  it('runs, show and diff read the store', () => {
+    expect(speclab(...smallRun, '--methods', 'ar,sd', '--gamma', '3', '--json').code).toBe(0)
+    const runs = JSON.parse(speclab('runs', '--json').stdout)
+    expect(runs.map((r: { id: number }) => r.id)).toEqual([2, 1])
+    expect(runs[0].status).toBe('done')
+
+    const shown = JSON.parse(speclab('show', '2', '--json').stdout)
+    expect(shown.config.gamma).toBe(3)
+    expect(shown.results).toHaveLength(4)
+
+    const diff = JSON.parse(speclab('diff', '1', '2', '--json').stdout)
+    const keys = diff.configDifferences.map((d: { key: string }) => d.key)
+    expect(keys).toEqual(expect.arrayContaining(['gamma', 'methods', 'sampling.temperature']))
+    const sd = diff.methods.find((m: { method: string }) => m.method === 'sd')
+    expect(sd.metrics.tokensPerSecond.delta).toBeCloseTo(sd.metrics.tokensPerSecond.b - sd.metrics.tokensPerSecond.a, 9)
+    expect(diff.methods.find((m: { method: string }) => m.method === 'nlc-draft').inB).toBe(false)
+
+    const text = speclab('diff', '1', '2')
+    expect(text.code).toBe(0)
+    expect(text.stdout).toMatch(/gamma\s+5\s+3/)
+  })
+
+  it.each([
+    ['a missing model file', ['run', '--methods', 'ar', '--target', '/no/such/model.gguf'], /model file not found: \/no\/such\/model.gguf/],
+    ['a file that is not a GGUF', ['run', '--methods', 'ar', '--target', cli], /not a GGUF model file/],
+    ['mismatched vocabularies', ['run', '--target', target, '--draft', path.join(models, 'tinystories-656k-f32.gguf')], /vocabulary mismatch between .*stories260K-f32.gguf and .*tinystories-656k-f32.gguf/],
+    ['an invalid --top-p', ['run', '--target', target, '--top-p', '1.5', '--methods', 'ar'], /invalid --top-p/],
+    ['a non-numeric --max-tokens', ['run', '--target', target, '--max-tokens', 'many'], /--max-tokens/],
+    ['an unknown method', ['run', '--target', target, '--methods', 'ar,warp-drive'], /unknown method 'warp-drive'/],
+    ['a method without its draft', ['run', '--target', target, '--methods', 'sd'], /method 'sd' needs --draft/],
+    ['a missing prompt file', ['run', '--target', target, '--methods', 'ar', '--prompts', '/no/prompts.jsonl'], /prompt file not found/],
+    ['an unknown run id', ['show', '999'], /no run with id 999/],
+    ['a missing --target', ['run'], /required option '--target/]
+  ])('%s exits 2 with one clear line', (_name, args, message) => {
+    const { code, stderr } = speclab(...(args as string[]))
+    expect(code).toBe(2)
+    const lines = stderr.trim().split('\n').filter((l) => l.startsWith('speclab:'))
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(message as RegExp)
+  })
+
+  it('a run killed mid-way is marked interrupted and keeps its finished rows', async () => {
+    const crashDb = path.join(dir, 'crash.sqlite')
+    // node --import tsx keeps the CLI in this one process (the tsx binary would fork a child SIGKILL can't reach).
+    const child = spawn(process.execPath, ['--import', 'tsx', cli, 'run', '--target', target, '--draft', draft, '--methods', 'ar,sd', '--max-tokens', '200', '--db', crashDb], {
+      cwd: root,
+      stdio: 'ignore'
+    })
+    // Wait until at least one prompt result is finished, then kill the process without a chance to clean up.
+    const deadline = Date.now() + 60_000
+    let finished = 0
+    while (finished === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200))
+      if (!fs.existsSync(crashDb)) continue
+      try {
+        const peek = RunStore.open(crashDb)
+        finished = peek.getPromptResults(1).filter((r) => r.status === 'done').length
+        peek.close()
+      } catch {
+        // the writer may hold the schema lock while migrating; try again
+      }
+    }
+    child.kill('SIGKILL')
+    await new Promise((r) => child.once('exit', r))
+    expect(finished).toBeGreaterThan(0)
+
+    const store = RunStore.open(crashDb)
+    try {
+      expect(store.recoveredInterruptedRuns).toBe(1)
+      expect(store.listRuns()[0].status).toBe('interrupted')
+      const results = store.getPromptResults(1)
+      expect(results.filter((r) => r.status === 'done').length).toBeGreaterThanOrEqual(finished)
+      expect(results.every((r) => r.status !== 'running')).toBe(true)
+    } finally {
+      store.close()
+    }
+  })
+})

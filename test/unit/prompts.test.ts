@@ -1,0 +1,64 @@
+/** Prompt sets: the four JSONL shapes of the papers' datasets, the built-in sets, and clear errors. */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+import { UserInputError } from '../../electron/engine/errors'
+import { BUILTIN_DATASETS, loadBuiltinDataset, loadPromptFile, loadPrompts } from '../../electron/experiments/prompts'
+
+const datasets = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/datasets')
+
+function tempFile(content: string): string {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-prompts-')), 'p.jsonl')
+  fs.writeFileSync(file, content)
+  return file
+}
+
+describe('prompt files', () => {
+  it('reads turns, question, prompt and text shapes', () => {
+    const file = tempFile(
+      [
+        JSON.stringify({ question_id: 81, category: 'writing', turns: ['first turn', 'second turn'] }),
+        JSON.stringify({ question: 'How many eggs?', answer: '#### 9' }),
+        JSON.stringify({ task_id: 'HumanEval/0', prompt: 'def f():\n' }),
+        '',
+        JSON.stringify({ text: 'Once upon a time' })
+      ].join('\n')
+    )
+    expect(loadPromptFile(file)).toEqual([
+      { id: '81', category: 'writing', text: 'first turn' },
+      { id: null, category: null, text: 'How many eggs?' },
+      { id: 'HumanEval/0', category: null, text: 'def f():\n' },
+      { id: null, category: null, text: 'Once upon a time' }
+    ])
+  })
+
+  it.runIf(fs.existsSync(datasets))('loads the shared MT-Bench, Spec-Bench, GSM8K and HumanEval files', () => {
+    expect(loadPromptFile(path.join(datasets, 'mt_bench.jsonl'))).toHaveLength(80)
+    expect(loadPromptFile(path.join(datasets, 'spec_bench.jsonl'))[0].category).toBe('writing')
+    expect(loadPromptFile(path.join(datasets, 'gsm8k_test.jsonl'))[0].text).toMatch(/^Janet/)
+    expect(loadPromptFile(path.join(datasets, 'humaneval.jsonl'))[0].id).toBe('HumanEval/0')
+  })
+
+  it('names the file and line of a bad record', () => {
+    const file = tempFile(`${JSON.stringify({ text: 'ok' })}\n{not json\n`)
+    expect(() => loadPromptFile(file)).toThrow(new UserInputError(`${file}:2: not valid JSON`))
+    const shapeless = tempFile(JSON.stringify({ title: 'no prompt here' }))
+    expect(() => loadPromptFile(shapeless)).toThrow(/p\.jsonl:1: expected a "turns", "question", "prompt" or "text" field/)
+    expect(() => loadPromptFile('/no/such.jsonl')).toThrow(/prompt file not found: \/no\/such.jsonl/)
+  })
+
+  it('ships every built-in set, and mixed is their union', () => {
+    const sizes = BUILTIN_DATASETS.filter((d) => d !== 'mixed').map((d) => loadBuiltinDataset(d).length)
+    for (const size of sizes) expect(size).toBeGreaterThanOrEqual(4)
+    expect(loadBuiltinDataset('mixed')).toHaveLength(sizes.reduce((a, b) => a + b, 0))
+    expect(loadBuiltinDataset('stories')[0]).toMatchObject({ id: 'stories-1', category: 'story' })
+    expect(() => loadBuiltinDataset('nope')).toThrow(/unknown dataset 'nope'/)
+  })
+
+  it('applies --limit and rejects both sources at once', () => {
+    expect(loadPrompts({ dataset: 'stories', limit: 3 })).toHaveLength(3)
+    expect(() => loadPrompts({ dataset: 'stories', file: '/x.jsonl' })).toThrow(/either --prompts or --dataset/)
+  })
+})
