@@ -10,7 +10,7 @@
 import type { RunConfig, RunReport } from '../api/contract'
 import { buildRunReport } from '../api/runs-service'
 import { findMethod } from '../engine/decoders/registry'
-import { PROVENANCE_CODES, type DecodeEvent, type DecoderModels, type StopReason } from '../engine/decoders/types'
+import { PROVENANCE_CODES, type DecodeEvent, type Decoder, type DecoderModels, type StopReason } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
 import { createPrng } from '../engine/sampling/prng'
 import type { WarpConfig } from '../engine/sampling/warp'
@@ -81,13 +81,13 @@ interface Cell {
 async function decodeCell(
   models: DecoderModels,
   config: RunConfig,
+  decoder: Decoder,
   cell: Cell,
   signal: AbortSignal | undefined,
   onEvent: (event: DecodeEvent) => void,
   /** Filled as tokens arrive, so a failure mid-decode keeps the partial output. */
   result: CellResult = { tokens: [], provenance: '', stopReason: 'max-tokens' }
 ): Promise<CellResult> {
-  const definition = findMethod(cell.method)!
   const request = {
     promptTokens: cell.promptTokens,
     maxTokens: cell.maxTokens,
@@ -96,7 +96,7 @@ async function decodeCell(
     params: { ...config.params, gamma: config.gamma },
     signal
   }
-  for await (const event of definition.create(request, config.gamma)(models, request)) {
+  for await (const event of decoder(models, request)) {
     if (event.type === 'token') {
       result.tokens.push(event.token)
       result.provenance += PROVENANCE_CODES[event.provenance]
@@ -104,6 +104,10 @@ async function decodeCell(
     onEvent(event)
   }
   return result
+}
+
+function decoderFactory(config: RunConfig, method: string): () => Decoder {
+  return findMethod(method)!.forRun({ gamma: config.gamma, params: config.params })
 }
 
 export async function executeRun(
@@ -117,8 +121,10 @@ export async function executeRun(
   const promptTokens = tokenizePrompts(models, prompts, config)
   const runId = store.createRun(config)
   try {
+    // Warm-up instances are separate, so state that persists across prompts starts fresh for the measured run.
     for (const method of config.methods)
-      await decodeCell(models, config, { method, promptTokens: promptTokens[0], stream: 0, maxTokens: 4 }, undefined, () => {})
+      await decodeCell(models, config, decoderFactory(config, method)(), { method, promptTokens: promptTokens[0], stream: 0, maxTokens: 4 }, undefined, () => {})
+    const factories = new Map(config.methods.map((method) => [method, decoderFactory(config, method)]))
     const cellsTotal = prompts.length * config.methods.length
     let cellsDone = 0
     for (let promptIndex = 0; promptIndex < prompts.length; promptIndex++) {
@@ -156,7 +162,7 @@ export async function executeRun(
             wallMs: performance.now() - started
           })
         try {
-          await decodeCell(models, config, cell, options.signal, onEvent, result)
+          await decodeCell(models, config, factories.get(method)!(), cell, options.signal, onEvent, result)
         } catch (error) {
           finish('failed', null)
           throw error

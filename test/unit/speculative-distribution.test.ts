@@ -220,7 +220,7 @@ describe('greedy sd reproduces ar exactly (toy models)', () => {
       expect(ar.tokens).toHaveLength(24)
       for (const gamma of [1, 2, 3, 5, 8]) {
         const request = makeRequest({ promptTokens, maxTokens: 24, warp, rng: createPrng(gamma, 99) })
-        const sd = await decode(findMethod('sd')!.create(request, gamma), { target, draft }, request)
+        const sd = await decode(findMethod('sd')!.forRun({ gamma, params: {} })(), { target, draft }, request)
         expect(sd.tokens, `prompt ${promptTokens} γ=${gamma}`).toEqual(ar.tokens)
         for (const step of sd.steps) {
           accepted += step.accepted

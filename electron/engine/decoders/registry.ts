@@ -7,14 +7,24 @@ import { fixedLengthPolicy } from '../policies/fixed'
 import { autoregressive } from './autoregressive'
 import { nlcDraft } from './nlc-draft'
 import { speculativeDecoder } from './speculative'
-import type { Decoder, DecodeRequest } from './types'
+import type { Decoder, MethodParams } from './types'
+
+export interface MethodSettings {
+  /** --gamma: the draft length of fixed-window methods, the cap or starting point of adaptive ones. */
+  gamma: number
+  /** --set key=value pairs (method parameters, e.g. svip.h). */
+  params: MethodParams
+}
 
 export interface MethodDefinition {
   id: MethodId
   summary: string
   needs: { draft: boolean; mid: boolean }
-  /** A fresh decoder per prompt: policies keep state, and a prompt must not inherit another's. */
-  create(request: DecodeRequest, gamma: number): Decoder
+  /**
+   * Called once per run and method; returns the decoder for each prompt. State that must persist across prompts
+   * (e.g. the persistent HF heuristic) lives in this closure; per-prompt state resets in policy.startPrompt.
+   */
+  forRun(settings: MethodSettings): () => Decoder
 }
 
 const METHODS: MethodDefinition[] = [
@@ -22,19 +32,22 @@ const METHODS: MethodDefinition[] = [
     id: 'ar',
     summary: 'autoregressive decoding with the target alone (the speedup baseline)',
     needs: { draft: false, mid: false },
-    create: () => autoregressive
+    forRun: () => () => autoregressive
   },
   {
     id: 'sd',
     summary: 'speculative decoding with a constant draft length γ (--gamma)',
     needs: { draft: true, mid: false },
-    create: (_request, gamma) => speculativeDecoder(fixedLengthPolicy(gamma))
+    forRun: ({ gamma }) => {
+      const policy = fixedLengthPolicy(gamma)
+      return () => speculativeDecoder(policy)
+    }
   },
   {
     id: 'nlc-draft',
     summary: "node-llama-cpp's DraftSequenceTokenPredictor (peer baseline; maxTokens = γ)",
     needs: { draft: true, mid: false },
-    create: () => nlcDraft
+    forRun: () => () => nlcDraft
   }
 ]
 

@@ -64,6 +64,7 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
     const drafter = await draftModel.createSession(request.warp)
     const greedy = isGreedy(request.warp)
     const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
+    policy.startPrompt?.(request.promptTokens)
     try {
       for (let step = 0; !output.done; step++) {
         if (request.signal?.aborted) {
@@ -73,7 +74,7 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
         const started = now()
         const limit = Math.min(policy.draftLength(), request.maxTokens - output.tokens.length)
         if (limit <= 0) {
-          yield* targetOnlyRound(target, output, step, request, 'target-only')
+          yield* targetOnlyPolicyRound(target, output, step, request, policy)
           continue
         }
         const draft = await draftTokens(drafter, output.sequence, limit, policy, draftModel, greedy, request.rng)
@@ -92,6 +93,8 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
           proposed: draft.tokens.length,
           accepted: verdict.accepted,
           draftEntropies: draft.entropies,
+          draftTokens: draft.tokens,
+          emittedTokens: events.map((e) => (e.type === 'token' ? e.token : -1)),
           draftMs: draft.ms,
           verifyMs
         })
@@ -121,5 +124,33 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
       await drafter.dispose()
       await target.dispose()
     }
+  }
+}
+
+/**
+ * A policy chose γ = 0: the target decodes one token alone. The policy still hears the outcome (nothing proposed)
+ * so state machines can leave 0 again, and the round's record carries the policy's explanation.
+ */
+async function* targetOnlyPolicyRound(
+  target: ModelSession,
+  output: OutputBuffer,
+  step: number,
+  request: DecodeRequest,
+  policy: DraftLengthPolicy
+): AsyncGenerator<DecodeEvent> {
+  const explanation = policy.explain()
+  for await (const event of targetOnlyRound(target, output, step, request, 'target-only')) {
+    if (event.type === 'step') {
+      policy.update({
+        proposed: 0,
+        accepted: 0,
+        draftEntropies: [],
+        draftTokens: [],
+        emittedTokens: output.tokens.slice(-event.record.emitted),
+        draftMs: 0,
+        verifyMs: event.record.verifyMs
+      })
+      yield { type: 'step', record: { ...event.record, ...explanation } }
+    } else yield event
   }
 }

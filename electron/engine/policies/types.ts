@@ -16,9 +16,14 @@ export interface DraftedToken {
 }
 
 export interface VerificationOutcome {
+  /** Draft tokens sent to the verifier (0 for a target-only round). */
   proposed: number
+  /** Leading draft tokens the verifier accepted; the entropy of the first rejected one is draftEntropies[accepted]. */
   accepted: number
   draftEntropies: readonly number[]
+  /** The drafted tokens, and the tokens this round appended to the output (accepted prefix + correction/bonus). */
+  draftTokens: readonly number[]
+  emittedTokens: readonly number[]
   draftMs: number
   verifyMs: number
 }
@@ -30,6 +35,8 @@ export interface PolicyExplanation {
 
 export interface DraftLengthPolicy {
   readonly id: string
+  /** A new prompt begins (policies that keep state only per prompt reset here; cache-FSM seeds its cache). */
+  startPrompt?(promptTokens: readonly number[]): void
   /** Upper bound on the draft length of the coming round; 0 means a target-only step. */
   draftLength(): number
   /** Called after each drafted token; true stops drafting and sends the draft to the verifier. */
