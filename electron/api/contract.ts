@@ -42,7 +42,9 @@ export type SamplingConfig = z.infer<typeof SamplingConfig>
 export const ModelPaths = z.object({
   target: z.string().min(1),
   mid: z.string().min(1).optional(),
-  draft: z.string().min(1).optional()
+  draft: z.string().min(1).optional(),
+  /** Every candidate draft when the run selects a draft per prompt (004 §5); `draft` is then the first. */
+  drafts: z.array(z.string().min(1)).optional()
 })
 export type ModelPaths = z.infer<typeof ModelPaths>
 
@@ -81,7 +83,9 @@ export const RunConfig = z.object({
   /** Method parameters given with --set key=value. */
   params: z.record(z.string(), ParamValue),
   threads: z.number().int().positive().max(256),
-  contextSize: z.number().int().positive()
+  contextSize: z.number().int().positive(),
+  /** Adaptive draft-model selection (004 §5) among models.drafts; null = always models.draft. */
+  draftSelection: z.object({ warmupPrompts: z.number().int().min(3).max(1000) }).nullable().default(null)
 })
 export type RunConfig = z.infer<typeof RunConfig>
 

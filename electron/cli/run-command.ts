@@ -32,12 +32,14 @@ function parseSetting(value: string, previous: Record<string, string | number | 
   return { ...previous, [match[1]]: parsed }
 }
 
+const collect = (value: string, previous: string[]) => [...previous, value]
+
 /** Model and database options shared by `run` and (later) `suite`. */
 export function addModelOptions(command: Command): Command {
   return command
     .requiredOption('--target <file>', 'target model M_p (GGUF)')
     .option('--mid <file>', 'mid draft model M_q2 (GGUF, same vocabulary)')
-    .option('--draft <file>', 'small draft model M_q1 (GGUF, same vocabulary)')
+    .option('--draft <file>', 'small draft model M_q1 (GGUF, same vocabulary); repeat with --select-draft', collect, [])
     .option('--threads <n>', 'CPU threads per model (default: 1 on ≤ 2 cores, else llama.cpp default)', parseInteger)
     .option('--context-size <n>', 'context size per sequence (capped by the model)', parseInteger, 2048)
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
@@ -47,7 +49,9 @@ export function addModelOptions(command: Command): Command {
 interface RunOptions {
   target: string
   mid?: string
-  draft?: string
+  draft: string[]
+  selectDraft?: boolean
+  selectWarmup: number
   methods: string
   prompts?: string
   dataset?: string
@@ -81,7 +85,14 @@ export function runCommand(): Command {
     .option('--top-p <p>', 'nucleus warping after top-k (1 = off)', parseNumber, 1)
     .option('--full-vocabulary', 'transfer all logits from llama.cpp instead of the top-k (slower, exact for any warp)')
     .option('--seed <s>', 'PRNG seed (default: random, printed and recorded)', parseInteger)
-    .option('--gamma <g>', 'draft length γ for fixed-window methods', parseInteger, 5)
+    .option('--gamma <g>', 'draft length γ for fixed-window methods (the cap of adaptive ones)', parseInteger, 5)
+    .option(
+      '--select-draft',
+      'adaptive draft-model selection (004 §5) among several --draft files: profile each on the first prompts, fit ' +
+        'acceptance = OLS(prompt length, perplexity under the draft, TF-IDF) per draft (Eq 5, no intercept), then ' +
+        'give each prompt the draft with the highest predicted throughput max_γ Eq 1 (= Theorem 2)'
+    )
+    .option('--select-warmup <r>', 'warm-up prompts for --select-draft (≥ 3, one per feature)', parseInteger, 3)
     .addOption(new Option('--set <key=value>', 'method parameter, repeatable (e.g. nlc.minConfidence=0.6)').argParser(parseSetting).default({}))
     .addHelpText(
       'after',
@@ -103,7 +114,12 @@ function buildConfig(options: RunOptions, seed: number): RunConfig {
   const config = RunConfig.parse({
     suite: null,
     methods,
-    models: { target: absolute(options.target), mid: absolute(options.mid), draft: absolute(options.draft) },
+    models: {
+      target: absolute(options.target),
+      mid: absolute(options.mid),
+      draft: absolute(options.draft[0]),
+      drafts: options.draft.length > 1 ? options.draft.map((d) => path.resolve(d)) : undefined
+    },
     prompts: { dataset: options.prompts ? undefined : (options.dataset ?? 'stories'), file: absolute(options.prompts), limit: options.limit },
     maxTokens: options.maxTokens,
     sampling: {
@@ -116,8 +132,12 @@ function buildConfig(options: RunOptions, seed: number): RunConfig {
     gamma: options.gamma,
     params: options.set,
     threads: options.threads ?? defaultThreads() ?? 4,
-    contextSize: options.contextSize
+    contextSize: options.contextSize,
+    draftSelection: options.selectDraft ? { warmupPrompts: options.selectWarmup } : null
   })
+  if (options.draft.length > 1 && !options.selectDraft)
+    throw new UserInputError('several --draft files need --select-draft (adaptive draft-model selection)')
+  if (options.selectDraft && options.draft.length < 2) throw new UserInputError('--select-draft needs at least two --draft files')
   validateMethods(config)
   return config
 }
@@ -141,7 +161,11 @@ async function runAction(options: RunOptions): Promise<void> {
   let report: RunReport
   try {
     const effective = { ...config, contextSize: trio.models.target.context.contextSize, modelFingerprints: trio.fingerprints }
-    report = await executeRun(store, effective, trio.models, prompts, { signal: abort.signal, onProgress: progress.update })
+    report = await executeRun(store, effective, trio.models, prompts, {
+      signal: abort.signal,
+      onProgress: progress.update,
+      draftCandidates: trio.drafts
+    })
   } finally {
     progress.stop()
     process.off('SIGINT', onSigint)

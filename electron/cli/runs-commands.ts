@@ -52,7 +52,7 @@ export function showCommand(): Command {
         const report = reportOf(store, runId)
         const results = store.getPromptResults(runId)
         if (options.json) {
-          process.stdout.write(`${JSON.stringify({ ...report, results })}\n`)
+          process.stdout.write(`${JSON.stringify({ ...report, results, draftChoices: store.getDraftChoices(runId) })}\n`)
           return
         }
         printReport(report, false)
@@ -65,6 +65,9 @@ export function showCommand(): Command {
         )
         for (const r of results)
           process.stdout.write(`[${r.method} #${r.promptIndex + 1} ${r.status}] ${r.promptText}\n  → ${r.outputText.replace(/\n/g, ' ').slice(0, 300)}\n`)
+        const choices = store.getDraftChoices(runId).filter((c) => c.phase === 'choice')
+        if (choices.length > 0)
+          process.stdout.write(`\ndraft selection (004 §5):\n${choices.map((c) => `  prompt ${c.promptIndex + 1} → ${c.draftPath}`).join('\n')}\n`)
       })
     })
 }

@@ -11,6 +11,8 @@ import type { DecoderModels } from '../engine/decoders/types'
 
 export interface LoadedTrio {
   models: DecoderModels & { target: LlamaCppModel; mid?: LlamaCppModel; draft?: LlamaCppModel }
+  /** Every draft given (several when the run selects a draft per prompt); models.draft is the first. */
+  drafts: LlamaCppModel[]
   fingerprints: ModelFingerprint[]
   dispose(): Promise<void>
 }
@@ -28,10 +30,11 @@ export async function loadTrio(paths: ModelPaths, options: LlamaLoadOptions): Pr
     }
     const target = await load(paths.target)
     const mid = paths.mid ? await load(paths.mid) : undefined
-    const draft = paths.draft ? await load(paths.draft) : undefined
+    const drafts: LlamaCppModel[] = []
+    for (const file of paths.drafts ?? (paths.draft ? [paths.draft] : [])) drafts.push(await load(file))
     assertSameVocabulary(loaded)
     const fingerprints = await Promise.all(loaded.map(fingerprintModel))
-    return { models: { target, mid, draft }, fingerprints, dispose: disposeAll }
+    return { models: { target, mid, draft: drafts[0] }, drafts, fingerprints, dispose: disposeAll }
   } catch (error) {
     await disposeAll()
     throw error

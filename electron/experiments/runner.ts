@@ -13,9 +13,11 @@ import { findMethod } from '../engine/decoders/registry'
 import { PROVENANCE_CODES, type DecodeEvent, type Decoder, type DecoderModels, type StopReason } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
 import { createPrng } from '../engine/sampling/prng'
-import type { WarpConfig } from '../engine/sampling/warp'
+import type { LanguageModel } from '../engine/model/types'
 import type { RunStore } from '../store/run-store'
+import { RunDraftSelection } from './draft-selection'
 import type { PromptItem } from './prompts'
+import { warpOf } from './runner-config'
 
 export interface RunProgress {
   promptIndex: number
@@ -33,6 +35,8 @@ export interface RunOptions {
   onProgress?(progress: RunProgress): void
   /** Every decoder event, e.g. for streaming to a chat view. */
   onEvent?(method: string, promptIndex: number, event: DecodeEvent): void
+  /** The candidate drafts of a run with config.draftSelection (004 §5), in models.drafts order. */
+  draftCandidates?: readonly LanguageModel[]
 }
 
 /** Rejects unknown or not-yet-available methods and missing models before anything is loaded. */
@@ -43,11 +47,6 @@ export function validateMethods(config: Pick<RunConfig, 'methods' | 'models'>): 
     if (method.needs.draft && !config.models.draft) throw new UserInputError(`method '${id}' needs --draft`)
     if (method.needs.mid && !config.models.mid) throw new UserInputError(`method '${id}' needs --mid`)
   }
-}
-
-export function warpOf(config: RunConfig): WarpConfig {
-  const { temperature, topK, topP } = config.sampling
-  return { temperature, topK, topP }
 }
 
 /** Prompt + generated tokens must fit the context; say so up front rather than failing mid-run. */
@@ -106,6 +105,23 @@ async function decodeCell(
   return result
 }
 
+/** With config.draftSelection: profile every candidate draft on the warm-up prompts and fit the predictor. */
+async function startDraftSelection(
+  store: RunStore,
+  runId: number,
+  config: RunConfig,
+  models: DecoderModels,
+  promptTokens: number[][],
+  options: RunOptions
+): Promise<RunDraftSelection | null> {
+  if (!config.draftSelection) return null
+  const candidates = options.draftCandidates ?? []
+  if (candidates.length < 2) throw new UserInputError('draft selection needs at least two --draft models')
+  const selection = new RunDraftSelection(store, runId, config, models, candidates)
+  await selection.warmUp(promptTokens, options.signal)
+  return selection
+}
+
 function decoderFactory(config: RunConfig, method: string): () => Decoder {
   return findMethod(method)!.forRun({ gamma: config.gamma, params: config.params })
 }
@@ -125,9 +141,13 @@ export async function executeRun(
     for (const method of config.methods)
       await decodeCell(models, config, decoderFactory(config, method)(), { method, promptTokens: promptTokens[0], stream: 0, maxTokens: 4 }, undefined, () => {})
     const factories = new Map(config.methods.map((method) => [method, decoderFactory(config, method)]))
+    const selection = await startDraftSelection(store, runId, config, models, promptTokens, options)
     const cellsTotal = prompts.length * config.methods.length
     let cellsDone = 0
-    for (let promptIndex = 0; promptIndex < prompts.length; promptIndex++) {
+    for (let promptIndex = 0; promptIndex < prompts.length && !options.signal?.aborted; promptIndex++) {
+      const promptModels = selection
+        ? { ...models, draft: await selection.choose(promptIndex, promptTokens[promptIndex]) }
+        : models
       for (const method of config.methods) {
         if (options.signal?.aborted) break
         const prompt = prompts[promptIndex]
@@ -162,7 +182,7 @@ export async function executeRun(
             wallMs: performance.now() - started
           })
         try {
-          await decodeCell(models, config, factories.get(method)!(), cell, options.signal, onEvent, result)
+          await decodeCell(promptModels, config, factories.get(method)!(), cell, options.signal, onEvent, result)
         } catch (error) {
           finish('failed', null)
           throw error

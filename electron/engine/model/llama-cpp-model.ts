@@ -137,6 +137,36 @@ export class LlamaCppModel implements LanguageModel {
     return new LlamaCppSession(this.context.getSequence(), warpConfig, this.logitsRequest(warpConfig))
   }
 
+  async logProbabilities(tokens: readonly number[]): Promise<number[]> {
+    const sequence = this.context.getSequence()
+    try {
+      // Per position: the next token's raw logit, the max logit and Σ exp(logit − max), so
+      // log p(x) = logit_x − max − log Σ — exact over the whole vocabulary without transferring it.
+      const input: ControlledEvaluateInputItem[] = tokens.map((token, i) =>
+        i + 1 < tokens.length
+          ? [
+              token as Token,
+              {
+                generateNext: {
+                  logits: { filter: { tokens: [tokens[i + 1] as Token], includeMax: true } },
+                  totalLogitWeight: true
+                }
+              }
+            ]
+          : (token as Token)
+      )
+      const output = await sequence.controlledEvaluate(input)
+      return tokens.slice(1).map((next, i) => {
+        const { logits, totalLogitWeight } = output[i]?.next ?? {}
+        if (!logits || totalLogitWeight === undefined) throw new Error(`node-llama-cpp returned no logits at position ${i}`)
+        const maxLogit = Math.max(...logits.values())
+        return (logits.get(next as Token) ?? -Infinity) - maxLogit - Math.log(totalLogitWeight)
+      })
+    } finally {
+      sequence.dispose()
+    }
+  }
+
   /** What to transfer per position: the top-k logits suffice for top-k warping; otherwise all of them. */
   private logitsRequest(warpConfig: WarpConfig): LogitsRequest {
     if (this.fullVocabulary || warpConfig.topK <= 0) return true

@@ -67,6 +67,15 @@ export class ToyModel implements LanguageModel {
     )
   }
 
+  async logProbabilities(tokens: readonly number[]): Promise<number[]> {
+    return tokens.slice(1).map((next, i) => {
+      const logits = Array.from(this.options.logits(tokens.slice(0, i + 1)))
+      const maxLogit = Math.max(...logits)
+      const logTotal = Math.log(logits.reduce((sum, l) => sum + Math.exp(l - maxLogit), 0))
+      return logits[next] - maxLogit - logTotal
+    })
+  }
+
   async createSession(warpConfig: WarpConfig): Promise<ModelSession> {
     const tokens: number[] = []
     return {

@@ -46,5 +46,10 @@ export interface LanguageModel {
   /** True for end-of-generation tokens (EOS, EOT, ...). */
   isEndOfGeneration(token: number): boolean
   createSession(warp: WarpConfig): Promise<ModelSession>
+  /**
+   * log p(tokens[i] | tokens[<i]) for i = 1 … n−1 under the raw model (temperature 1, no warping), in one batched
+   * evaluation on a scratch sequence — for perplexities (draft-model selection features, beam quality).
+   */
+  logProbabilities(tokens: readonly number[]): Promise<number[]>
   dispose(): Promise<void>
 }
