@@ -7,6 +7,7 @@ import { exitWithError } from './cli/errors'
 import { runCommand } from './cli/run-command'
 import { diffCommand, runsCommand, showCommand } from './cli/runs-commands'
 import { benchCommand } from './cli/bench-command'
+import { ablationCommand } from './cli/ablation-command'
 
 const program = new Command('speclab')
   .description('SpecLab: speculative decoding of local GGUF models — run, store, compare')
@@ -14,7 +15,7 @@ const program = new Command('speclab')
   .exitOverride()
   .configureOutput({ outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`) })
 
-for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand(), benchCommand()]) {
+for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand(), benchCommand(), ablationCommand()]) {
   program.addCommand(command.exitOverride().configureOutput({
     outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`)
   }))

@@ -39,13 +39,17 @@ export interface RunOptions {
   draftCandidates?: readonly LanguageModel[]
 }
 
-/** Rejects unknown or not-yet-available methods and missing models before anything is loaded. */
-export function validateMethods(config: Pick<RunConfig, 'methods' | 'models'>): void {
+/**
+ * Rejects unknown or not-yet-available methods, missing models and bad method parameters (instantiating a method
+ * validates its --set values) before anything is loaded.
+ */
+export function validateMethods(config: Pick<RunConfig, 'methods' | 'models' | 'gamma' | 'params'>): void {
   for (const id of config.methods) {
     const method = findMethod(id)
     if (!method) throw new UserInputError(`method '${id}' is not available in this version of SpecLab`)
     if (method.needs.draft && !config.models.draft) throw new UserInputError(`method '${id}' needs --draft`)
     if (method.needs.mid && !config.models.mid) throw new UserInputError(`method '${id}' needs --mid`)
+    method.forRun({ gamma: config.gamma, params: config.params })
   }
 }
 

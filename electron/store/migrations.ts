@@ -81,6 +81,32 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE runs ADD COLUMN owner_pid INTEGER NULL;
       ALTER TABLE runs ADD COLUMN owner_host TEXT NULL;
     `
+  },
+  {
+    version: 3,
+    name: 'per-level counters of three-model hierarchies',
+    // StepRecord.levels (JSON LevelCounters: drafted/accepted/calls per level, α/β overlap sums) for pre-verify,
+    // pre-self-verify, hsddw and hier-chen; NULL for two-model methods and rows written before this version.
+    sql: `
+      ALTER TABLE steps ADD COLUMN levels TEXT NULL;
+    `
+  },
+  {
+    version: 4,
+    name: 'draft-model selection decisions',
+    // 004 §5: per prompt, the features, predictions and the draft chosen (phase 'choice'), and the warm-up decodes
+    // that fitted the predictor (phase 'warmup', one row per draft and warm-up prompt).
+    sql: `
+      CREATE TABLE draft_choices (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        prompt_index  INTEGER NOT NULL,
+        phase         TEXT NOT NULL CHECK (phase IN ('warmup', 'choice')),
+        draft_path    TEXT NOT NULL,
+        detail        TEXT NOT NULL    -- JSON: features, observed or predicted acceptance, throughput, γ
+      );
+      CREATE INDEX draft_choices_run_id ON draft_choices(run_id);
+    `
   }
 ]
 

@@ -8,7 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { RunConfig, type RunStatus, type RunSummary } from '../api/contract'
-import { PROVENANCE_CODES, type StepRecord } from '../engine/decoders/types'
+import { PROVENANCE_CODES, type LevelCounters, type StepRecord } from '../engine/decoders/types'
 import type { PromptOutcome } from '../engine/metrics/fold'
 import { migrate } from './migrations'
 
@@ -32,6 +32,13 @@ export interface PromptResultFinish {
   provenance: string
   stopReason: string | null
   wallMs: number
+}
+
+export interface DraftChoiceRow {
+  promptIndex: number
+  phase: 'warmup' | 'choice'
+  draftPath: string
+  detail: Record<string, unknown>
 }
 
 export interface PromptResultRow {
@@ -105,6 +112,8 @@ interface StepDbRow {
   draft_ms: number
   verify_ms: number
   total_ms: number
+  /** JSON LevelCounters (migration 3); NULL for two-model methods. */
+  levels: string | null
 }
 
 const INTERRUPTED_ERROR = 'process ended while the run was in progress'
@@ -168,8 +177,8 @@ export class RunStore {
     this.insertStep = db.prepare(
       `INSERT INTO steps (result_id, step_index, stage, proposed, accepted, resampled, bonus, emitted, draft_tokens,
          accepted_draft_tokens, draft_entropies, threshold, decision, target_calls, draft_calls, draft_ms, verify_ms,
-         total_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+         total_ms, levels)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
     )
     this.recoveredInterruptedRuns = this.markInterrupted()
   }
@@ -219,7 +228,8 @@ export class RunStore {
       step.draftCalls,
       step.draftMs,
       step.verifyMs,
-      step.totalMs
+      step.totalMs,
+      step.levels === undefined ? null : JSON.stringify(step.levels)
     )
   }
 
@@ -282,6 +292,20 @@ export class RunStore {
       outcomes.set(result.method, list)
     }
     return outcomes
+  }
+
+  /** 004 §5 draft-model selection: one row per warm-up decode (phase 'warmup') and per prompt's choice. */
+  addDraftChoice(runId: number, choice: DraftChoiceRow): void {
+    this.db
+      .prepare(`INSERT INTO draft_choices (run_id, prompt_index, phase, draft_path, detail) VALUES (?, ?, ?, ?, ?)`)
+      .run(runId, choice.promptIndex, choice.phase, choice.draftPath, JSON.stringify(choice.detail))
+  }
+
+  getDraftChoices(runId: number): DraftChoiceRow[] {
+    const rows = this.db
+      .prepare(`SELECT prompt_index, phase, draft_path, detail FROM draft_choices WHERE run_id = ? ORDER BY id`)
+      .all(runId) as { prompt_index: number; phase: 'warmup' | 'choice'; draft_path: string; detail: string }[]
+    return rows.map((r) => ({ promptIndex: r.prompt_index, phase: r.phase, draftPath: r.draft_path, detail: JSON.parse(r.detail) }))
   }
 
   deleteRun(runId: number): void {
@@ -423,6 +447,8 @@ function toStepRecord(row: StepDbRow): StepRecord {
     draftCalls: row.draft_calls,
     draftMs: row.draft_ms,
     verifyMs: row.verify_ms,
-    totalMs: row.total_ms
+    totalMs: row.total_ms,
+    // Only hierarchies have levels: two-model records come back without the key, exactly as they were written.
+    ...(row.levels === null || row.levels === undefined ? {} : { levels: JSON.parse(row.levels) as LevelCounters })
   }
 }

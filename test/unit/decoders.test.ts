@@ -231,28 +231,22 @@ describe('end of generation', () => {
 /** Counts open sessions, to prove decoders dispose what they create whatever way they end. */
 function tracked(model: ToyModel): { model: LanguageModel; open: () => number } {
   let open = 0
-  const wrapper: LanguageModel = {
-    info: model.info,
-    tokenize: (text) => model.tokenize(text),
-    detokenize: (tokens) => model.detokenize(tokens),
-    tokenText: (token) => model.tokenText(token),
-    isEndOfGeneration: (token) => model.isEndOfGeneration(token),
-    createSession: async (warp: WarpConfig): Promise<ModelSession> => {
-      const session = await model.createSession(warp)
-      open += 1
-      return {
-        get tokens() {
-          return session.tokens
-        },
-        append: (tokens, from) => session.append(tokens, from),
-        truncate: (length) => session.truncate(length),
-        dispose: async () => {
-          open -= 1
-          await session.dispose()
-        }
+  // Everything but createSession is inherited from the toy model itself.
+  const wrapper: LanguageModel = Object.create(model)
+  wrapper.createSession = async (warp: WarpConfig): Promise<ModelSession> => {
+    const session = await model.createSession(warp)
+    open += 1
+    return {
+      get tokens() {
+        return session.tokens
+      },
+      append: (tokens, from) => session.append(tokens, from),
+      truncate: (length) => session.truncate(length),
+      dispose: async () => {
+        open -= 1
+        await session.dispose()
       }
-    },
-    dispose: () => model.dispose()
+    }
   }
   return { model: wrapper, open: () => open }
 }
@@ -343,8 +337,10 @@ describe('draft-length policy seam', () => {
   function recordingPolicy(length: () => number, stopAt = Infinity) {
     const drafted: DraftedToken[] = []
     const outcomes: VerificationOutcome[] = []
+    const prompts: number[][] = []
     const policy: DraftLengthPolicy = {
       id: 'recording',
+      startPrompt: (tokens) => void prompts.push([...tokens]),
       draftLength: length,
       shouldStop: (token) => {
         drafted.push(token)
@@ -353,7 +349,7 @@ describe('draft-length policy seam', () => {
       update: (outcome) => outcomes.push(outcome),
       explain: () => ({ threshold: 0.5, decision: { rule: 'test' } })
     }
-    return { policy, drafted, outcomes }
+    return { policy, drafted, outcomes, prompts }
   }
 
   it('shouldStop ends a draft early; update receives each verdict; explain lands in the step record', async () => {
@@ -379,14 +375,19 @@ describe('draft-length policy seam', () => {
     const { target, draft } = toyPair()
     let round = 0
     // Alternate γ = 0 and γ = 2.
-    const { policy } = recordingPolicy(() => (round++ % 2 === 0 ? 0 : 2))
+    const { policy, outcomes, prompts } = recordingPolicy(() => (round++ % 2 === 0 ? 0 : 2))
     draft.calls = 0
-    const result = await decode(speculativeDecoder(policy), { target, draft }, makeRequest({ promptTokens: [TOY_BOS], maxTokens: 12 }))
+    const result = await decode(speculativeDecoder(policy), { target, draft }, makeRequest({ promptTokens: [TOY_BOS, 4], maxTokens: 12 }))
     const groups = checkSpeculativeStream(result)
     expect(result.steps[0].stage).toBe('target-only')
     expect(groups[0]).toEqual(['target'])
     expect(result.steps[1].stage).toBe('sd')
     expect(result.steps.filter((s) => s.stage === 'target-only').length).toBeGreaterThanOrEqual(3)
     expect(draft.calls).toBe(result.steps.reduce((n, s) => n + s.draftCalls, 0))
+    // The policy hears every round, target-only ones included (proposed 0), and its explanation is recorded.
+    expect(prompts).toEqual([[TOY_BOS, 4]])
+    expect(outcomes.map((o) => o.proposed)).toEqual(result.steps.map((s) => s.proposed))
+    expect(outcomes.flatMap((o) => o.emittedTokens)).toEqual(result.tokens)
+    expect(result.steps[0].threshold).toBe(0.5)
   })
 })

@@ -11,6 +11,7 @@
  * Parameters: γ = the predictor's maxTokens; `nlc.minConfidence` (default 0.6, node-llama-cpp's) and
  * `nlc.minTokens` (default 0).
  */
+import { withLock } from 'lifecycle-utils'
 import { DraftSequenceTokenPredictor, type Token } from 'node-llama-cpp'
 import { LlamaCppModel } from '../model/llama-cpp-model'
 import { UserInputError } from '../errors'
@@ -90,6 +91,10 @@ export const nlcDraft: Decoder = async function* (models, request) {
     await iterator.return()
     sequence.dispose()
     predictor.dispose()
+    // dispose() does not wait for a draft evaluation already running in the background; freeing the draft sequence
+    // under it leaves KV cells behind that break the next session on that sequence ("Eval has failed"). The
+    // predictor drafts under its [predictor, 'evaluate'] lock (lifecycle-utils), so taking that lock waits it out.
+    await withLock([predictor, 'evaluate'], async () => {})
     draftSequence.dispose()
   }
 }

@@ -3,8 +3,19 @@
  * that lacks them with one clear message before loading anything.
  */
 import type { MethodId } from '../../api/contract'
+import { adaptiveAnalyticPolicy, analyticOptions } from '../policies/adaptive-analytic'
+import { adaptiveCacheFsmPolicy } from '../policies/adaptive-cache-fsm'
+import { adaptiveFsmPolicy, gammaMaxOf } from '../policies/adaptive-fsm'
+import { adaptiveRlPolicy, rlOptions } from '../policies/adaptive-rl'
 import { fixedLengthPolicy } from '../policies/fixed'
+import { heuristicOptions, heuristicPolicy } from '../policies/heuristic'
+import { pMinOptions, pMinPolicy } from '../policies/p-min'
+import { selfVerifyOptions, selfVerifyPolicy } from '../policies/self-verify'
+import { svipOptions, svipPolicy } from '../policies/svip'
 import { autoregressive } from './autoregressive'
+import { chenDecoder, chenOptions } from './hierarchical-chen'
+import { hsddwDecoder, hsddwOptions } from './hsddw'
+import { preVerifyDecoder, preVerifyOptions } from './pre-verify'
 import { nlcDraft } from './nlc-draft'
 import { speculativeDecoder } from './speculative'
 import type { Decoder, MethodParams } from './types'
@@ -48,6 +59,157 @@ const METHODS: MethodDefinition[] = [
     summary: "node-llama-cpp's DraftSequenceTokenPredictor (peer baseline; maxTokens = γ)",
     needs: { draft: true, mid: false },
     forRun: () => () => nlcDraft
+  },
+  {
+    id: 'sd-heuristic',
+    summary:
+      "speculative decoding with Hugging Face's heuristic draft length: start at --gamma, +2 after a round whose\n" +
+      '             drafts were all accepted, else −1 (floor 1); carries over across the prompts of a run (HF "heuristic").\n' +
+      '             --set heuristic.transient=true: back to --gamma at each prompt (HF "heuristic_transient")',
+    needs: { draft: true, mid: false },
+    forRun: ({ gamma, params }) => {
+      // One policy per run: the persistent schedule carries γ from prompt to prompt; the transient one resets it.
+      const policy = heuristicPolicy(heuristicOptions(gamma, params))
+      return () => speculativeDecoder(policy)
+    }
+  },
+  {
+    id: 'sd-pmin',
+    summary:
+      "speculative decoding with llama.cpp's confidence floor: stop drafting after a token whose draft top-1\n" +
+      '             probability < p_min, never before n_min tokens, at most n_max tokens (not --gamma).\n' +
+      "             --set pmin.p=0.75 pmin.min=0 pmin.max=16 (llama.cpp's common_params_speculative defaults)",
+    needs: { draft: true, mid: false },
+    forRun: ({ params }) => {
+      const policy = pMinPolicy(pMinOptions(params))
+      return () => speculativeDecoder(policy)
+    }
+  },
+  {
+    id: 'svip',
+    summary:
+      'SVIP (Alg. 1): stop drafting after a token whose draft entropy H (nats) gives √(c·H) > h; at most maxDraft.\n' +
+      '             --set svip.h=0.3 (§3.1, grid 0.2–0.5) svip.maxDraft=40 svip.c=0.15. The authors\' public code scales\n' +
+      '             the entropy by a constant (0.15) before the root; the paper absorbs √c into h, and its h values\n' +
+      '             are for c = 0.15. svip.c=1 is Algorithm 1 as printed (√H > h)',
+    needs: { draft: true, mid: false },
+    forRun: ({ params }) => {
+      const policy = svipPolicy(svipOptions(params))
+      return () => speculativeDecoder(policy)
+    }
+  },
+  {
+    id: 'self-verify',
+    summary:
+      'HSDDW self-verify (App. C Alg. 1): stop drafting after a token with H(q) > τ, τ = mean entropy of the draft\n' +
+      "             tokens rejected so far in this prompt (τ = 0 until the first rejection: one-token drafts).\n" +
+      '             --set selfverify.maxDraft=10 (window K, App. A.1)',
+    needs: { draft: true, mid: false },
+    forRun: ({ params }) => {
+      // τ is per prompt (reset in startPrompt), so one policy per run is enough.
+      const policy = selfVerifyPolicy(selfVerifyOptions(params))
+      return () => speculativeDecoder(policy)
+    }
+  },
+  {
+    id: 'adaptive-analytic',
+    summary:
+      'on-the-fly adaptation, Method 1 (Liu et al. §4.1): before each round γ = argmax over [1, --gamma] of\n' +
+      '             (1 − Acc^{γ+1}) / ((1 − Acc)(γ·a_q + b_p(γ))) (Eq 1); Acc = ΣV/(ΣV + #rejections) over the last h rounds\n' +
+      '             (Eq 2, the exact MLE of the censored geometric of App. B.1), capped at accMax; a_q = draft ms/token and\n' +
+      '             b_p(γ) = b0 + b1·γ (non-negative least squares on verify ms) over recent rounds, prefill rounds\n' +
+      '             excluded; γ = --gamma until timed. State persists across prompts.\n' +
+      '             --set analytic.history=6 (App. D.6) analytic.accMax=0.98 analytic.timingHistory=32',
+    needs: { draft: true, mid: false },
+    forRun: ({ gamma, params }) => {
+      // Acc history and timings persist across the prompts of a run (one policy per run).
+      const policy = adaptiveAnalyticPolicy(analyticOptions(gamma, params))
+      return () => speculativeDecoder(policy)
+    }
+  },
+  {
+    id: 'adaptive-fsm',
+    summary:
+      'on-the-fly adaptation, Method 2 (Liu et al. §4.2): saturating counter, γ −1 after a rejection, +1 when all\n' +
+      '             drafts were accepted, within [0, --gamma], starting at --gamma; at γ = 0 the target decodes one\n' +
+      '             token alone and, nothing having been rejected, γ returns to 1. γ persists across prompts',
+    needs: { draft: true, mid: false },
+    forRun: ({ gamma }) => {
+      const policy = adaptiveFsmPolicy(gammaMaxOf(gamma, 'adaptive-fsm'))
+      return () => speculativeDecoder(policy)
+    }
+  },
+  {
+    id: 'adaptive-cache-fsm',
+    summary:
+      'on-the-fly adaptation, Method 3 (Liu et al. §4.2): token-id cache seeded with the prompt, grown with the\n' +
+      '             emitted tokens; γ += (accepted draft tokens already cached) + 1 if all accepted − 1 if none cached,\n' +
+      '             within [1, --gamma], starting at --gamma. Cache per prompt, γ persists across prompts',
+    needs: { draft: true, mid: false },
+    forRun: ({ gamma }) => {
+      const policy = adaptiveCacheFsmPolicy(gammaMaxOf(gamma, 'adaptive-cache-fsm'))
+      return () => speculativeDecoder(policy)
+    }
+  },
+  {
+    id: 'adaptive-rl',
+    summary:
+      'on-the-fly adaptation, Method 4 (Liu et al. App. B.4 Alg. 2): tabular Q-learning, state = previous γ,\n' +
+      '             action = next γ in [1, --gamma], reward = accepted/proposed, ε-greedy after rl.warmup uniformly\n' +
+      '             random decisions (own PRNG, rl.seed); Q-table persists across prompts.\n' +
+      '             --set rl.epsilon=0.1 rl.alpha=0.1 rl.discount=0.9 rl.warmup=25 rl.seed=0',
+    needs: { draft: true, mid: false },
+    forRun: ({ gamma, params }) => {
+      const policy = adaptiveRlPolicy(rlOptions(gamma, params))
+      return () => speculativeDecoder(policy)
+    }
+  },
+  {
+    id: 'pre-verify',
+    summary:
+      'three models (HSDDW Fig. 5a): M_q1 (--draft) drafts --gamma tokens, M_q2 (--mid) pre-verifies them by exact\n' +
+      '             rejection sampling, M_p verifies the M_q2-level tokens (q = q2) once pre.window of them wait.\n' +
+      '             --set pre.window=<--gamma>',
+    needs: { draft: true, mid: true },
+    forRun: ({ gamma, params }) => {
+      const options = preVerifyOptions(gamma, params, false)
+      return () => preVerifyDecoder(options)
+    }
+  },
+  {
+    id: 'pre-self-verify',
+    summary:
+      'pre-verify + self-verify at both levels (HSDDW Fig. 5b): M_q1 stops after H(q1) > τ_q1, the M_q2 level hands\n' +
+      '             over after the first token with H(q2) > τ_q2 (τ = mean entropy of the rejected tokens), within\n' +
+      '             --gamma and pre.window. --set pre.window=<--gamma>',
+    needs: { draft: true, mid: true },
+    forRun: ({ gamma, params }) => {
+      const options = preVerifyOptions(gamma, params, true)
+      return () => preVerifyDecoder(options)
+    }
+  },
+  {
+    id: 'hsddw',
+    summary:
+      'HSDDW (App. D Alg. 2): Draft+Self-verify by M_q1 (τ_q1, window --gamma), Pre-verify+Self-verify by M_q2\n' +
+      '             (back to drafting while every new token has H(q2) ≤ τ_q2), then M_p verifies all n_tot tokens',
+    needs: { draft: true, mid: true },
+    forRun: ({ gamma, params }) => {
+      const options = hsddwOptions(gamma, params)
+      return () => hsddwDecoder(options)
+    }
+  },
+  {
+    id: 'hier-chen',
+    summary:
+      "Chen's hierarchical SD (Alg. 2): per target call m mid guesses, each after n small guesses, all verified by\n" +
+      '             M_p; correction from p as printed — NOT lossless (chen.residual=true: exact residual).\n' +
+      '             --set chen.m=2 chen.n=2 chen.residual=false',
+    needs: { draft: true, mid: true },
+    forRun: ({ params }) => {
+      const options = chenOptions(params)
+      return () => chenDecoder(options)
+    }
   }
 ]
 

@@ -56,6 +56,48 @@ export interface StepRecord {
   verifyMs: number
   /** Wall time of the whole round; totalMs − draftMs − verifyMs is engine overhead. */
   totalMs: number
+  /**
+   * Per-level counters of the three-model hierarchies (pre-verify, pre-self-verify, hsddw, hier-chen); absent for
+   * two-model methods. Persisted as JSON in `steps.levels` (NULL when absent).
+   */
+  levels?: LevelCounters
+}
+
+/**
+ * One target round of a hierarchy M_q1 (small draft) → M_q2 (mid draft) → M_p (target), counted per level.
+ * σ's counts follow from it: draftTokens = q1.drafted + q2.drafted, acceptedDraftTokens = q1.acceptedByP +
+ * q2.accepted. `alpha`/`beta` accumulate the expected acceptance Σ_y min(p(y), q(y)) (Leviathan et al. 2023
+ * Def. 3.1; greedy: 1 when the argmaxes agree) at the positions M_p examined, for M_q2 (α) and M_q1 (β) — the
+ * quantities of Chen's Theorem 3.2; divide `sum` by `positions` over a run.
+ */
+export interface LevelCounters {
+  q1: {
+    /** Tokens M_q1 generated. */
+    drafted: number
+    /** Of them, examined / accepted by M_q2's pre-verification (null when M_q2 does not verify M_q1: hier-chen). */
+    examinedByQ2: number | null
+    acceptedByQ2: number | null
+    /** Of them, committed to the output after M_p's verification (provenance `draft`). */
+    acceptedByP: number
+    calls: number
+    ms: number
+  }
+  q2: {
+    /** Tokens M_q2 generated itself (its corrections and bonus tokens; hier-chen: its guesses). */
+    drafted: number
+    /** Of them, committed to the output after M_p's verification (provenance `mid`). */
+    accepted: number
+    calls: number
+    ms: number
+  }
+  p: {
+    calls: number
+    /** Tokens M_p examined (accepted ones plus the first rejected one) and accepted. */
+    examined: number
+    accepted: number
+  }
+  alpha: { sum: number; positions: number }
+  beta: { sum: number; positions: number }
 }
 
 export type StopReason = 'eos' | 'max-tokens' | 'cancelled'

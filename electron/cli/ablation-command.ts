@@ -1,0 +1,318 @@
+/**
+ * `speclab ablation`: the shape of HSDDW's ablation (../shared/papers/hsddw-hierarchical-sd-dynamic-window.txt
+ * §4.3 Table 2: speedup of SD, +Pre-verify, +Self-verify, Pre+Self, HSDDW) and analysis (§4.4 Table 4: σ, η and
+ * speedup of 70b-7b, 70b-68m, Pre+Self-verify, HSDDW) on the shared trio, plus per-level acceptance (α: M_q2 vs
+ * M_p, β: M_q1 vs M_p, from the steps' `levels`) and Leviathan's / Chen's closed forms next to what was measured.
+ *
+ * Paper ↔ here: 70b = target M_p (default the inflated stories-target5M, the compute of a 78M model, so cost ratios
+ * are realistic), 7b = mid M_q2 (stories-mid1M), 68m = small draft M_q1 (stories260K).
+ *
+ * Two stored runs, one process, the same loaded models and prompts (a run has one config and one --draft, so a
+ * method cannot use the mid model as its draft inside the trio run):
+ *   run A (the trio): ar, sd (M_q1 → M_p: "70b-68m"), self-verify, pre-verify, pre-self-verify, hsddw, hier-chen
+ *   run B (mid as the draft): ar, sd (M_q2 → M_p: "70b-7b", Table 2's SD row and Table 4's first row)
+ * Each run measures its own `ar`, and every speedup is against the `ar` of its own run (prompt-major order, as
+ * `speclab run`). Every method uses the same window K = --gamma (self-verify via selfverify.maxDraft = K, the
+ * pre-verify methods' M_q2 window pre.window = K). self-verify is skipped with a note when it is not registered.
+ */
+import path from 'node:path'
+import { Command } from 'commander'
+import { RunConfig, type MethodSummary, type RunReport } from '../api/contract'
+import { findMethod } from '../engine/decoders/registry'
+import type { DecoderModels } from '../engine/decoders/types'
+import { defaultThreads } from '../engine/model/llama-cpp-model'
+import { foldLevels, levelRates, type LevelRates, type LevelTotals } from '../engine/metrics/levels'
+import { chenExpectedTokens, chenTimeImprovement } from '../engine/theory/chen'
+import { expectedTokens } from '../engine/theory/leviathan'
+import { loadTrio } from '../experiments/models'
+import { loadPrompts } from '../experiments/prompts'
+import { executeRun } from '../experiments/runner'
+import { defaultDatabasePath } from '../store/default-path'
+import { RunStore } from '../store/run-store'
+import { sharedModelsDirectory } from './bench-command'
+import { formatNumber, formatTable } from './format'
+import { createProgressBar, parseInteger, parseNumber } from './run-command'
+import { CHEN_DEFAULTS } from '../engine/decoders/hierarchical-chen'
+
+interface AblationOptions {
+  target?: string
+  mid?: string
+  draft?: string
+  gamma: number
+  maxTokens: number
+  limit: number
+  dataset: string
+  temperature: number
+  topK: number
+  seed: number
+  chen: boolean
+  db?: string
+  json?: boolean
+}
+
+export function ablationCommand(): Command {
+  return new Command('ablation')
+    .description("HSDDW's ablation on the shared trio: Table 2 (speedup) and Table 4 (σ, η) shapes, per-level α/β, theory")
+    .option('--target <file>', 'target M_p (default: $SPECLAB_MODELS/family/stories-target5M-inflated-78M-f16.gguf)')
+    .option('--mid <file>', 'mid draft M_q2 (default: $SPECLAB_MODELS/family/stories-mid1M-f32.gguf)')
+    .option('--draft <file>', 'small draft M_q1 (default: $SPECLAB_MODELS/stories260K-f32.gguf)')
+    .option('--gamma <K>', 'window K of every method (HSDDW App. A.1 uses 10)', parseInteger, 10)
+    .option('--max-tokens <n>', 'tokens per prompt', parseInteger, 128)
+    .option('--limit <n>', 'prompts of the dataset to use', parseInteger, 4)
+    .option('--dataset <id>', 'built-in prompt set', 'stories')
+    .option('--temperature <t>', 'sampling temperature (0 = greedy)', parseNumber, 0)
+    .option('--top-k <k>', 'top-k warping', parseInteger, 64)
+    .option('--seed <s>', 'PRNG seed', parseInteger, 1)
+    .option('--no-chen', "leave out hier-chen (Chen's Algorithm 2, chen.m/chen.n defaults)")
+    .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
+    .option('--json', 'print JSON on stdout')
+    .action(ablationAction)
+}
+
+interface Row {
+  label: string
+  run: 'A' | 'B'
+  summary: MethodSummary
+  levels: LevelTotals | null
+  rates: LevelRates | null
+  /** Leviathan α̂ = accepted / (accepted + rejections) for two-model rows (Eq 2 of the on-the-fly paper). */
+  alphaHat: number | null
+}
+
+async function ablationAction(options: AblationOptions): Promise<void> {
+  const models = sharedModelsDirectory()
+  const paths = {
+    target: path.resolve(options.target ?? path.join(models, 'family/stories-target5M-inflated-78M-f16.gguf')),
+    mid: path.resolve(options.mid ?? path.join(models, 'family/stories-mid1M-f32.gguf')),
+    draft: path.resolve(options.draft ?? path.join(models, 'stories260K-f32.gguf'))
+  }
+  const K = options.gamma
+  const notes: string[] = []
+  const selfVerify = findMethod('self-verify') !== undefined
+  if (!selfVerify) notes.push("self-verify is not registered in this build: its Table 2 row is skipped")
+  const trioMethods = ['ar', 'sd', ...(selfVerify ? ['self-verify'] : []), 'pre-verify', 'pre-self-verify', 'hsddw']
+  if (options.chen) trioMethods.push('hier-chen')
+  const base = {
+    suite: 'ablation',
+    prompts: { dataset: options.dataset, limit: options.limit },
+    maxTokens: options.maxTokens,
+    sampling: { temperature: options.temperature, topK: options.topK, topP: 1, fullVocabulary: false },
+    seed: options.seed,
+    gamma: K,
+    params: { 'selfverify.maxDraft': K, 'pre.window': K },
+    threads: defaultThreads() ?? 4,
+    contextSize: 512
+  }
+  const configA = RunConfig.parse({ ...base, methods: trioMethods, models: paths })
+  const configB = RunConfig.parse({ ...base, methods: ['ar', 'sd'], models: { target: paths.target, draft: paths.mid } })
+  const prompts = loadPrompts(configA.prompts)
+  const store = RunStore.open(options.db ?? defaultDatabasePath())
+  const trio = await loadTrio(configA.models, { threads: configA.threads, contextSize: configA.contextSize })
+  try {
+    const fingerprintsOf = (files: string[]) => trio.fingerprints.filter((f) => files.includes(f.path))
+    const runOne = async (config: RunConfig, decoderModels: DecoderModels, files: string[]) => {
+      const progress = createProgressBar(prompts.length * config.methods.length)
+      try {
+        return await executeRun(store, { ...config, modelFingerprints: fingerprintsOf(files) }, decoderModels, prompts, {
+          onProgress: progress.update
+        })
+      } finally {
+        progress.stop()
+      }
+    }
+    const { target, mid, draft } = trio.models
+    const reportA = await runOne(configA, { target, mid, draft }, [paths.target, paths.mid, paths.draft])
+    const reportB = await runOne(configB, { target, draft: mid }, [paths.target, paths.mid])
+    const rows = collectRows(store, reportA, reportB)
+    const result = analyse(rows, reportA, K)
+    if (options.json)
+      process.stdout.write(`${JSON.stringify({ runs: { trio: reportA.runId, midAsDraft: reportB.runId }, paths, gamma: K, ...result, notes })}\n`)
+    else printAblation(reportA, reportB, paths, K, result, notes)
+  } finally {
+    await trio.dispose()
+    store.close()
+  }
+}
+
+const LABELS: Record<string, string> = {
+  'B:sd': 'sd  M_q2→M_p  ("70b-7b")',
+  'A:sd': 'sd  M_q1→M_p  ("70b-68m")',
+  'A:self-verify': 'self-verify  M_q1→M_p',
+  'A:pre-verify': 'pre-verify',
+  'A:pre-self-verify': 'pre-self-verify',
+  'A:hsddw': 'hsddw',
+  'A:hier-chen': 'hier-chen'
+}
+
+function collectRows(store: RunStore, reportA: RunReport, reportB: RunReport): Map<string, Row> {
+  const rows = new Map<string, Row>()
+  for (const [run, report] of [['A', reportA], ['B', reportB]] as const) {
+    const outcomes = store.getOutcomes(report.runId)
+    for (const summary of report.methods) {
+      if (summary.method === 'ar') continue
+      const steps = (outcomes.get(summary.method) ?? []).flatMap((o) => o.steps)
+      const levels = foldLevels(steps)
+      let accepted = 0
+      let rejections = 0
+      for (const s of steps) {
+        accepted += s.accepted
+        if (s.resampled) rejections += 1
+      }
+      const key = `${run}:${summary.method}`
+      rows.set(key, {
+        label: LABELS[key] ?? key,
+        run,
+        summary,
+        levels,
+        rates: levels ? levelRates(levels) : null,
+        alphaHat: accepted + rejections > 0 ? accepted / (accepted + rejections) : null
+      })
+    }
+  }
+  return rows
+}
+
+interface AblationResult {
+  table2: { row: string; preVerify: boolean; selfVerify: boolean; hsddw: boolean; method: string | null; speedup: number | null }[]
+  table4: { model: string; method: string; sigma: number | null; eta: number | null; speedup: number | null }[]
+  levels: ({ method: string; tokensPerSecond: number; acceptance: number | null; meanAcceptedLength: number | null } & Partial<LevelRates>)[]
+  theory: { method: string; quantity: string; measured: number | null; predicted: number | null; inputs: string }[]
+}
+
+function analyse(rows: Map<string, Row>, reportA: RunReport, K: number): AblationResult {
+  const speedup = (key: string) => rows.get(key)?.summary.speedup ?? null
+  const table2 = [
+    { row: 'SD (M_q2 → M_p)', preVerify: false, selfVerify: false, hsddw: false, key: 'B:sd' },
+    { row: '+ Pre-verify', preVerify: true, selfVerify: false, hsddw: false, key: 'A:pre-verify' },
+    { row: '+ Self-verify', preVerify: false, selfVerify: true, hsddw: false, key: 'A:self-verify' },
+    { row: '+ Pre + Self-verify', preVerify: true, selfVerify: true, hsddw: false, key: 'A:pre-self-verify' },
+    { row: 'HSDDW', preVerify: false, selfVerify: false, hsddw: true, key: 'A:hsddw' }
+  ].map(({ key, ...rest }) => ({ ...rest, method: rows.has(key) ? key.slice(2) : null, speedup: speedup(key) }))
+
+  const table4 = [
+    ['70b-7b  (sd M_q2 → M_p)', 'B:sd'],
+    ['70b-68m (sd M_q1 → M_p)', 'A:sd'],
+    ['Pre+Self-verify', 'A:pre-self-verify'],
+    ['HSDDW', 'A:hsddw']
+  ].map(([model, key]) => {
+    const s = rows.get(key)?.summary
+    return { model, method: key.slice(2), sigma: s?.sigma ?? null, eta: s?.eta ?? null, speedup: s?.speedup ?? null }
+  })
+
+  const levels = [...rows.values()].map((r) => ({
+    method: r.label,
+    tokensPerSecond: r.summary.tokensPerSecond,
+    acceptance: r.rates?.acceptanceByP ?? r.alphaHat,
+    meanAcceptedLength: r.summary.meanAcceptedLength,
+    ...(r.rates ?? {})
+  }))
+
+  // Theory next to measurement. Per-call costs: t_p = ar's time per token in the same run; t_q, t_s = mean forward
+  // call times of M_q2 / M_q1 inside hier-chen (Chen Definition 3.3: c = t_q/t_p, c_s = t_s/t_q).
+  const theory: AblationResult['theory'] = []
+  for (const key of ['B:sd', 'A:sd']) {
+    const r = rows.get(key)
+    if (!r || r.alphaHat === null) continue
+    theory.push({
+      method: r.label,
+      quantity: 'tokens per target call (Leviathan)',
+      measured: r.summary.targetCalls > 0 ? r.summary.outputTokens / r.summary.targetCalls : null,
+      predicted: expectedTokens(r.alphaHat, K),
+      inputs: `α̂ = ${formatNumber(r.alphaHat, 3)} (accepted / examined), γ = ${K}`
+    })
+  }
+  const chen = rows.get('A:hier-chen')
+  const arA = reportA.methods.find((m) => m.method === 'ar')
+  if (chen?.levels && chen.rates?.alpha != null && chen.rates.beta != null) {
+    const { m, n } = CHEN_DEFAULTS
+    const alpha = chen.rates.alpha
+    const beta = chen.rates.beta
+    theory.push({
+      method: 'hier-chen',
+      quantity: 'tokens per target call (Chen Thm 3.2)',
+      measured: chen.rates.tokensPerTargetCall,
+      predicted: chenExpectedTokens(alpha, beta, m, n),
+      inputs: `α = ${formatNumber(alpha, 3)}, β = ${formatNumber(beta, 3)} (expected acceptance), m = ${m}, n = ${n}`
+    })
+    const tp = arA && arA.outputTokens > 0 ? arA.wallMs / arA.outputTokens : null
+    const tq = chen.levels.q2.calls > 0 ? chen.levels.q2.ms / chen.levels.q2.calls : null
+    const ts = chen.levels.q1.calls > 0 ? chen.levels.q1.ms / chen.levels.q1.calls : null
+    if (tp && tq && ts) {
+      const c = tq / tp
+      const cs = ts / tq
+      theory.push({
+        method: 'hier-chen',
+        quantity: 'speedup (Chen Thm 3.4)',
+        measured: chen.summary.speedup,
+        predicted: chenTimeImprovement(alpha, beta, m, n, c, cs),
+        inputs: `c = ${formatNumber(c, 3)}, c_s = ${formatNumber(cs, 3)} (measured call times)`
+      })
+    }
+  }
+  return { table2, table4, levels, theory }
+}
+
+const arSpeed = (report: RunReport): string =>
+  formatNumber(report.methods.find((m) => m.method === 'ar')?.tokensPerSecond ?? null, 1)
+
+function printAblation(
+  reportA: RunReport,
+  reportB: RunReport,
+  paths: { target: string; mid: string; draft: string },
+  K: number,
+  r: AblationResult,
+  notes: string[]
+): void {
+  const x = (v: number | null) => (v === null ? '–' : `${formatNumber(v)}×`)
+  const pct = (v: number | null) => (v === null ? '–' : formatNumber(v * 100, 2))
+  const check = (b: boolean) => (b ? '✓' : '')
+  const num = (v: number | null | undefined, d = 3) => formatNumber(v ?? null, d)
+  const { sampling, maxTokens } = reportA.config
+  const out = [
+    `ablation runs ${reportA.runId} (trio) and ${reportB.runId} (mid as draft)`,
+    `M_p ${paths.target}`,
+    `M_q2 ${paths.mid}`,
+    `M_q1 ${paths.draft}`,
+    `K = ${K}, temperature ${sampling.temperature}, top-k ${sampling.topK}, ${maxTokens} tokens × ${reportA.methods[0]?.prompts ?? 0} prompts; speedup vs ar of the same run`,
+    `ar: ${arSpeed(reportA)} tok/s (trio run), ${arSpeed(reportB)} tok/s (mid-as-draft run)`,
+    '',
+    'Table 2 (shape): speedup',
+    formatTable(
+      ['', 'Pre-verify', 'Self-verify', 'HSDDW', 'method', 'speedup'],
+      r.table2.map((t) => [t.row, check(t.preVerify), check(t.selfVerify), check(t.hsddw), t.method ?? '(skipped)', x(t.speedup)])
+    ),
+    '',
+    'Table 4 (shape): redundancy σ and target utilisation η (percent)',
+    formatTable(
+      ['model', 'σ (%)', 'η (%)', 'speedup'],
+      r.table4.map((t) => [t.model, pct(t.sigma), pct(t.eta), x(t.speedup)])
+    ),
+    '',
+    'Per level: α = E[Σ min(p, q2)], β = E[Σ min(p, q1)] at the positions M_p examined (greedy: argmax agreement)',
+    formatTable(
+      ['method', 'tok/s', 'acc →p', 'α', 'β', 'acc q1→q2', 'tok/target call', 'q1 calls/tok', 'q2 calls/tok'],
+      r.levels.map((l) => [
+        l.method,
+        formatNumber(l.tokensPerSecond, 1),
+        num(l.acceptance),
+        num(l.alpha),
+        num(l.beta),
+        num(l.acceptanceQ1ByQ2),
+        num(l.tokensPerTargetCall),
+        num(l.q1CallsPerToken),
+        num(l.q2CallsPerToken)
+      ])
+    )
+  ]
+  if (r.theory.length > 0)
+    out.push(
+      '',
+      'Theory (i.i.d. acceptances; Thm 3.4 also omits the growth of M_p\'s cost with the batch and all overhead) vs measured',
+      formatTable(
+        ['method', 'quantity', 'measured', 'theory', 'inputs'],
+        r.theory.map((t) => [t.method, t.quantity, num(t.measured), num(t.predicted), t.inputs])
+      )
+    )
+  for (const note of notes) out.push('', `note: ${note}`)
+  process.stdout.write(`${out.join('\n')}\n`)
+}

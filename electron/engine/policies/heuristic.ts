@@ -1,0 +1,96 @@
+/**
+ * `sd-heuristic`: Hugging Face's "heuristic" draft-length schedule (transformers,
+ * `generation/candidate_generator.py`, `AssistedCandidateGenerator.update_candidate_strategy`):
+ *
+ *   if num_matches == len(candidates):  num_assistant_tokens += 2          (every draft token was accepted)
+ *   else:                               num_assistant_tokens = max(1, num_assistant_tokens − 1)
+ *
+ * "All accepted" compares with the tokens actually proposed (HF: `num_matches == len(scores[0]) − 1`), so a draft
+ * cut short by an end-of-generation token or the --max-tokens budget counts as all accepted when it all passed.
+ * There is no upper bound in HF (the engine bounds each round by the remaining --max-tokens budget). SVIP's
+ * "heuristics" baseline (§3.1, its public code) is the same rule with a cap of 40; this one follows HF.
+ *
+ * Two schedules, as in HF (`generation/utils.py`, end of `_assisted_decoding`):
+ * - "heuristic" (default): the value reached at the end of a generation is written back to the assistant's
+ *   generation config, so the next prompt of the run starts from it (persistent across prompts; the state lives in
+ *   the policy that `forRun` creates once per run);
+ * - "heuristic_transient" (`--set heuristic.transient=true`): every prompt starts again from the initial value.
+ * The initial value is --gamma (HF's default num_assistant_tokens is 20; SpecLab uses the run's γ).
+ *
+ * explain(): threshold null (no threshold); decision {gamma: the cap of the round just verified, proposed,
+ * accepted, rule '+2' | '-1', next: γ of the coming round, reason 'cap' | 'eos', transient}. reason 'eos' means the
+ * engine ended the draft before the cap (an end-of-generation token, or the last tokens of the --max-tokens budget).
+ */
+import { UserInputError } from '../errors'
+import type { MethodParams } from '../decoders/types'
+import type { DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
+
+export interface HeuristicOptions {
+  /** num_assistant_tokens at the start (--gamma), ≥ 1. */
+  initialGamma: number
+  /** true: HF "heuristic_transient" (reset at each prompt); false: HF "heuristic" (carries over). */
+  transient: boolean
+}
+
+export const HEURISTIC_PARAMS = ['heuristic.transient'] as const
+
+export interface HeuristicPolicy extends DraftLengthPolicy {
+  /** The draft length the next round will use. */
+  readonly gamma: number
+}
+
+export function heuristicPolicy({ initialGamma, transient }: HeuristicOptions): HeuristicPolicy {
+  if (!Number.isInteger(initialGamma) || initialGamma < 1) throw new RangeError(`initial γ must be an integer ≥ 1, got ${initialGamma}`)
+  let gamma = initialGamma
+  let cap = gamma
+  let last: { cap: number; proposed: number; accepted: number; rule: '+2' | '-1' } | null = null
+  return {
+    id: transient ? 'heuristic-transient' : 'heuristic',
+    get gamma() {
+      return gamma
+    },
+    startPrompt() {
+      if (transient) gamma = initialGamma
+      last = null
+    },
+    draftLength() {
+      cap = gamma
+      return gamma
+    },
+    shouldStop: () => false,
+    update(outcome: VerificationOutcome) {
+      // A target-only round proposed nothing: no evidence either way (never happens here, γ ≥ 1).
+      if (outcome.proposed === 0) return
+      const allAccepted = outcome.accepted === outcome.proposed
+      gamma = allAccepted ? gamma + 2 : Math.max(1, gamma - 1)
+      last = { cap, proposed: outcome.proposed, accepted: outcome.accepted, rule: allAccepted ? '+2' : '-1' }
+    },
+    explain(): PolicyExplanation {
+      if (!last) return { threshold: null, decision: { gamma: cap, next: gamma, transient } }
+      return {
+        threshold: null,
+        decision: {
+          gamma: last.cap,
+          proposed: last.proposed,
+          accepted: last.accepted,
+          rule: last.rule,
+          next: gamma,
+          reason: last.proposed >= last.cap ? 'cap' : 'eos',
+          transient
+        }
+      }
+    }
+  }
+}
+
+/** Options from --gamma and --set heuristic.*; a bad value throws a UserInputError naming the key. */
+export function heuristicOptions(gamma: number, params: MethodParams): HeuristicOptions {
+  for (const key of Object.keys(params))
+    if (key.startsWith('heuristic.') && !(HEURISTIC_PARAMS as readonly string[]).includes(key))
+      throw new UserInputError(`unknown parameter --set ${key} (sd-heuristic takes ${HEURISTIC_PARAMS.join(', ')})`)
+  const transient = params['heuristic.transient'] ?? false
+  if (typeof transient !== 'boolean')
+    throw new UserInputError(`--set heuristic.transient=${String(transient)}: expected true or false`)
+  if (!Number.isInteger(gamma) || gamma < 1) throw new UserInputError(`--gamma ${gamma}: expected an integer ≥ 1`)
+  return { initialGamma: gamma, transient }
+}

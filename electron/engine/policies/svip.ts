@@ -1,0 +1,97 @@
+/**
+ * `svip`: SVIP's self-verification length policy (Zhang et al., "Draft Model Knows When to Stop", §2–3,
+ * Algorithm 1). Pinsker bounds the acceptance probability, β ≥ 1 − √(½ KL(q‖p)) = 1 − √(½H_{q,p} − ½H_q)
+ * (Eq. 4–5); approximating the cross entropy by a constant multiple of the draft entropy gives β ≥ 1 − √(c·H_q)
+ * (Eq. 6), and drafting stops as soon as that estimated bound drops below a threshold. Algorithm 1, line 8:
+ *
+ *   after each draft token:  if √H(q) > h  then stop drafting and verify
+ *
+ * with H in nats, q the draft distribution the token was just drawn from. (Line 8 writes q_{x|x<n+j} after
+ * j ← j+1, but line 6 of the same listing samples x_{n+j} with j starting at 0, i.e. one index early; read
+ * consistently, the entropy is that of the token just drafted — which is also what the authors' code does.)
+ * The stopping token itself is verified (it was drafted); the draft is also capped at T_max tokens.
+ *
+ * The constant c. §2.3 "remove √c from Equation 6 and absorb it into the threshold h", so Algorithm 1 compares
+ * √H with h. The authors' public code (github.com/Geralt-Targaryen/SVIP, vanilla-sd/eval_specbench.py) keeps it:
+ * `torch.sqrt(entropy * 0.15) > self.entropy_threshold`, and the thresholds the paper reports (grid {0.2, 0.3,
+ * 0.4, 0.5}, §3.1) are values of THAT threshold. Here the rule is √(c·H) > h with `svip.c` default 0.15, so the
+ * paper's h values mean what they meant in its experiments; `--set svip.c=1` gives Algorithm 1 exactly as printed
+ * (h = 0.3 with c = 0.15 is √H > 0.3/√0.15 ≈ 0.775, i.e. H > 0.6 nats; with c = 1 it would be H > 0.09 nats, a
+ * one-token draft almost always).
+ *
+ * Defaults: h = 0.3 — §3.1 (line 164 of the text): "the entropy threshold … is chosen from {0.2, 0.3, 0.4, 0.5}
+ * … which are 0.4 for Pythia, and 0.3 for Qwen2.5 and LLaMA-3" (0.3 for two of the three families, and the
+ * default `entropy_threshold` of the authors' script); T_max = `svip.maxDraft` = 40 — §3.1: "we limit the maximum
+ * draft length to 40 in both heuristics and SVIP scenarios" (the script's `min(40, max_new_tokens)`).
+ *
+ * explain(): threshold = h; decision {gamma: the cap, stop: drafted tokens, sqrtEntropy: √H of the last drafted
+ * token (the one that crossed h when reason = 'threshold'), statistic: √(c·H) compared with h, c,
+ * reason 'threshold' | 'cap' | 'eos'}. reason 'eos' means the engine ended the draft first (an end-of-generation
+ * token, or the last tokens of the --max-tokens budget).
+ */
+import { UserInputError } from '../errors'
+import type { MethodParams } from '../decoders/types'
+import type { DraftedToken, DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
+
+export interface SvipOptions {
+  /** Threshold h on √(c·H): stop drafting when it is exceeded. */
+  h: number
+  /** The constant of Eq. 6 (0.15 in the authors' code; 1 = Algorithm 1 as printed). */
+  c: number
+  /** T_max: draft length cap. */
+  maxDraft: number
+}
+
+export const SVIP_DEFAULTS: SvipOptions = { h: 0.3, c: 0.15, maxDraft: 40 }
+export const SVIP_PARAMS = ['svip.h', 'svip.c', 'svip.maxDraft'] as const
+
+export function svipPolicy({ h, c, maxDraft }: SvipOptions): DraftLengthPolicy {
+  let entropy: number | null = null
+  let stopped = false
+  let round: { proposed: number; entropy: number | null; stopped: boolean } | null = null
+  return {
+    id: 'svip',
+    startPrompt() {
+      round = null
+    },
+    draftLength() {
+      entropy = null
+      stopped = false
+      return maxDraft
+    },
+    shouldStop(drafted: DraftedToken) {
+      entropy = Math.max(0, drafted.entropy)
+      stopped = Math.sqrt(c * entropy) > h
+      return stopped
+    },
+    update(outcome: VerificationOutcome) {
+      round = { proposed: outcome.proposed, entropy, stopped }
+    },
+    explain(): PolicyExplanation {
+      if (!round) return { threshold: h, decision: { gamma: maxDraft, c } }
+      const reason = round.stopped ? 'threshold' : round.proposed >= maxDraft ? 'cap' : 'eos'
+      const sqrtEntropy = round.entropy === null ? null : Math.sqrt(round.entropy)
+      const statistic = round.entropy === null ? null : Math.sqrt(c * round.entropy)
+      return { threshold: h, decision: { gamma: maxDraft, stop: round.proposed, sqrtEntropy, statistic, c, reason } }
+    }
+  }
+}
+
+/** Options from --set svip.*; a bad value throws a UserInputError naming the key. */
+export function svipOptions(params: MethodParams): SvipOptions {
+  for (const key of Object.keys(params))
+    if (key.startsWith('svip.') && !(SVIP_PARAMS as readonly string[]).includes(key))
+      throw new UserInputError(`unknown parameter --set ${key} (svip takes ${SVIP_PARAMS.join(', ')})`)
+  const read = (key: string, fallback: number, ok: (v: number) => boolean, expected: string): number => {
+    const value = params[key]
+    if (value === undefined) return fallback
+    if (typeof value !== 'number' || !Number.isFinite(value) || !ok(value))
+      throw new UserInputError(`--set ${key}=${String(value)}: expected ${expected}`)
+    return value
+  }
+  return {
+    h: read('svip.h', SVIP_DEFAULTS.h, (v) => v >= 0, 'a number ≥ 0'),
+    c: read('svip.c', SVIP_DEFAULTS.c, (v) => v > 0, 'a number > 0'),
+    maxDraft: read('svip.maxDraft', SVIP_DEFAULTS.maxDraft, (v) => Number.isInteger(v) && v >= 1 && v <= 1024, 'an integer in [1, 1024]')
+  }
+}

@@ -1,0 +1,387 @@
+/**
+ * The four draft-length policies of issue 3 on scripted drafts and verdicts: the exact γ sequences and stop
+ * positions their rules imply, what explain() records, per-prompt vs per-run state, and parameter validation.
+ * The last block drives them through the real speculative loop on toy models and re-derives each recorded
+ * decision from the step records.
+ */
+import { describe, expect, it } from 'vitest'
+import { findMethod } from '../../electron/engine/decoders/registry'
+import type { StepRecord } from '../../electron/engine/decoders/types'
+import { UserInputError } from '../../electron/engine/errors'
+import { heuristicOptions, heuristicPolicy } from '../../electron/engine/policies/heuristic'
+import { pMinOptions, pMinPolicy, PMIN_DEFAULTS } from '../../electron/engine/policies/p-min'
+import { selfVerifyOptions, selfVerifyPolicy } from '../../electron/engine/policies/self-verify'
+import { svipOptions, svipPolicy, SVIP_DEFAULTS } from '../../electron/engine/policies/svip'
+import type { DraftLengthPolicy, PolicyExplanation } from '../../electron/engine/policies/types'
+import { fromWeights } from '../../electron/engine/sampling/distribution'
+import { createPrng } from '../../electron/engine/sampling/prng'
+import type { WarpConfig } from '../../electron/engine/sampling/warp'
+import { decode, GREEDY, makeRequest, PLAIN } from '../helpers/decode'
+import { TOY_BOS, toyDraft, toyDraftClose, toyTarget } from '../helpers/toy-models'
+
+/** What the drafter sees for one scripted token: its draft entropy and the draft's top-1 probability. */
+interface Scripted {
+  entropy?: number
+  top1?: number
+}
+
+interface Round {
+  /** draftLength() at the start of the round. */
+  cap: number
+  proposed: number
+  explanation: PolicyExplanation
+}
+
+/**
+ * One round of the speculative loop (decoders/speculative.ts) with scripted drafts: draftLength(), then
+ * shouldStop after each token until it says stop, the cap, the remaining budget `limit` or an end-of-generation
+ * token at position `eosAt` ends the draft; then update() with `accepted` and explain().
+ */
+function round(
+  policy: DraftLengthPolicy,
+  tokens: readonly Scripted[],
+  accepted: number | ((proposed: number) => number),
+  options: { limit?: number; eosAt?: number } = {}
+): Round {
+  const cap = policy.draftLength()
+  const limit = Math.min(cap, options.limit ?? Infinity)
+  const entropies: number[] = []
+  for (let position = 1; ; position++) {
+    const script = tokens[Math.min(position, tokens.length) - 1] ?? {}
+    const top1 = script.top1 ?? 0.9
+    const entropy = script.entropy ?? 0.1
+    entropies.push(entropy)
+    const distribution = fromWeights([7, 8], [top1, 1 - top1])
+    const stop = policy.shouldStop({ position, token: 7, distribution, entropy })
+    if (stop || position >= limit || position === options.eosAt) break
+  }
+  const proposed = entropies.length
+  const a = typeof accepted === 'function' ? accepted(proposed) : accepted
+  policy.update({
+    proposed,
+    accepted: a,
+    draftEntropies: entropies,
+    draftTokens: entropies.map(() => 7),
+    emittedTokens: entropies.slice(0, a + 1).map(() => 7),
+    draftMs: 1,
+    verifyMs: 1
+  })
+  return { cap, proposed, explanation: policy.explain() }
+}
+
+const all = (proposed: number) => proposed
+const none = () => 0
+const flat = (n: number, script: Scripted): Scripted[] => Array.from({ length: n }, () => script)
+
+describe('sd-heuristic (HF update_candidate_strategy)', () => {
+  it('accept-all, reject, reject from γ = 5: rounds of 5, 7, 6, then 5', () => {
+    const policy = heuristicPolicy({ initialGamma: 5, transient: false })
+    policy.startPrompt?.([1])
+    const r1 = round(policy, [], all)
+    const r2 = round(policy, [], 3)
+    const r3 = round(policy, [], 0)
+    expect([r1, r2, r3].map((r) => r.cap)).toEqual([5, 7, 6])
+    expect([r1, r2, r3].map((r) => r.proposed)).toEqual([5, 7, 6])
+    expect(policy.gamma).toBe(5)
+    expect(policy.draftLength()).toBe(5)
+    expect(r1.explanation).toEqual({
+      threshold: null,
+      decision: { gamma: 5, proposed: 5, accepted: 5, rule: '+2', next: 7, reason: 'cap', transient: false }
+    })
+    expect(r2.explanation.decision).toMatchObject({ gamma: 7, accepted: 3, rule: '-1', next: 6 })
+    expect(r3.explanation.decision).toMatchObject({ gamma: 6, accepted: 0, rule: '-1', next: 5 })
+  })
+
+  it('never goes below 1, and "all accepted" means all PROPOSED (a draft cut by EOS or the budget counts)', () => {
+    const policy = heuristicPolicy({ initialGamma: 2, transient: false })
+    expect([round(policy, [], none), round(policy, [], none), round(policy, [], none)].map((r) => r.cap)).toEqual([2, 1, 1])
+    expect(policy.gamma).toBe(1)
+    const long = heuristicPolicy({ initialGamma: 5, transient: false })
+    const cut = round(long, [], all, { eosAt: 3 })
+    expect(cut.proposed).toBe(3)
+    expect(cut.explanation.decision).toMatchObject({ gamma: 5, proposed: 3, rule: '+2', next: 7, reason: 'eos' })
+    const budget = round(long, [], 1, { limit: 2 })
+    expect(budget.explanation.decision).toMatchObject({ gamma: 7, proposed: 2, rule: '-1', next: 6, reason: 'eos' })
+  })
+
+  it('persistent (HF "heuristic") carries γ into the next prompt; transient resets it at startPrompt', () => {
+    for (const transient of [false, true]) {
+      const policy = heuristicPolicy({ initialGamma: 4, transient })
+      policy.startPrompt?.([1, 2])
+      round(policy, [], all) // 4 → 6
+      round(policy, [], all) // 6 → 8
+      expect(policy.gamma).toBe(8)
+      policy.startPrompt?.([1, 3])
+      expect(policy.draftLength()).toBe(transient ? 4 : 8)
+    }
+  })
+
+  it('through the registry: one forRun, two prompts (toy models, greedy)', async () => {
+    const target = toyTarget()
+    const draft = toyDraftClose()
+    const firstCaps = async (params: Record<string, boolean>): Promise<[StepRecord[], StepRecord[]]> => {
+      const factory = findMethod('sd-heuristic')!.forRun({ gamma: 3, params })
+      const a = await decode(factory(), { target, draft }, makeRequest({ promptTokens: [TOY_BOS, 1], maxTokens: 20, warp: GREEDY }))
+      const b = await decode(factory(), { target, draft }, makeRequest({ promptTokens: [TOY_BOS, 2], maxTokens: 20, warp: GREEDY }))
+      return [a.steps, b.steps]
+    }
+    for (const transient of [false, true]) {
+      const [a, b] = await firstCaps(transient ? { 'heuristic.transient': true } : {})
+      // Within a prompt each round's cap is the previous round's `next`.
+      for (const steps of [a, b]) {
+        expect(steps[0].decision?.transient).toBe(transient)
+        for (let i = 1; i < steps.length; i++) expect(steps[i].decision?.gamma).toBe(steps[i - 1].decision?.next)
+        for (const s of steps) {
+          expect(s.proposed).toBeLessThanOrEqual(s.decision?.gamma as number)
+          expect(s.decision?.rule).toBe(s.accepted === s.proposed ? '+2' : '-1')
+        }
+      }
+      expect(a[0].decision?.gamma).toBe(3)
+      const carried = a.at(-1)!.decision?.next
+      expect(b[0].decision?.gamma).toBe(transient ? 3 : carried)
+      if (!transient) expect(carried).not.toBe(3) // the carry-over is observable
+    }
+  })
+})
+
+describe('sd-pmin (llama.cpp p_min / n_min / n_max)', () => {
+  it('stops after the first token whose draft top-1 probability is below p_min', () => {
+    const policy = pMinPolicy({ p: 0.75, min: 0, max: 16 })
+    const r = round(policy, [{ top1: 0.9 }, { top1: 0.8 }, { top1: 0.7 }, { top1: 0.95 }], 1)
+    expect(r.cap).toBe(16)
+    expect(r.proposed).toBe(3)
+    expect(r.explanation.threshold).toBe(0.75)
+    expect(r.explanation.decision).toMatchObject({ gamma: 16, stop: 3, reason: 'threshold', min: 0 })
+    expect(r.explanation.decision?.confidence).toBeCloseTo(0.7, 12)
+    // Exactly p_min is not below it.
+    expect(round(policy, [{ top1: 0.75 }, { top1: 0.5 }], 0).proposed).toBe(2)
+  })
+
+  it('never stops before n_min tokens, and caps at n_max', () => {
+    const low = flat(20, { top1: 0.3 })
+    expect(round(pMinPolicy({ p: 0.75, min: 0, max: 16 }), low, 0).proposed).toBe(1)
+    expect(round(pMinPolicy({ p: 0.75, min: 1, max: 16 }), low, 0).proposed).toBe(1)
+    expect(round(pMinPolicy({ p: 0.75, min: 3, max: 16 }), low, 0).proposed).toBe(3)
+    // With n_min = 2 a confident start, then a low one at 4.
+    const r = round(pMinPolicy({ p: 0.75, min: 2, max: 16 }), [{ top1: 0.9 }, { top1: 0.9 }, { top1: 0.9 }, { top1: 0.6 }], 2)
+    expect(r.proposed).toBe(4)
+    const capped = round(pMinPolicy({ p: 0.75, min: 0, max: 4 }), flat(20, { top1: 0.99 }), all)
+    expect(capped.proposed).toBe(4)
+    expect(capped.explanation.decision).toMatchObject({ gamma: 4, stop: 4, reason: 'cap', confidence: 0.99 })
+    const eos = round(pMinPolicy({ p: 0.75, min: 0, max: 4 }), flat(20, { top1: 0.99 }), all, { eosAt: 2 })
+    expect(eos.explanation.decision).toMatchObject({ stop: 2, reason: 'eos' })
+  })
+})
+
+describe('svip (SVIP Algorithm 1)', () => {
+  it('with c = 1 (Algorithm 1 as printed): stops exactly when √H first exceeds h', () => {
+    const policy = svipPolicy({ h: 0.5, c: 1, maxDraft: 40 })
+    // √H = 0.1, 0.4, 0.5 (not above h: strict), 0.5001 → stop at 4.
+    const r = round(policy, [{ entropy: 0.01 }, { entropy: 0.16 }, { entropy: 0.25 }, { entropy: 0.2501 }, { entropy: 0.01 }], 2)
+    expect(r.proposed).toBe(4)
+    expect(r.explanation.threshold).toBe(0.5)
+    expect(r.explanation.decision).toMatchObject({ gamma: 40, stop: 4, reason: 'threshold', c: 1 })
+    expect(r.explanation.decision?.sqrtEntropy).toBeCloseTo(Math.sqrt(0.2501), 12)
+    expect(r.explanation.decision?.statistic).toBeCloseTo(Math.sqrt(0.2501), 12)
+    // A high-entropy first token stops at once.
+    expect(round(policy, [{ entropy: 1 }], 0).proposed).toBe(1)
+  })
+
+  it('defaults h = 0.3, c = 0.15, T_max = 40: √(0.15·H) > 0.3 ⇔ H > 0.6 nats; the cap ends low-entropy drafts', () => {
+    expect(SVIP_DEFAULTS).toEqual({ h: 0.3, c: 0.15, maxDraft: 40 })
+    const policy = svipPolicy(svipOptions({}))
+    expect(round(policy, [{ entropy: 0.59 }, { entropy: 0.599 }, { entropy: 0.601 }], 2).proposed).toBe(3)
+    const capped = round(policy, flat(50, { entropy: 0.5 }), all)
+    expect(capped.proposed).toBe(40)
+    expect(capped.explanation.decision).toMatchObject({ gamma: 40, stop: 40, reason: 'cap' })
+    expect(capped.explanation.decision?.sqrtEntropy).toBeCloseTo(Math.sqrt(0.5), 12)
+    expect(capped.explanation.decision?.statistic).toBeCloseTo(Math.sqrt(0.075), 12)
+    const small = round(svipPolicy({ h: 0.3, c: 0.15, maxDraft: 3 }), flat(10, { entropy: 0.1 }), all)
+    expect(small.proposed).toBe(3)
+  })
+})
+
+describe('self-verify (HSDDW Appendix C Algorithm 1)', () => {
+  it('τ = 0 before any rejection: one-token drafts (H > 0), but a zero-entropy token does not stop', () => {
+    const policy = selfVerifyPolicy({ maxDraft: 10 })
+    policy.startPrompt?.([1])
+    const r1 = round(policy, flat(10, { entropy: 0.4 }), all)
+    expect(r1.proposed).toBe(1)
+    expect(r1.explanation.threshold).toBe(0)
+    expect(r1.explanation.decision).toMatchObject({ gamma: 10, stop: 1, reason: 'threshold', rejected: null, rejections: 0, next: 0 })
+    // Accepted: still no rejection, τ stays 0.
+    expect(round(policy, flat(10, { entropy: 0.4 }), all).proposed).toBe(1)
+    expect(round(policy, [{ entropy: 0 }, { entropy: 0 }, { entropy: 0.2 }], all).proposed).toBe(3)
+    expect(policy.tau).toBe(0)
+  })
+
+  it('τ is the mean entropy of the REJECTED tokens (draftEntropies[accepted]), not of the last accepted one', () => {
+    const policy = selfVerifyPolicy({ maxDraft: 10 })
+    policy.startPrompt?.([1])
+    // Round 1: τ = 0, one token (H 0.8), rejected → S_reject = {0.8}.
+    const r1 = round(policy, [{ entropy: 0.8 }], 0)
+    expect(r1.explanation.decision).toMatchObject({ stop: 1, rejected: 0.8, rejections: 1, next: 0.8 })
+    expect(policy.tau).toBeCloseTo(0.8, 12)
+    // Round 2: τ = 0.8; H = 0.3, 0.5, 0.9 → stops at 3; the verifier accepts 1: token 2 (H 0.5) is the rejected one.
+    const r2 = round(policy, [{ entropy: 0.3 }, { entropy: 0.5 }, { entropy: 0.9 }], 1)
+    expect(r2.proposed).toBe(3)
+    expect(r2.explanation.threshold).toBeCloseTo(0.8, 12) // τ in force while drafting
+    expect(r2.explanation.decision).toMatchObject({ stop: 3, entropy: 0.9, reason: 'threshold', rejected: 0.5, rejections: 2 })
+    expect(policy.tau).toBeCloseTo((0.8 + 0.5) / 2, 12) // line 25 as printed (H(q_n), n = 1) would give (0.8 + 0.3) / 2
+    // Round 3: τ = 0.65; all accepted → unchanged; the cap K ends a confident draft.
+    const r3 = round(policy, flat(20, { entropy: 0.6 }), all)
+    expect(r3.proposed).toBe(10)
+    expect(r3.explanation.threshold).toBeCloseTo(0.65, 12)
+    expect(r3.explanation.decision).toMatchObject({ gamma: 10, stop: 10, reason: 'cap', rejected: null, rejections: 2 })
+    // Round 4: first token rejected (H 1.1) → τ = (0.8 + 0.5 + 1.1) / 3.
+    round(policy, [{ entropy: 1.1 }], 0)
+    expect(policy.tau).toBeCloseTo(0.8, 12)
+    // H exactly τ does not stop (strict >).
+    const r5 = round(policy, [{ entropy: 0.8 }, { entropy: 0.8 }, { entropy: 0.81 }], all)
+    expect(r5.proposed).toBe(3)
+  })
+
+  it('τ is per prompt ("in the current sentence"): startPrompt resets it to 0', () => {
+    const policy = selfVerifyPolicy({ maxDraft: 10 })
+    policy.startPrompt?.([1])
+    round(policy, [{ entropy: 1.2 }], 0)
+    expect(policy.tau).toBeCloseTo(1.2, 12)
+    policy.startPrompt?.([1, 2])
+    expect(policy.tau).toBe(0)
+    expect(round(policy, flat(10, { entropy: 0.5 }), all).explanation.threshold).toBe(0)
+  })
+})
+
+describe('parameters: defaults and validation (UserInputError naming the --set key)', () => {
+  const fails = (fn: () => unknown, key: string) => {
+    let error: unknown
+    try {
+      fn()
+    } catch (e) {
+      error = e
+    }
+    expect(error, key).toBeInstanceOf(UserInputError)
+    expect((error as Error).message).toContain(key)
+  }
+
+  it('defaults', () => {
+    expect(heuristicOptions(5, {})).toEqual({ initialGamma: 5, transient: false })
+    expect(heuristicOptions(5, { 'heuristic.transient': true })).toEqual({ initialGamma: 5, transient: true })
+    expect(pMinOptions({})).toEqual(PMIN_DEFAULTS)
+    expect(PMIN_DEFAULTS).toEqual({ p: 0.75, min: 0, max: 16 })
+    expect(selfVerifyOptions({})).toEqual({ maxDraft: 10 })
+    expect(svipOptions({ 'svip.h': 0.4, 'svip.maxDraft': 12 })).toEqual({ h: 0.4, c: 0.15, maxDraft: 12 })
+    // Other methods' keys are not ours to judge.
+    expect(pMinOptions({ 'svip.h': 'whatever', gamma: 5 })).toEqual(PMIN_DEFAULTS)
+  })
+
+  it.each([
+    ['sd-heuristic', { 'heuristic.transient': 'yes' }, 'heuristic.transient'],
+    ['sd-heuristic', { 'heuristic.transient': 1 }, 'heuristic.transient'],
+    ['sd-heuristic', { 'heuristic.persistent': true }, 'heuristic.persistent'],
+    ['sd-pmin', { 'pmin.p': 1.5 }, 'pmin.p'],
+    ['sd-pmin', { 'pmin.p': 'high' }, 'pmin.p'],
+    ['sd-pmin', { 'pmin.min': 1.5 }, 'pmin.min'],
+    ['sd-pmin', { 'pmin.max': 0 }, 'pmin.max'],
+    ['sd-pmin', { 'pmin.min': 5, 'pmin.max': 3 }, 'pmin.min'],
+    ['svip', { 'svip.h': -0.1 }, 'svip.h'],
+    ['svip', { 'svip.h': true }, 'svip.h'],
+    ['svip', { 'svip.c': 0 }, 'svip.c'],
+    ['svip', { 'svip.maxDraft': 2.5 }, 'svip.maxDraft'],
+    ['svip', { 'svip.hh': 0.3 }, 'svip.hh'],
+    ['self-verify', { 'selfverify.maxDraft': 0 }, 'selfverify.maxDraft'],
+    ['self-verify', { 'selfverify.tau': 0.5 }, 'selfverify.tau']
+  ] as const)('%s with %o throws naming %s', (id, params, key) => {
+    fails(() => findMethod(id)!.forRun({ gamma: 5, params }), key)
+  })
+
+  it('all four are registered, need a draft model and document their parameters in the summary', () => {
+    const expectations: [string, string[]][] = [
+      ['sd-heuristic', ['heuristic.transient']],
+      ['sd-pmin', ['pmin.p=0.75', 'pmin.min=0', 'pmin.max=16']],
+      ['svip', ['svip.h=0.3', 'svip.maxDraft=40', 'svip.c=0.15', 'public code scales']],
+      ['self-verify', ['selfverify.maxDraft=10']]
+    ]
+    for (const [id, words] of expectations) {
+      const method = findMethod(id)
+      expect(method, id).toBeDefined()
+      expect(method!.needs).toEqual({ draft: true, mid: false })
+      for (const word of words) expect(method!.summary).toContain(word)
+    }
+  })
+})
+
+describe('through the speculative loop (toy models): the step records re-derive each decision', () => {
+  const target = toyTarget()
+  const draft = toyDraft()
+  const warps: [string, WarpConfig][] = [
+    ['T=1', PLAIN],
+    ['greedy', GREEDY]
+  ]
+  const prompts = [[TOY_BOS], [TOY_BOS, 3, 1], [TOY_BOS, 2, 5, 4]]
+
+  async function run(id: string, params: Record<string, number>, warp: WarpConfig): Promise<StepRecord[][]> {
+    const factory = findMethod(id)!.forRun({ gamma: 5, params })
+    const out: StepRecord[][] = []
+    for (const [i, promptTokens] of prompts.entries())
+      out.push((await decode(factory(), { target, draft }, makeRequest({ promptTokens, maxTokens: 40, warp, rng: createPrng(7, i) }))).steps)
+    return out
+  }
+
+  it.each(warps)('self-verify, %s: threshold = mean of the earlier rejected tokens’ entropies in the prompt', async (_, warp) => {
+    let rejections = 0
+    for (const steps of await run('self-verify', { 'selfverify.maxDraft': 6 }, warp)) {
+      const rejected: number[] = []
+      for (const step of steps) {
+        const tau = rejected.length ? rejected.reduce((a, b) => a + b, 0) / rejected.length : 0
+        expect(step.threshold).toBeCloseTo(tau, 12)
+        const h = step.draftEntropies
+        // Every token before the stop had H ≤ τ; the stop token is above τ unless the cap or the end ended it.
+        for (const e of h.slice(0, -1)) expect(e).toBeLessThanOrEqual(tau)
+        const reason = step.decision?.reason
+        expect(reason).toBe(h.at(-1)! > tau ? 'threshold' : h.length === 6 ? 'cap' : 'eos')
+        expect(step.decision?.entropy).toBe(h.at(-1))
+        if (step.accepted < step.proposed) {
+          rejected.push(h[step.accepted])
+          rejections += 1
+          expect(step.decision?.rejected).toBe(h[step.accepted])
+        } else expect(step.decision?.rejected).toBeNull()
+      }
+    }
+    expect(rejections).toBeGreaterThan(5)
+  })
+
+  it.each(warps)('svip, %s: every token before the stop has √(cH) ≤ h, the stop token > h (or the cap)', async (_, warp) => {
+    const params = { 'svip.h': 1.19, 'svip.c': 1, 'svip.maxDraft': 6 }
+    const reasons = new Map<string, number>()
+    for (const steps of await run('svip', params, warp))
+      for (const step of steps) {
+        const h = step.draftEntropies
+        expect(step.threshold).toBe(1.19)
+        for (const e of h.slice(0, -1)) expect(Math.sqrt(e)).toBeLessThanOrEqual(1.19)
+        const reason = String(step.decision?.reason)
+        reasons.set(reason, (reasons.get(reason) ?? 0) + 1)
+        expect(reason).toBe(Math.sqrt(h.at(-1)!) > 1.19 ? 'threshold' : h.length === 6 ? 'cap' : 'eos')
+        expect(step.decision?.sqrtEntropy).toBeCloseTo(Math.sqrt(h.at(-1)!), 12)
+      }
+    expect(reasons.get('threshold')).toBeGreaterThan(3)
+    expect([...reasons.values()].reduce((a, b) => a + b, 0)).toBeGreaterThan(reasons.get('threshold')!)
+  })
+
+  it.each(warps)('sd-pmin, %s: stop reasons and lengths are consistent with p_min, n_min, n_max', async (_, warp) => {
+    const params = { 'pmin.p': 0.4, 'pmin.min': 2, 'pmin.max': 5 }
+    const lengths = new Set<number>()
+    for (const steps of await run('sd-pmin', params, warp))
+      for (const step of steps) {
+        lengths.add(step.proposed)
+        expect(step.threshold).toBe(0.4)
+        const d = step.decision!
+        if (d.reason === 'threshold') {
+          expect(d.confidence as number).toBeLessThan(0.4)
+          expect(step.proposed).toBeGreaterThanOrEqual(2)
+        } else if (d.reason === 'cap') expect(step.proposed).toBe(5)
+        else expect(step.proposed).toBeLessThan(5)
+      }
+    expect(lengths.size).toBeGreaterThan(2)
+  })
+})
