@@ -22,7 +22,21 @@ export function sharedModelsDirectory(): string {
   return process.env.SPECLAB_MODELS ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/models')
 }
 
+/** Every draft-length policy of issue 3 — `--policies` benchmarks them against sd (γ = --gamma) and ar. */
+export const POLICY_METHODS = [
+  'sd-heuristic',
+  'sd-pmin',
+  'svip',
+  'self-verify',
+  'adaptive-analytic',
+  'adaptive-fsm',
+  'adaptive-cache-fsm',
+  'adaptive-rl'
+] as const
+
 interface BenchOptions {
+  methods: string
+  policies?: boolean
   target?: string
   draft?: string
   gamma: number
@@ -37,7 +51,9 @@ interface BenchOptions {
 
 export function benchCommand(): Command {
   return new Command('bench')
-    .description('measure ar, sd and nlc-draft in one run; hold sd against the physical speedup bound')
+    .description('measure ar, sd and nlc-draft (or every policy) in one run; hold sd against the physical speedup bound')
+    .option('--methods <ids>', 'methods to measure (ar and sd are always included)', 'ar,sd,nlc-draft')
+    .option('--policies', `measure every draft-length policy (${POLICY_METHODS.join(', ')}) against sd and ar`)
     .option('--target <file>', 'target GGUF (default: $SPECLAB_MODELS/family/stories-target5M-inflated-78M-f16.gguf)')
     .option('--draft <file>', 'draft GGUF (default: $SPECLAB_MODELS/stories260K-f32.gguf)')
     .option('--gamma <g>', 'draft length γ', parseInteger, 5)
@@ -51,11 +67,16 @@ export function benchCommand(): Command {
     .action(benchAction)
 }
 
+function benchMethods(options: BenchOptions): string[] {
+  const requested = options.policies ? [...POLICY_METHODS] : options.methods.split(',').map((m) => m.trim()).filter(Boolean)
+  return [...new Set(['ar', 'sd', ...requested])]
+}
+
 async function benchAction(options: BenchOptions): Promise<void> {
   const models = sharedModelsDirectory()
   const config = RunConfig.parse({
     suite: 'bench',
-    methods: ['ar', 'sd', 'nlc-draft'],
+    methods: benchMethods(options),
     models: {
       target: options.target ?? path.join(models, 'family/stories-target5M-inflated-78M-f16.gguf'),
       draft: options.draft ?? path.join(models, 'stories260K-f32.gguf')
@@ -133,6 +154,24 @@ function analyse(report: RunReport, raw: RawTimings): BenchAnalysis {
   }
 }
 
+/** Speedups against both baselines measured in this run: ar and constant-γ sd. */
+function policyTable(methods: readonly MethodSummary[]): string {
+  const sd = methods.find((m) => m.method === 'sd')
+  return formatTable(
+    ['method', 'tok/s', 'vs ar', 'vs sd', 'accept', 'mean acc', 'σ', 'η'],
+    methods.map((m) => [
+      m.method,
+      formatNumber(m.tokensPerSecond, 1),
+      m.speedup === null ? '–' : `${formatNumber(m.speedup, 3)}×`,
+      sd && sd.tokensPerSecond > 0 ? `${formatNumber(m.tokensPerSecond / sd.tokensPerSecond, 3)}×` : '–',
+      formatNumber(m.acceptanceRate, 3),
+      formatNumber(m.meanAcceptedLength),
+      formatNumber(m.sigma, 3),
+      formatNumber(m.eta, 3)
+    ])
+  )
+}
+
 function printBench(report: RunReport, raw: RawTimings, a: BenchAnalysis): void {
   const ms = (v: number) => `${formatNumber(v, 2)} ms`
   const out = [
@@ -140,6 +179,8 @@ function printBench(report: RunReport, raw: RawTimings, a: BenchAnalysis): void 
     `γ ${report.config.gamma}, temperature ${report.config.sampling.temperature}, top-k ${report.config.sampling.topK}, ${report.config.maxTokens} tokens × ${report.methods[0]?.prompts ?? 0} prompts`,
     '',
     methodTable(report.methods),
+    '',
+    policyTable(report.methods),
     '',
     formatTable(
       ['raw timing (median)', 'value'],
