@@ -10,14 +10,14 @@ import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { RunConfig } from '../../electron/api/contract'
 import { EntropyThreshold } from '../../electron/engine/decoders/entropy-threshold'
-import { emptyLevels } from '../../electron/engine/decoders/pre-verify'
+import { acceptanceProbability, emptyLevels } from '../../electron/engine/decoders/pre-verify'
 import { findMethod } from '../../electron/engine/decoders/registry'
 import type { DecoderModels, LevelCounters, MethodParams, StepRecord } from '../../electron/engine/decoders/types'
 import { UserInputError } from '../../electron/engine/errors'
 import { ToyModel } from '../../electron/engine/model/toy-model'
 import { eta, foldSteps, sigma } from '../../electron/engine/metrics/fold'
 import { foldLevels, levelRates } from '../../electron/engine/metrics/levels'
-import { entropy, fromWeights } from '../../electron/engine/sampling/distribution'
+import { entropy, fromWeights, probabilityOf } from '../../electron/engine/sampling/distribution'
 import { createPrng } from '../../electron/engine/sampling/prng'
 import { MIGRATIONS } from '../../electron/store/migrations'
 import { RunStore } from '../../electron/store/run-store'
@@ -301,17 +301,33 @@ describe('σ and η on a hand-made three-model trace', () => {
   })
 })
 
+describe('acceptanceProbability (the α / β summand)', () => {
+  it('Σ_y min(p, q) = 1 − TV(p, q) for small and vocabulary-sized distributions; greedy: argmax agreement', () => {
+    const rng = createPrng(9, 9)
+    for (const size of [5, 600]) {
+      const ids = Array.from({ length: size }, (_, i) => i)
+      const p = fromWeights(ids, ids.map(() => rng.next() + 0.01))
+      const q = fromWeights(ids.slice(0, size - 1), ids.slice(0, size - 1).map(() => rng.next() ** 3 + 0.001))
+      let tv = 0
+      for (const id of ids) tv += Math.abs(probabilityOf(p, id) - probabilityOf(q, id)) / 2
+      expect(acceptanceProbability(p, q, false)).toBeCloseTo(1 - tv, 12)
+      expect(acceptanceProbability(p, p, false)).toBeCloseTo(1, 12)
+      expect(acceptanceProbability(p, q, true)).toBe(p.ids[0] === q.ids[0] ? 1 : 0)
+    }
+  })
+})
+
 describe('method parameters', () => {
   it('bad --set values are UserInputErrors naming the key', () => {
     const bad: [string, MethodParams, RegExp][] = [
-      ['pre-verify', { 'pre.window': 0 }, /--set pre\.window=0/],
-      ['pre-self-verify', { 'pre.window': 2.5 }, /--set pre\.window=2\.5/],
-      ['pre-verify', { 'pre.windw': 3 }, /--set pre\.windw/],
-      ['hsddw', { 'hsddw.k': 3 }, /--set hsddw\.k/],
-      ['hier-chen', { 'chen.m': 0 }, /--set chen\.m=0/],
-      ['hier-chen', { 'chen.n': -1 }, /--set chen\.n=-1/],
-      ['hier-chen', { 'chen.n': 'two' }, /--set chen\.n=two/],
-      ['hier-chen', { 'chen.residual': 1 }, /--set chen\.residual=1/]
+      ['pre-verify', { 'pre.window': 0 }, /--set pre\.window must be an integer in \[1, 1024\], got 0/],
+      ['pre-self-verify', { 'pre.window': 2.5 }, /--set pre\.window must be an integer .*got 2\.5/],
+      ['pre-verify', { 'pre.windw': 3 }, /--set pre\.windw is not a parameter of pre-verify/],
+      ['hsddw', { 'hsddw.k': 3 }, /--set hsddw\.k is not a parameter of hsddw/],
+      ['hier-chen', { 'chen.m': 0 }, /--set chen\.m must be .*got 0/],
+      ['hier-chen', { 'chen.n': -1 }, /--set chen\.n must be .*got -1/],
+      ['hier-chen', { 'chen.n': 'two' }, /--set chen\.n must be .*got "two"/],
+      ['hier-chen', { 'chen.residual': 1 }, /--set chen\.residual must be true or false, got 1/]
     ]
     for (const [method, params, message] of bad) {
       const build = () => findMethod(method)!.forRun({ gamma: 3, params })

@@ -30,10 +30,10 @@
  * p_{k+1} as printed, or from the residual with chen.residual) and `bonus` when all were accepted.
  */
 import { OutputBuffer } from './output'
-import { Hierarchy, integerParam, rejectUnknownParams, type ChainToken } from './pre-verify'
+import { booleanParam, integerParam, rejectUnknownParams } from '../params'
+import { Hierarchy, type ChainToken } from './pre-verify'
 import { now } from './session-sync'
 import type { Decoder, MethodParams } from './types'
-import { UserInputError } from '../errors'
 
 export interface ChenOptions {
   /** m: medium-model guesses per target step. */
@@ -49,13 +49,10 @@ export const CHEN_DEFAULTS: ChenOptions = { m: 2, n: 2, residual: false }
 
 export function chenOptions(params: MethodParams): ChenOptions {
   rejectUnknownParams(params, 'chen', CHEN_PARAMS, 'hier-chen')
-  const residual = params['chen.residual'] ?? CHEN_DEFAULTS.residual
-  if (typeof residual !== 'boolean')
-    throw new UserInputError(`--set chen.residual=${String(residual)}: expected true or false`)
   return {
     m: integerParam(params, 'chen.m', CHEN_DEFAULTS.m, 1, 256),
     n: integerParam(params, 'chen.n', CHEN_DEFAULTS.n, 0, 256),
-    residual
+    residual: booleanParam(params, 'chen.residual', CHEN_DEFAULTS.residual)
   }
 }
 

@@ -43,7 +43,8 @@
  */
 import { EntropyThreshold } from './entropy-threshold'
 import { OutputBuffer } from './output'
-import { Hierarchy, rejectUnknownParams, type ChainToken } from './pre-verify'
+import { rejectUnknownParams } from '../params'
+import { Hierarchy, type ChainToken } from './pre-verify'
 import { now } from './session-sync'
 import type { Decoder, MethodParams } from './types'
 

@@ -43,7 +43,7 @@ import type { LanguageModel, ModelSession } from '../model/types'
 import { argmax, entropy, probabilityOf, sample, type Distribution } from '../sampling/distribution'
 import { acceptGreedy, acceptSampling, residual } from '../sampling/verify'
 import { isGreedy } from '../sampling/warp'
-import { UserInputError } from '../errors'
+import { integerParam, rejectUnknownParams } from '../params'
 import { EntropyThreshold } from './entropy-threshold'
 import { OutputBuffer } from './output'
 import { evaluatePending, now, rewindTo } from './session-sync'
@@ -120,8 +120,15 @@ export function emptyLevels(q2VerifiesQ1 = true): LevelCounters {
  */
 export function acceptanceProbability(p: Distribution, q: Distribution, greedy: boolean): number {
   if (greedy) return argmax(p) === argmax(q) ? 1 : 0
+  // A linear scan per token is cheapest for top-k transfers; a map keeps full-vocabulary runs O(V).
+  let pOf = (token: number) => probabilityOf(p, token)
+  if (p.ids.length > 128) {
+    const map = new Map<number, number>()
+    p.ids.forEach((id, i) => map.set(id, p.probs[i]))
+    pOf = (token) => map.get(token) ?? 0
+  }
   let sum = 0
-  for (let i = 0; i < q.ids.length; i++) sum += Math.min(q.probs[i], probabilityOf(p, q.ids[i]))
+  for (let i = 0; i < q.ids.length; i++) sum += Math.min(q.probs[i], pOf(q.ids[i]))
   return sum
 }
 
@@ -336,23 +343,8 @@ export class Hierarchy {
   }
 }
 
-/** An integer `--set` parameter in [min, max]; a bad value is a UserInputError naming the key. */
-export function integerParam(params: MethodParams, key: string, fallback: number, min: number, max = 1024): number {
-  const value = params[key]
-  if (value === undefined) return fallback
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
-    throw new UserInputError(`--set ${key}=${String(value)}: expected an integer in [${min}, ${max}]`)
-  return value
-}
-
-/** Rejects `--set <prefix>.x` keys a method does not know (typos would otherwise be silently ignored). */
-export function rejectUnknownParams(params: MethodParams, prefix: string, known: readonly string[], method: string): void {
-  for (const key of Object.keys(params))
-    if (key.startsWith(`${prefix}.`) && !known.includes(key))
-      throw new UserInputError(
-        `unknown parameter --set ${key} (${method} takes ${known.length > 0 ? known.join(', ') : `no ${prefix}.* parameters`})`
-      )
-}
+// beam.ts and dsbd.ts still import these from here.
+export { integerParam, rejectUnknownParams } from '../params'
 
 export interface PreVerifyOptions {
   /** K: M_q1's draft window per pre-verify round (--gamma). */

@@ -5,7 +5,8 @@
 import type { MethodId } from '../../api/contract'
 import { adaptiveAnalyticPolicy, analyticOptions } from '../policies/adaptive-analytic'
 import { adaptiveCacheFsmPolicy } from '../policies/adaptive-cache-fsm'
-import { adaptiveFsmPolicy, gammaMaxOf } from '../policies/adaptive-fsm'
+import { adaptiveFsmPolicy } from '../policies/adaptive-fsm'
+import { gammaMaxOf } from '../params'
 import { adaptiveRlPolicy, rlOptions } from '../policies/adaptive-rl'
 import { fixedLengthPolicy } from '../policies/fixed'
 import { heuristicOptions, heuristicPolicy } from '../policies/heuristic'
@@ -13,6 +14,8 @@ import { pMinOptions, pMinPolicy } from '../policies/p-min'
 import { selfVerifyOptions, selfVerifyPolicy } from '../policies/self-verify'
 import { svipOptions, svipPolicy } from '../policies/svip'
 import { autoregressive } from './autoregressive'
+import { beamDecoder, beamOptions } from './beam'
+import { dsbdDecoder, dsbdOptions, dsbdSessions } from './dsbd'
 import { chenDecoder, chenOptions } from './hierarchical-chen'
 import { hsddwDecoder, hsddwOptions } from './hsddw'
 import { preVerifyDecoder, preVerifyOptions } from './pre-verify'
@@ -36,6 +39,11 @@ export interface MethodDefinition {
    * (e.g. the persistent HF heuristic) lives in this closure; per-prompt state resets in policy.startPrompt.
    */
   forRun(settings: MethodSettings): () => Decoder
+  /**
+   * KV sequences (sessions) the method wants open at once per model to evaluate a step in one batched decode;
+   * absent = the default 4 of loadLlamaModel suffices. Beam methods (one sequence per beam / tree path) declare more.
+   */
+  sessions?(settings: MethodSettings): number
 }
 
 const METHODS: MethodDefinition[] = [
@@ -210,8 +218,64 @@ const METHODS: MethodDefinition[] = [
       const options = chenOptions(params)
       return () => chenDecoder(options)
     }
+  },
+  {
+    id: 'beam',
+    summary:
+      'beam sampling (DSBD Eq 1) with the target alone: W beams drawn i.i.d. from T∘p_beam (warp on the joint over\n' +
+      '             beams × vocabulary); W = 1 is multinomial sampling; output = the final beam with the lowest perplexity.\n' +
+      '             --set beam.width=3 beam.deterministic=false (true: keep the top W, i.e. beam search)',
+    needs: { draft: false, mid: false },
+    forRun: ({ params }) => {
+      const options = beamOptions(params)
+      return () => beamDecoder(options)
+    },
+    sessions: ({ params }) => beamOptions(params).width
+  },
+  {
+    id: 'dsbd',
+    summary:
+      'DSBD (Alg. 1, App. A direction): the draft beam-samples a forest of --gamma layers × dsbd.ws beams, the target\n' +
+      '             scores it in one batched decode, layers verified with min(1, p\'/q_beam) and residuals; width per layer\n' +
+      '             W_L = max(W_min, W̃(t)) (Eq 2–7). --set dsbd.ws=4 dsbd.t=0.9 dsbd.wmin=1 dsbd.fixedWidth=0 (0 = dynamic)',
+    needs: { draft: true, mid: false },
+    forRun: ({ gamma, params }) => {
+      const options = dsbdOptions(gamma, params, false)
+      return () => dsbdDecoder(options)
+    },
+    sessions: ({ gamma, params }) => {
+      const sizes = dsbdSessions(dsbdOptions(gamma, params, false))
+      return Math.max(sizes.target, sizes.draft)
+    }
+  },
+  {
+    id: 'dsbd-1beam',
+    summary:
+      'DSBD memory mode (§3.4): as dsbd, but only the output beam with the lowest perplexity becomes the next input,\n' +
+      '             so one KV sequence per model is kept between iterations. Same dsbd.* parameters',
+    needs: { draft: true, mid: false },
+    forRun: ({ gamma, params }) => {
+      const options = dsbdOptions(gamma, params, true)
+      return () => dsbdDecoder(options)
+    },
+    sessions: ({ gamma, params }) => {
+      const sizes = dsbdSessions(dsbdOptions(gamma, params, true))
+      return Math.max(sizes.target, sizes.draft)
+    }
   }
 ]
+
+/** The default context sequences of loadLlamaModel. */
+export const DEFAULT_SEQUENCES = 4
+/** Sequences above this are not opened (memory: sequences × context size × KV cell size); the beam pool then splits a step into several decodes. */
+export const MAX_SEQUENCES = 16
+
+/** Context sequences to open per model for a run of `methods` (at least the default 4, at most MAX_SEQUENCES). */
+export function sessionsNeeded(methods: readonly string[], settings: MethodSettings): number {
+  let needed = DEFAULT_SEQUENCES
+  for (const id of methods) needed = Math.max(needed, findMethod(id)?.sessions?.(settings) ?? 0)
+  return Math.min(needed, MAX_SEQUENCES)
+}
 
 export function findMethod(id: string): MethodDefinition | undefined {
   return METHODS.find((method) => method.id === id)

@@ -39,7 +39,7 @@
  *   the timings describe the hardware, and after h rounds of a new prompt its own acceptance dominates anyway.
  */
 import type { MethodParams } from '../decoders/types'
-import { gammaMaxOf, numericParam, rejectUnknownParams } from './adaptive-fsm'
+import { gammaMaxOf, numericParam, rejectUnknownParams } from '../params'
 import type { DraftLengthPolicy, PolicyExplanation } from './types'
 
 export const ANALYTIC_DEFAULTS = { history: 6, accMax: 0.98, timingHistory: 32 } as const
@@ -155,7 +155,7 @@ interface TimedRound {
 }
 
 export function analyticOptions(gamma: number, params: MethodParams): AnalyticOptions {
-  rejectUnknownParams(params, 'analytic.', ['analytic.history', 'analytic.accMax', 'analytic.timingHistory'])
+  rejectUnknownParams(params, 'analytic', ['analytic.history', 'analytic.accMax', 'analytic.timingHistory'], 'adaptive-analytic')
   return {
     gammaMax: gammaMaxOf(gamma, 'adaptive-analytic'),
     history: numericParam(params, 'analytic.history', ANALYTIC_DEFAULTS.history, { min: 1, max: Infinity, integer: true }),

@@ -29,7 +29,7 @@
  * - γ_max = --gamma (line 118); γ starts at γ_max and persists across the prompts of a run, like Method 2; only
  *   the cache is per prompt.
  */
-import { gammaMaxOf } from './adaptive-fsm'
+import { gammaMaxOf } from '../params'
 import type { DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
 
 export const CACHE_FSM_MIN_GAMMA = 1

@@ -25,55 +25,8 @@
  * This file also holds the small --set validators shared by the four adaptive policies.
  */
 import type { MethodParams } from '../decoders/types'
-import { UserInputError } from '../errors'
+import { gammaMaxOf } from '../params'
 import type { DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
-
-// ---------------------------------------------------------------------------------------------------------------
-// --set validation (shared by adaptive-analytic, adaptive-fsm, adaptive-cache-fsm, adaptive-rl)
-
-/** --gamma is γ_max of the adaptive methods; the CLI contract already bounds it, direct callers may not. */
-export function gammaMaxOf(gamma: number, method: string): number {
-  if (!Number.isInteger(gamma) || gamma < 1)
-    throw new UserInputError(`--gamma must be an integer ≥ 1 (it is γ_max of ${method}), got ${String(gamma)}`)
-  return gamma
-}
-
-interface Range {
-  min: number
-  max: number
-  minExclusive?: boolean
-  maxExclusive?: boolean
-  integer?: boolean
-}
-
-function describeRange(range: Range): string {
-  const kind = range.integer ? 'an integer' : 'a number'
-  if (range.max === Infinity) return `${kind} ${range.minExclusive ? '>' : '≥'} ${range.min}`
-  return `${kind} in ${range.minExclusive ? '(' : '['}${range.min}, ${range.max}${range.maxExclusive ? ')' : ']'}`
-}
-
-/** Reads `--set key=value` as a number within `range`, or `fallback` when absent. */
-export function numericParam(params: MethodParams, key: string, fallback: number, range: Range): number {
-  const raw = params[key]
-  if (raw === undefined) return fallback
-  const value = typeof raw === 'number' ? raw : Number.NaN
-  const ok =
-    Number.isFinite(value) &&
-    (range.minExclusive ? value > range.min : value >= range.min) &&
-    (range.maxExclusive ? value < range.max : value <= range.max) &&
-    (!range.integer || Number.isInteger(value))
-  if (!ok) throw new UserInputError(`--set ${key} must be ${describeRange(range)}, got ${JSON.stringify(raw)}`)
-  return value
-}
-
-/** A typo in a method's own namespace (e.g. analytic.histroy) is an error, not a silently ignored setting. */
-export function rejectUnknownParams(params: MethodParams, prefix: string, known: readonly string[]): void {
-  for (const key of Object.keys(params))
-    if (key.startsWith(prefix) && !known.includes(key))
-      throw new UserInputError(`--set ${key} is not a parameter (known ${prefix}* parameters: ${known.join(', ')})`)
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 
 /** The pure transition of Method 2: γ after a verification of `outcome`. */
 export function fsmNextGamma(gamma: number, outcome: Pick<VerificationOutcome, 'proposed' | 'accepted'>, gammaMax: number): number {

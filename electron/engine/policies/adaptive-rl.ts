@@ -30,7 +30,7 @@
  */
 import type { MethodParams } from '../decoders/types'
 import { createPrng } from '../sampling/prng'
-import { gammaMaxOf, numericParam, rejectUnknownParams } from './adaptive-fsm'
+import { gammaMaxOf, numericParam, rejectUnknownParams } from '../params'
 import type { DraftLengthPolicy, PolicyExplanation } from './types'
 
 export const RL_DEFAULTS = { epsilon: 0.1, alpha: 0.1, discount: 0.9, warmup: 25, seed: 0 } as const
@@ -45,7 +45,7 @@ export interface RlOptions {
 }
 
 export function rlOptions(gamma: number, params: MethodParams): RlOptions {
-  rejectUnknownParams(params, 'rl.', ['rl.epsilon', 'rl.alpha', 'rl.discount', 'rl.warmup', 'rl.seed'])
+  rejectUnknownParams(params, 'rl', ['rl.epsilon', 'rl.alpha', 'rl.discount', 'rl.warmup', 'rl.seed'], 'adaptive-rl')
   return {
     gammaMax: gammaMaxOf(gamma, 'adaptive-rl'),
     epsilon: numericParam(params, 'rl.epsilon', RL_DEFAULTS.epsilon, { min: 0, max: 1 }),

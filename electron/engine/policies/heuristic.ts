@@ -21,7 +21,7 @@
  * accepted, rule '+2' | '-1', next: γ of the coming round, reason 'cap' | 'eos', transient}. reason 'eos' means the
  * engine ended the draft before the cap (an end-of-generation token, or the last tokens of the --max-tokens budget).
  */
-import { UserInputError } from '../errors'
+import { booleanParam, gammaMaxOf, rejectUnknownParams } from '../params'
 import type { MethodParams } from '../decoders/types'
 import type { DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
 
@@ -85,12 +85,6 @@ export function heuristicPolicy({ initialGamma, transient }: HeuristicOptions): 
 
 /** Options from --gamma and --set heuristic.*; a bad value throws a UserInputError naming the key. */
 export function heuristicOptions(gamma: number, params: MethodParams): HeuristicOptions {
-  for (const key of Object.keys(params))
-    if (key.startsWith('heuristic.') && !(HEURISTIC_PARAMS as readonly string[]).includes(key))
-      throw new UserInputError(`unknown parameter --set ${key} (sd-heuristic takes ${HEURISTIC_PARAMS.join(', ')})`)
-  const transient = params['heuristic.transient'] ?? false
-  if (typeof transient !== 'boolean')
-    throw new UserInputError(`--set heuristic.transient=${String(transient)}: expected true or false`)
-  if (!Number.isInteger(gamma) || gamma < 1) throw new UserInputError(`--gamma ${gamma}: expected an integer ≥ 1`)
-  return { initialGamma: gamma, transient }
+  rejectUnknownParams(params, 'heuristic', HEURISTIC_PARAMS, 'sd-heuristic')
+  return { initialGamma: gammaMaxOf(gamma, 'sd-heuristic'), transient: booleanParam(params, 'heuristic.transient', false) }
 }

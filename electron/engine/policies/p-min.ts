@@ -35,6 +35,7 @@
  * of the --max-tokens budget).
  */
 import { UserInputError } from '../errors'
+import { integerParam, numericParam, rejectUnknownParams } from '../params'
 import type { MethodParams } from '../decoders/types'
 import type { DraftedToken, DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
 
@@ -86,19 +87,10 @@ export function pMinPolicy({ p, min, max }: PMinOptions): DraftLengthPolicy {
 
 /** Options from --set pmin.*; a bad value throws a UserInputError naming the key. */
 export function pMinOptions(params: MethodParams): PMinOptions {
-  for (const key of Object.keys(params))
-    if (key.startsWith('pmin.') && !(PMIN_PARAMS as readonly string[]).includes(key))
-      throw new UserInputError(`unknown parameter --set ${key} (sd-pmin takes ${PMIN_PARAMS.join(', ')})`)
-  const read = (key: string, fallback: number, ok: (v: number) => boolean, expected: string): number => {
-    const value = params[key]
-    if (value === undefined) return fallback
-    if (typeof value !== 'number' || !Number.isFinite(value) || !ok(value))
-      throw new UserInputError(`--set ${key}=${String(value)}: expected ${expected}`)
-    return value
-  }
-  const p = read('pmin.p', PMIN_DEFAULTS.p, (v) => v >= 0 && v <= 1, 'a probability in [0, 1]')
-  const min = read('pmin.min', PMIN_DEFAULTS.min, (v) => Number.isInteger(v) && v >= 0, 'an integer ≥ 0')
-  const max = read('pmin.max', PMIN_DEFAULTS.max, (v) => Number.isInteger(v) && v >= 1 && v <= 1024, 'an integer in [1, 1024]')
-  if (min > max) throw new UserInputError(`--set pmin.min=${min}: expected at most pmin.max (${max})`)
+  rejectUnknownParams(params, 'pmin', PMIN_PARAMS, 'sd-pmin')
+  const p = numericParam(params, 'pmin.p', PMIN_DEFAULTS.p, { min: 0, max: 1 })
+  const min = integerParam(params, 'pmin.min', PMIN_DEFAULTS.min, 0)
+  const max = integerParam(params, 'pmin.max', PMIN_DEFAULTS.max, 1)
+  if (min > max) throw new UserInputError(`--set pmin.min must be at most pmin.max (${max}), got ${min}`)
   return { p, min, max }
 }

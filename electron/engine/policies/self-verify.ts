@@ -33,7 +33,7 @@
  * were accepted), rejections: |S_reject| so far, next: τ for the coming round}. reason 'eos' means the engine
  * ended the draft first (an end-of-generation token, or the last tokens of the --max-tokens budget).
  */
-import { UserInputError } from '../errors'
+import { integerParam, rejectUnknownParams } from '../params'
 import type { MethodParams } from '../decoders/types'
 import type { DraftedToken, DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
 
@@ -112,12 +112,6 @@ export function selfVerifyPolicy({ maxDraft }: SelfVerifyOptions): SelfVerifyPol
 
 /** Options from --set selfverify.*; a bad value throws a UserInputError naming the key. */
 export function selfVerifyOptions(params: MethodParams): SelfVerifyOptions {
-  for (const key of Object.keys(params))
-    if (key.startsWith('selfverify.') && !(SELF_VERIFY_PARAMS as readonly string[]).includes(key))
-      throw new UserInputError(`unknown parameter --set ${key} (self-verify takes ${SELF_VERIFY_PARAMS.join(', ')})`)
-  const value = params['selfverify.maxDraft']
-  if (value === undefined) return { ...SELF_VERIFY_DEFAULTS }
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1024)
-    throw new UserInputError(`--set selfverify.maxDraft=${String(value)}: expected an integer in [1, 1024]`)
-  return { maxDraft: value }
+  rejectUnknownParams(params, 'selfverify', SELF_VERIFY_PARAMS, 'self-verify')
+  return { maxDraft: integerParam(params, 'selfverify.maxDraft', SELF_VERIFY_DEFAULTS.maxDraft, 1) }
 }

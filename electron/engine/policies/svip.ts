@@ -29,7 +29,7 @@
  * reason 'threshold' | 'cap' | 'eos'}. reason 'eos' means the engine ended the draft first (an end-of-generation
  * token, or the last tokens of the --max-tokens budget).
  */
-import { UserInputError } from '../errors'
+import { integerParam, numericParam, rejectUnknownParams } from '../params'
 import type { MethodParams } from '../decoders/types'
 import type { DraftedToken, DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
 
@@ -79,19 +79,10 @@ export function svipPolicy({ h, c, maxDraft }: SvipOptions): DraftLengthPolicy {
 
 /** Options from --set svip.*; a bad value throws a UserInputError naming the key. */
 export function svipOptions(params: MethodParams): SvipOptions {
-  for (const key of Object.keys(params))
-    if (key.startsWith('svip.') && !(SVIP_PARAMS as readonly string[]).includes(key))
-      throw new UserInputError(`unknown parameter --set ${key} (svip takes ${SVIP_PARAMS.join(', ')})`)
-  const read = (key: string, fallback: number, ok: (v: number) => boolean, expected: string): number => {
-    const value = params[key]
-    if (value === undefined) return fallback
-    if (typeof value !== 'number' || !Number.isFinite(value) || !ok(value))
-      throw new UserInputError(`--set ${key}=${String(value)}: expected ${expected}`)
-    return value
-  }
+  rejectUnknownParams(params, 'svip', SVIP_PARAMS, 'svip')
   return {
-    h: read('svip.h', SVIP_DEFAULTS.h, (v) => v >= 0, 'a number ≥ 0'),
-    c: read('svip.c', SVIP_DEFAULTS.c, (v) => v > 0, 'a number > 0'),
-    maxDraft: read('svip.maxDraft', SVIP_DEFAULTS.maxDraft, (v) => Number.isInteger(v) && v >= 1 && v <= 1024, 'an integer in [1, 1024]')
+    h: numericParam(params, 'svip.h', SVIP_DEFAULTS.h, { min: 0, max: Infinity }),
+    c: numericParam(params, 'svip.c', SVIP_DEFAULTS.c, { min: 0, max: Infinity, minExclusive: true }),
+    maxDraft: integerParam(params, 'svip.maxDraft', SVIP_DEFAULTS.maxDraft, 1)
   }
 }
