@@ -1,5 +1,6 @@
 /**
- * electron-vite 6 build: out/main/index.js (ESM, package.json "type": "module"), out/preload/index.cjs (CommonJS,
+ * electron-vite 6 build: out/main/index.js (ESM, package.json "type": "module") and out/main/host.js (the engine
+ * host's utilityProcess entry, ESM), out/preload/index.cjs (CommonJS,
  * because a sandboxed preload cannot be an ES module), out/renderer/index.html (Svelte 5).
  */
 import { dirname, resolve } from 'node:path'
@@ -16,7 +17,8 @@ export default defineConfig({
       // can never be bundled, even if they move out of "dependencies".
       externalizeDeps: { include: ['better-sqlite3', 'node-llama-cpp'] },
       rolldownOptions: {
-        input: { index: resolve(root, 'electron/main/index.ts') }
+        // host: the engine host's utilityProcess entry (out/main/host.js), forked by main/host-process.ts.
+        input: { index: resolve(root, 'electron/main/index.ts'), host: resolve(root, 'electron/host/utility-entry.ts') }
       }
     }
   },

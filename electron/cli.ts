@@ -8,6 +8,7 @@ import { runCommand } from './cli/run-command'
 import { diffCommand, runsCommand, showCommand } from './cli/runs-commands'
 import { benchCommand } from './cli/bench-command'
 import { ablationCommand } from './cli/ablation-command'
+import { dsbdBenchCommand } from './cli/dsbd-bench-command'
 
 const program = new Command('speclab')
   .description('SpecLab: speculative decoding of local GGUF models — run, store, compare')
@@ -15,7 +16,7 @@ const program = new Command('speclab')
   .exitOverride()
   .configureOutput({ outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`) })
 
-for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand(), benchCommand(), ablationCommand()]) {
+for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand(), benchCommand(), ablationCommand(), dsbdBenchCommand()]) {
   program.addCommand(command.exitOverride().configureOutput({
     outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`)
   }))

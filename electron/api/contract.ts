@@ -63,7 +63,9 @@ export const PromptSource = z.object({
   dataset: z.string().optional(),
   /** … or a JSONL file with `turns`, `question`, `prompt` or `text` per line. */
   file: z.string().optional(),
-  limit: z.number().int().positive().optional()
+  limit: z.number().int().positive().optional(),
+  /** At most this many prompts of each category, in file order, before `limit` (suites: per-category tables). */
+  perCategory: z.number().int().positive().optional()
 })
 export type PromptSource = z.infer<typeof PromptSource>
 
@@ -140,14 +142,531 @@ export const RunReport = z.object({
 })
 export type RunReport = z.infer<typeof RunReport>
 
+// ─── The app (issue 6): models, chat, workbench, runs browser ────────────────────────────────────────────────────
+// Requests are validated with these schemas by the receiving side (the engine host, and Electron main before it
+// forwards); events pushed from the host to the UI are validated by the UI with `HostEvent`. Request schemas
+// have no defaults or transforms, so what a caller sends is exactly what a handler receives.
+
+const Id = z.number().int().positive()
+const Text = (max: number) => z.string().max(max)
+const ParamsRecord = z.record(z.string().min(1).max(100), ParamValue)
+const Seed = z.number().int().min(0).max(2 ** 32 - 1)
+
+export const PROVENANCES = ['draft', 'mid', 'resampled', 'bonus', 'target'] as const
+export const ProvenanceName = z.enum(PROVENANCES)
+
+export const VIEWS = ['chat', 'workbench', 'runs', 'diff', 'models'] as const
+export const View = z.enum(VIEWS)
+export type View = z.infer<typeof View>
+
+/** A path the user picked or typed for a model file: the host also checks it is an existing GGUF file. */
+export const ModelFilePath = Text(4096)
+  .min(1)
+  .refine((p) => /\.gguf$/i.test(p.trim()), 'a model file must end in .gguf')
+
+/** What node-llama-cpp's downloader accepts, restricted to model files over https (or a local http mirror). */
+export function isModelUri(uri: string): boolean {
+  if (/^hf:[\w.-]+\/[\w.-]+(:[\w.-]+|\/[^\s#]+\.gguf(#[\w./-]+)?)?$/.test(uri)) return true
+  try {
+    const url = new URL(uri)
+    const local = url.hostname === '127.0.0.1' || url.hostname === 'localhost'
+    return (url.protocol === 'https:' || (url.protocol === 'http:' && local)) && /\.gguf$/i.test(url.pathname)
+  } catch {
+    return false
+  }
+}
+export const ModelUri = Text(2048).refine(
+  isModelUri,
+  'expected hf:<user>/<repo>:<quant>, hf:<user>/<repo>/<file>.gguf or an https:// URL of a .gguf file'
+)
+
+export const LoadSettings = z.object({
+  /** Context size per model (capped by each model's training context). */
+  contextSize: z.number().int().min(64).max(262_144),
+  /** Layers offloaded to the GPU: 'auto' lets node-llama-cpp decide, 0 = CPU only. */
+  gpuLayers: z.union([z.literal('auto'), z.number().int().min(0).max(1000)]),
+  /** CPU threads per model; null = SpecLab's default (1 on ≤ 2 cores, else llama.cpp's). */
+  threads: z.number().int().min(1).max(256).nullable(),
+  /** Transfer the full vocabulary instead of the top-k logits (exact for any warp, slower). */
+  fullVocabulary: z.boolean()
+})
+export type LoadSettings = z.infer<typeof LoadSettings>
+
+/** A trio by model-library ids: target M_p, optional mid M_q2 and small draft M_q1. */
+export const TrioSelection = z.object({ target: Id, mid: Id.nullable(), draft: Id.nullable() })
+export type TrioSelection = z.infer<typeof TrioSelection>
+
+/** Decoding settings shared by chat and the workbench (the workbench adds its method list). */
+export const DecodeSettings = z.object({
+  maxTokens: z.number().int().min(1).max(16_384),
+  temperature: z.number().min(0).max(10),
+  topK: z.number().int().min(0).max(1_000_000),
+  topP: z.number().gt(0).max(1),
+  gamma: z.number().int().min(1).max(128),
+  /** null = a fresh random seed, recorded with the result. */
+  seed: Seed.nullable(),
+  /** Method parameters (the CLI's --set key=value). */
+  params: ParamsRecord
+})
+export type DecodeSettings = z.infer<typeof DecodeSettings>
+
+export const GenerationSettings = DecodeSettings.extend({ method: MethodId })
+export type GenerationSettings = z.infer<typeof GenerationSettings>
+
+export const PromptFormat = z.enum(['auto', 'chat', 'completion'])
+export type PromptFormat = z.infer<typeof PromptFormat>
+
+export const DatasetChoice = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('builtin'), id: Text(100).min(1) }),
+  z.object({ kind: z.literal('file'), path: Text(4096).min(1) })
+])
+export type DatasetChoice = z.infer<typeof DatasetChoice>
+
+export const WorkbenchStart = z.object({
+  /** A suite id from electron/experiments/suites.ts, recorded with the run; null for an ad-hoc run. */
+  suite: Text(100).min(1).nullable(),
+  methods: z.array(MethodId).min(1).max(METHOD_IDS.length),
+  dataset: DatasetChoice,
+  limit: z.number().int().positive().max(100_000).nullable(),
+  models: TrioSelection,
+  load: LoadSettings,
+  settings: DecodeSettings
+})
+export type WorkbenchStart = z.infer<typeof WorkbenchStart>
+
+export const RunFilter = z.object({
+  /** Free text: run id, suite, methods, model paths, dataset, error. */
+  search: Text(200).optional(),
+  suite: Text(100).optional(),
+  method: Text(50).optional(),
+  /** Part of a model path (any role). */
+  model: Text(500).optional(),
+  status: RunStatus.optional(),
+  /** ISO dates (YYYY-MM-DD or full timestamps), inclusive. */
+  from: Text(40).optional(),
+  to: Text(40).optional(),
+  limit: z.number().int().positive().max(10_000).optional()
+})
+export type RunFilter = z.infer<typeof RunFilter>
+
+// ── Pushed events (host → UI) ──
+
+export const TokenPiece = z.object({ text: z.string(), provenance: ProvenanceName })
+export type TokenPiece = z.infer<typeof TokenPiece>
+
+/** Live statistics of one generation: folds over its step records (engine/metrics/fold.ts). */
+export const LiveStats = z.object({
+  tokens: z.number().int().min(0),
+  elapsedMs: z.number().min(0),
+  tokensPerSecond: z.number().min(0),
+  acceptanceRate: z.number().nullable(),
+  sigma: z.number().nullable(),
+  eta: z.number().nullable(),
+  meanAcceptedLength: z.number().nullable(),
+  targetCalls: z.number().int().min(0),
+  /** γ of the verification rounds so far (the last 200). */
+  gammas: z.array(z.number())
+})
+export type LiveStats = z.infer<typeof LiveStats>
+
+export const ChatMessage = z.object({
+  id: Id,
+  conversationId: Id,
+  role: z.enum(['user', 'assistant']),
+  text: z.string(),
+  /** Assistant messages: the text in runs of one provenance. */
+  segments: z.array(TokenPiece).nullable(),
+  settings: GenerationSettings.nullable(),
+  stats: LiveStats.nullable(),
+  stopReason: z.string().nullable(),
+  /** 'chat' (the model's chat template) or 'completion' (plain continuation). */
+  format: z.enum(['chat', 'completion']).nullable(),
+  createdAt: z.string()
+})
+export type ChatMessage = z.infer<typeof ChatMessage>
+
+export const DownloadState = z.object({
+  downloadId: z.string(),
+  uri: z.string(),
+  state: z.enum(['downloading', 'done', 'failed', 'cancelled']),
+  downloadedBytes: z.number().min(0),
+  totalBytes: z.number().min(0),
+  error: z.string().nullable(),
+  /** The library entry once the file is in place. */
+  modelId: Id.nullable(),
+  fileName: z.string().nullable()
+})
+export type DownloadState = z.infer<typeof DownloadState>
+
+export const WorkbenchProgress = z.object({
+  jobId: z.string(),
+  runId: Id.nullable(),
+  phase: z.enum(['loading', 'running', 'finished']),
+  message: z.string(),
+  promptIndex: z.number().int().min(0),
+  promptCount: z.number().int().min(0),
+  method: z.string(),
+  /** Tokens of the current (prompt, method) cell and its budget. */
+  tokens: z.number().int().min(0),
+  maxTokens: z.number().int().min(0),
+  cellsDone: z.number().int().min(0),
+  cellsTotal: z.number().int().min(0),
+  elapsedMs: z.number().min(0),
+  status: RunStatus.nullable(),
+  error: z.string().nullable()
+})
+export type WorkbenchProgress = z.infer<typeof WorkbenchProgress>
+
+export const UiCommand = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('navigate'), view: View }),
+  z.object({ kind: z.literal('add-model') }),
+  z.object({ kind: z.literal('start-suite'), suiteId: Text(100) }),
+  z.object({ kind: z.literal('database-opened'), path: Text(4096) })
+])
+export type UiCommand = z.infer<typeof UiCommand>
+
+export const HostEvent = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('models:changed') }),
+  z.object({
+    type: z.literal('models:load-progress'),
+    role: z.enum(['target', 'mid', 'draft']),
+    fileName: z.string(),
+    /** Model index within the trio being loaded, and how many there are. */
+    index: z.number().int().min(0),
+    count: z.number().int().min(1),
+    fraction: z.number().min(0).max(1)
+  }),
+  z.object({ type: z.literal('download:progress'), download: DownloadState }),
+  z.object({
+    type: z.literal('chat:tokens'),
+    generationId: z.string(),
+    conversationId: Id,
+    tokens: z.array(TokenPiece),
+    stats: LiveStats
+  }),
+  z.object({
+    type: z.literal('chat:done'),
+    generationId: z.string(),
+    conversationId: Id,
+    message: ChatMessage.nullable(),
+    error: z.string().nullable()
+  }),
+  z.object({ type: z.literal('workbench:progress'), progress: WorkbenchProgress }),
+  z.object({ type: z.literal('runs:changed') }),
+  z.object({ type: z.literal('host:status'), state: z.enum(['ready', 'restarting', 'failed']), message: z.string().nullable() }),
+  z.object({ type: z.literal('ui:command'), command: UiCommand })
+])
+export type HostEvent = z.infer<typeof HostEvent>
+
+// ── Response shapes (plain types: the host produces them, the UI renders them) ──
+
+export interface MethodParamInfo {
+  key: string
+  defaultValue: number | string | boolean
+}
+export interface MethodInfo {
+  id: MethodId
+  summary: string
+  needs: { draft: boolean; mid: boolean }
+  /** Parameters the method documents (`key=value` in its summary), with their defaults. */
+  params: MethodParamInfo[]
+}
+export interface DatasetInfo {
+  kind: 'builtin' | 'file'
+  /** Built-in id, or the file path for an imported JSONL. */
+  id: string
+  label: string
+  prompts: number
+  categories: string[]
+  preview: string[]
+}
+export interface SuiteInfo {
+  id: string
+  name: string
+  description: string
+  /** What the Workbench pre-fills when the suite is chosen (electron/experiments/suites.ts). */
+  preset: {
+    methods: MethodId[]
+    dataset: string
+    limit?: number
+    maxTokens?: number
+    temperature?: number
+    topK?: number
+    gamma?: number
+    params?: Record<string, number | string | boolean>
+  }
+}
+export interface AppInfo {
+  version: string
+  mode: 'electron' | 'browser'
+  databasePath: string
+  downloadDirectory: string
+  /** Methods available in this build (others of METHOD_IDS are refused with a message). */
+  methods: MethodInfo[]
+  datasets: DatasetInfo[]
+  suites: SuiteInfo[]
+  cpuCount: number
+  defaultThreads: number | null
+}
+
+export interface ModelEntry {
+  id: number
+  path: string
+  fileName: string
+  source: 'file' | 'download'
+  uri: string | null
+  addedAt: string
+  /** The file is gone (moved or deleted since it was added). */
+  missing: boolean
+  sizeBytes: number
+  name: string
+  architecture: string
+  vocabularySize: number
+  quantization: string | null
+  parameters: number | null
+  contextLength: number | null
+  hasChatTemplate: boolean
+}
+export interface LoadedTrio {
+  target: ModelEntry
+  mid: ModelEntry | null
+  draft: ModelEntry | null
+  settings: LoadSettings
+  /** Context size actually in effect (capped by the target's training context). */
+  contextSize: number
+}
+export interface ModelLibrary {
+  models: ModelEntry[]
+  loaded: LoadedTrio | null
+  /** A load in progress, if any. */
+  loading: boolean
+}
+export interface ModelInspection {
+  entry: ModelEntry
+  tokenizer: { model: string | null; bos: number | null; eos: number | null; vocabularySize: number }
+  layers: number | null
+  embeddingLength: number | null
+  headCount: number | null
+  chatTemplate: string | null
+  /** Other scalar metadata (key → value as text), for the curious. */
+  metadata: { key: string; value: string }[]
+}
+export interface TrioCheck {
+  compatible: boolean
+  /** One sentence for the UI: why the trio can or cannot run speculative decoding. */
+  message: string
+  pairs: { role: 'mid' | 'draft'; compatible: boolean; reason: string | null }[]
+}
+export interface CatalogModel {
+  role: 'target' | 'mid' | 'draft'
+  label: string
+  uri: string
+  approxSizeMB: number
+}
+export interface CatalogTrio {
+  id: string
+  family: string
+  tokenizer: string
+  license: string
+  notes: string
+  models: CatalogModel[]
+}
+export interface ConversationSummary {
+  id: number
+  title: string
+  createdAt: string
+  updatedAt: string
+  messages: number
+}
+export interface Conversation {
+  summary: ConversationSummary
+  messages: ChatMessage[]
+}
+export interface RunListItem extends RunSummary {
+  models: { target: string; mid: string | null; draft: string | null }
+  dataset: string | null
+  gamma: number
+  maxTokens: number
+}
+export interface PromptResultInfo {
+  id: number
+  method: string
+  promptIndex: number
+  promptId: string | null
+  category: string | null
+  promptText: string
+  status: string
+  outputText: string
+  outputCount: number
+  /** One provenance code per output token (d m r b t). */
+  provenance: string
+  stopReason: string | null
+  wallMs: number | null
+  steps: number
+}
+export interface EntropyHistogram {
+  method: string
+  /** Bin edges in nats (bins.length = counts.length + 1). */
+  bins: number[]
+  accepted: number[]
+  rejected: number[]
+}
+export interface RunDetails {
+  summary: RunSummary
+  report: RunReport
+  results: PromptResultInfo[]
+  entropy: EntropyHistogram[]
+}
+export interface StepRow {
+  index: number
+  stage: string
+  proposed: number
+  accepted: number
+  resampled: boolean
+  bonus: boolean
+  emitted: number
+  draftTokens: number
+  acceptedDraftTokens: number
+  draftEntropies: number[]
+  threshold: number | null
+  decision: Record<string, number | string | boolean | null> | null
+  targetCalls: number
+  draftCalls: number
+  draftMs: number
+  verifyMs: number
+  totalMs: number
+}
+export interface RunExport {
+  fileName: string
+  mimeType: string
+  content: string
+}
+export interface RunDiffDetails {
+  a: RunReport
+  b: RunReport
+  configDifferences: { key: string; a: unknown; b: unknown }[]
+  methods: { method: string; inA: boolean; inB: boolean; metrics: Record<string, { a: number | null; b: number | null; delta: number | null }> }[]
+  /** Per (method, prompt index): both outputs, for the text diff. */
+  outputs: { method: string; promptIndex: number; promptText: string; a: string | null; b: string | null }[]
+}
+export interface PerplexityPoint {
+  method: string
+  /** exp(mean negative log-likelihood) of the outputs under the raw target (temperature 1). */
+  perplexity: number
+  tokensPerSecond: number
+}
+
 /** IPC / browser-bridge requests. Each channel: request schema → response type. */
 export const ApiRequests = {
   'runs:list': z.object({ limit: z.number().int().positive().max(10_000).optional() }),
-  'runs:show': z.object({ runId: z.number().int().positive() })
+  'runs:show': z.object({ runId: z.number().int().positive() }),
+
+  'app:info': z.object({}),
+  /** Privileged: only Electron main's File → Open database calls it (see PRIVILEGED_CHANNELS). */
+  'app:open-database': z.object({ path: Text(4096).min(1) }),
+
+  'models:list': z.object({}),
+  'models:add': z.object({ path: ModelFilePath }),
+  'models:remove': z.object({ modelId: Id }),
+  'models:inspect': z.object({ modelId: Id }),
+  'models:check-trio': TrioSelection,
+  'models:load': z.object({ trio: TrioSelection, settings: LoadSettings }),
+  'models:unload': z.object({}),
+  'models:catalog': z.object({}),
+  'models:download': z.object({ uri: ModelUri }),
+  'models:download-cancel': z.object({ downloadId: Text(100).min(1) }),
+  'models:downloads': z.object({}),
+
+  'chat:conversations': z.object({}),
+  'chat:conversation': z.object({ conversationId: Id }),
+  'chat:delete-conversation': z.object({ conversationId: Id }),
+  'chat:send': z.object({
+    conversationId: Id.nullable(),
+    text: Text(100_000).refine((t) => t.trim().length > 0, 'the message is empty'),
+    settings: GenerationSettings,
+    format: PromptFormat,
+    systemPrompt: Text(20_000)
+  }),
+  'chat:stop': z.object({ generationId: Text(100).min(1) }),
+
+  'workbench:datasets': z.object({}),
+  'workbench:import-dataset': z.object({ path: Text(4096).min(1) }),
+  'workbench:start': WorkbenchStart,
+  'workbench:cancel': z.object({ jobId: Text(100).min(1) }),
+  'workbench:status': z.object({}),
+
+  'runs:search': RunFilter,
+  'runs:details': z.object({ runId: Id }),
+  'runs:steps': z.object({ resultId: Id }),
+  'runs:delete': z.object({ runId: Id }),
+  'runs:export': z.object({ runId: Id, format: z.enum(['csv', 'json']) }),
+  'runs:diff': z.object({ a: Id, b: Id }),
+  'runs:perplexity': z.object({ runId: Id })
 } as const
 export type ApiChannel = keyof typeof ApiRequests
 export interface ApiResponses {
   'runs:list': RunSummary[]
   'runs:show': RunReport | null
+
+  'app:info': AppInfo
+  'app:open-database': AppInfo
+
+  'models:list': ModelLibrary
+  'models:add': ModelEntry
+  'models:remove': { removed: boolean }
+  'models:inspect': ModelInspection
+  'models:check-trio': TrioCheck
+  'models:load': LoadedTrio
+  'models:unload': { unloaded: boolean }
+  'models:catalog': CatalogTrio[]
+  'models:download': DownloadState
+  'models:download-cancel': { cancelled: boolean }
+  'models:downloads': DownloadState[]
+
+  'chat:conversations': ConversationSummary[]
+  'chat:conversation': Conversation | null
+  'chat:delete-conversation': { deleted: boolean }
+  'chat:send': { conversationId: number; generationId: string; userMessage: ChatMessage }
+  'chat:stop': { stopped: boolean }
+
+  'workbench:datasets': DatasetInfo[]
+  'workbench:import-dataset': DatasetInfo
+  'workbench:start': { jobId: string }
+  'workbench:cancel': { cancelled: boolean }
+  'workbench:status': WorkbenchProgress | null
+
+  'runs:search': RunListItem[]
+  'runs:details': RunDetails | null
+  'runs:steps': StepRow[]
+  'runs:delete': { deleted: boolean }
+  'runs:export': RunExport
+  'runs:diff': RunDiffDetails
+  'runs:perplexity': PerplexityPoint[]
 }
 export type ApiRequest<C extends ApiChannel> = z.infer<(typeof ApiRequests)[C]>
+
+/**
+ * Channels only Electron main may call (its menu acts on the user's choice in a native dialog). The preload
+ * bridge and the browser server refuse them, so a page cannot point the app at an arbitrary file.
+ */
+export const PRIVILEGED_CHANNELS: ReadonlySet<ApiChannel> = new Set<ApiChannel>(['app:open-database'])
+
+// ── Transport envelopes: Electron main ↔ utility process (MessagePort) and browser ↔ server (WebSocket) ──
+
+export const RequestMessage = z.object({
+  kind: z.literal('request'),
+  id: z.number().int().min(0),
+  channel: Text(100),
+  payload: z.unknown()
+})
+export type RequestMessage = z.infer<typeof RequestMessage>
+export const ResponseMessage = z.object({
+  kind: z.literal('response'),
+  id: z.number().int().min(0),
+  ok: z.boolean(),
+  result: z.unknown().optional(),
+  error: z.string().optional()
+})
+export type ResponseMessage = z.infer<typeof ResponseMessage>
+export const EventMessage = z.object({ kind: z.literal('event'), event: HostEvent })
+export type EventMessage = z.infer<typeof EventMessage>

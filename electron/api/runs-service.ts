@@ -16,8 +16,10 @@ import {
 import { summarizeMethod, type PromptOutcome } from '../engine/metrics/fold'
 
 /** One handler per channel; handlers may be sync (SQLite) or async (engine host). */
-export type ApiService = {
-  [C in ApiChannel]: (request: ApiRequest<C>) => ApiResponses[C] | Promise<ApiResponses[C]>
+export type ApiService = ApiHandlers<ApiChannel>
+/** Handlers for some channels (the engine host composes the full service from such groups). */
+export type ApiHandlers<C extends ApiChannel> = {
+  [K in C]: (request: ApiRequest<K>) => ApiResponses[K] | Promise<ApiResponses[K]>
 }
 
 /** What the runs channels read from the store (structurally `RunStore` from ../store/run-store). */
@@ -27,7 +29,7 @@ export interface RunsStore {
   getOutcomes(runId: number): Map<string, PromptOutcome[]>
 }
 
-export function createRunsService(store: RunsStore): ApiService {
+export function createRunsService(store: RunsStore): ApiHandlers<'runs:list' | 'runs:show'> {
   return {
     'runs:list': (request) => store.listRuns(request.limit),
     'runs:show': (request) => buildRunReport(store, request.runId)

@@ -14,25 +14,24 @@
  * Each run measures its own `ar`, and every speedup is against the `ar` of its own run (prompt-major order, as
  * `speclab run`). Every method uses the same window K = --gamma (self-verify via selfverify.maxDraft = K, the
  * pre-verify methods' M_q2 window pre.window = K). self-verify is skipped with a note when it is not registered.
+ * The analysis (Tables 2 and 4, per level, theory) is experiments/reports/hsddw-analysis.ts, which the
+ * `hsddw-ablation` suite report shares.
  */
 import path from 'node:path'
 import { Command } from 'commander'
-import { RunConfig, type MethodSummary, type RunReport } from '../api/contract'
+import { RunConfig, type RunReport } from '../api/contract'
 import { findMethod } from '../engine/decoders/registry'
 import type { DecoderModels } from '../engine/decoders/types'
 import { defaultThreads } from '../engine/model/llama-cpp-model'
-import { foldLevels, levelRates, type LevelRates, type LevelTotals } from '../engine/metrics/levels'
-import { chenExpectedTokens, chenTimeImprovement } from '../engine/theory/chen'
-import { expectedTokens } from '../engine/theory/leviathan'
 import { loadTrio } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
 import { executeRun } from '../experiments/runner'
+import { analyseAblation, collectAblationRows, type AblationResult } from '../experiments/reports/hsddw-analysis'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
 import { sharedModelsDirectory } from './bench-command'
 import { formatNumber, formatTable } from './format'
 import { createProgressBar, parseInteger, parseNumber } from './run-command'
-import { CHEN_DEFAULTS } from '../engine/decoders/hierarchical-chen'
 
 interface AblationOptions {
   target?: string
@@ -67,16 +66,6 @@ export function ablationCommand(): Command {
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
     .option('--json', 'print JSON on stdout')
     .action(ablationAction)
-}
-
-interface Row {
-  label: string
-  run: 'A' | 'B'
-  summary: MethodSummary
-  levels: LevelTotals | null
-  rates: LevelRates | null
-  /** Leviathan α̂ = accepted / (accepted + rejections) for two-model rows (Eq 2 of the on-the-fly paper). */
-  alphaHat: number | null
 }
 
 async function ablationAction(options: AblationOptions): Promise<void> {
@@ -123,8 +112,12 @@ async function ablationAction(options: AblationOptions): Promise<void> {
     const { target, mid, draft } = trio.models
     const reportA = await runOne(configA, { target, mid, draft }, [paths.target, paths.mid, paths.draft])
     const reportB = await runOne(configB, { target, draft: mid }, [paths.target, paths.mid])
-    const rows = collectRows(store, reportA, reportB)
-    const result = analyse(rows, reportA, K)
+    const stepsOf = (runId: number) => {
+      const outcomes = store.getOutcomes(runId)
+      return (method: string) => (outcomes.get(method) ?? []).flatMap((o) => o.steps)
+    }
+    const rows = collectAblationRows({ report: reportA, steps: stepsOf(reportA.runId) }, { report: reportB, steps: stepsOf(reportB.runId) })
+    const result = analyseAblation(rows, reportA, K)
     if (options.json)
       process.stdout.write(`${JSON.stringify({ runs: { trio: reportA.runId, midAsDraft: reportB.runId }, paths, gamma: K, ...result, notes })}\n`)
     else printAblation(reportA, reportB, paths, K, result, notes)
@@ -132,124 +125,6 @@ async function ablationAction(options: AblationOptions): Promise<void> {
     await trio.dispose()
     store.close()
   }
-}
-
-const LABELS: Record<string, string> = {
-  'B:sd': 'sd  M_q2→M_p  ("70b-7b")',
-  'A:sd': 'sd  M_q1→M_p  ("70b-68m")',
-  'A:self-verify': 'self-verify  M_q1→M_p',
-  'A:pre-verify': 'pre-verify',
-  'A:pre-self-verify': 'pre-self-verify',
-  'A:hsddw': 'hsddw',
-  'A:hier-chen': 'hier-chen'
-}
-
-function collectRows(store: RunStore, reportA: RunReport, reportB: RunReport): Map<string, Row> {
-  const rows = new Map<string, Row>()
-  for (const [run, report] of [['A', reportA], ['B', reportB]] as const) {
-    const outcomes = store.getOutcomes(report.runId)
-    for (const summary of report.methods) {
-      if (summary.method === 'ar') continue
-      const steps = (outcomes.get(summary.method) ?? []).flatMap((o) => o.steps)
-      const levels = foldLevels(steps)
-      let accepted = 0
-      let rejections = 0
-      for (const s of steps) {
-        accepted += s.accepted
-        if (s.resampled) rejections += 1
-      }
-      const key = `${run}:${summary.method}`
-      rows.set(key, {
-        label: LABELS[key] ?? key,
-        run,
-        summary,
-        levels,
-        rates: levels ? levelRates(levels) : null,
-        alphaHat: accepted + rejections > 0 ? accepted / (accepted + rejections) : null
-      })
-    }
-  }
-  return rows
-}
-
-interface AblationResult {
-  table2: { row: string; preVerify: boolean; selfVerify: boolean; hsddw: boolean; method: string | null; speedup: number | null }[]
-  table4: { model: string; method: string; sigma: number | null; eta: number | null; speedup: number | null }[]
-  levels: ({ method: string; tokensPerSecond: number; acceptance: number | null; meanAcceptedLength: number | null } & Partial<LevelRates>)[]
-  theory: { method: string; quantity: string; measured: number | null; predicted: number | null; inputs: string }[]
-}
-
-function analyse(rows: Map<string, Row>, reportA: RunReport, K: number): AblationResult {
-  const speedup = (key: string) => rows.get(key)?.summary.speedup ?? null
-  const table2 = [
-    { row: 'SD (M_q2 → M_p)', preVerify: false, selfVerify: false, hsddw: false, key: 'B:sd' },
-    { row: '+ Pre-verify', preVerify: true, selfVerify: false, hsddw: false, key: 'A:pre-verify' },
-    { row: '+ Self-verify', preVerify: false, selfVerify: true, hsddw: false, key: 'A:self-verify' },
-    { row: '+ Pre + Self-verify', preVerify: true, selfVerify: true, hsddw: false, key: 'A:pre-self-verify' },
-    { row: 'HSDDW', preVerify: false, selfVerify: false, hsddw: true, key: 'A:hsddw' }
-  ].map(({ key, ...rest }) => ({ ...rest, method: rows.has(key) ? key.slice(2) : null, speedup: speedup(key) }))
-
-  const table4 = [
-    ['70b-7b  (sd M_q2 → M_p)', 'B:sd'],
-    ['70b-68m (sd M_q1 → M_p)', 'A:sd'],
-    ['Pre+Self-verify', 'A:pre-self-verify'],
-    ['HSDDW', 'A:hsddw']
-  ].map(([model, key]) => {
-    const s = rows.get(key)?.summary
-    return { model, method: key.slice(2), sigma: s?.sigma ?? null, eta: s?.eta ?? null, speedup: s?.speedup ?? null }
-  })
-
-  const levels = [...rows.values()].map((r) => ({
-    method: r.label,
-    tokensPerSecond: r.summary.tokensPerSecond,
-    acceptance: r.rates?.acceptanceByP ?? r.alphaHat,
-    meanAcceptedLength: r.summary.meanAcceptedLength,
-    ...(r.rates ?? {})
-  }))
-
-  // Theory next to measurement. Per-call costs: t_p = ar's time per token in the same run; t_q, t_s = mean forward
-  // call times of M_q2 / M_q1 inside hier-chen (Chen Definition 3.3: c = t_q/t_p, c_s = t_s/t_q).
-  const theory: AblationResult['theory'] = []
-  for (const key of ['B:sd', 'A:sd']) {
-    const r = rows.get(key)
-    if (!r || r.alphaHat === null) continue
-    theory.push({
-      method: r.label,
-      quantity: 'tokens per target call (Leviathan)',
-      measured: r.summary.targetCalls > 0 ? r.summary.outputTokens / r.summary.targetCalls : null,
-      predicted: expectedTokens(r.alphaHat, K),
-      inputs: `α̂ = ${formatNumber(r.alphaHat, 3)} (accepted / examined), γ = ${K}`
-    })
-  }
-  const chen = rows.get('A:hier-chen')
-  const arA = reportA.methods.find((m) => m.method === 'ar')
-  if (chen?.levels && chen.rates?.alpha != null && chen.rates.beta != null) {
-    const { m, n } = CHEN_DEFAULTS
-    const alpha = chen.rates.alpha
-    const beta = chen.rates.beta
-    theory.push({
-      method: 'hier-chen',
-      quantity: 'tokens per target call (Chen Thm 3.2)',
-      measured: chen.rates.tokensPerTargetCall,
-      predicted: chenExpectedTokens(alpha, beta, m, n),
-      inputs: `α = ${formatNumber(alpha, 3)}, β = ${formatNumber(beta, 3)} (expected acceptance), m = ${m}, n = ${n}`
-    })
-    const tp = arA && arA.outputTokens > 0 ? arA.wallMs / arA.outputTokens : null
-    const tq = chen.levels.q2.calls > 0 ? chen.levels.q2.ms / chen.levels.q2.calls : null
-    const ts = chen.levels.q1.calls > 0 ? chen.levels.q1.ms / chen.levels.q1.calls : null
-    if (tp && tq && ts) {
-      const c = tq / tp
-      const cs = ts / tq
-      theory.push({
-        method: 'hier-chen',
-        quantity: 'speedup (Chen Thm 3.4)',
-        measured: chen.summary.speedup,
-        predicted: chenTimeImprovement(alpha, beta, m, n, c, cs),
-        inputs: `c = ${formatNumber(c, 3)}, c_s = ${formatNumber(cs, 3)} (measured call times)`
-      })
-    }
-  }
-  return { table2, table4, levels, theory }
 }
 
 const arSpeed = (report: RunReport): string =>

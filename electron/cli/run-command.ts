@@ -9,7 +9,7 @@ import { loadTrio } from '../experiments/models'
 import { executeRun, validateMethods, type RunProgress } from '../experiments/runner'
 import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { UserInputError } from '../engine/errors'
-import { availableMethods } from '../engine/decoders/registry'
+import { availableMethods, sessionsNeeded } from '../engine/decoders/registry'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
 import { methodTable } from './format'
@@ -151,7 +151,9 @@ async function runAction(options: RunOptions): Promise<void> {
   const trio = await loadTrio(config.models, {
     threads: config.threads,
     contextSize: config.contextSize,
-    fullVocabulary: config.sampling.fullVocabulary
+    fullVocabulary: config.sampling.fullVocabulary,
+    // Beam methods keep one KV sequence per beam / tree path (4 unless a method asks for more).
+    sequences: sessionsNeeded(config.methods, { gamma: config.gamma, params: config.params })
   })
   const abort = new AbortController()
   const onSigint = () => abort.abort()

@@ -25,9 +25,20 @@ export function resourcesDirectory(): string {
 export function loadPrompts(source: PromptSource): PromptItem[] {
   if (source.file && source.dataset) throw new UserInputError('give either --prompts or --dataset, not both')
   const prompts = source.file ? loadPromptFile(source.file) : loadBuiltinDataset(source.dataset ?? 'stories')
-  const limited = source.limit ? prompts.slice(0, source.limit) : prompts
+  const sampled = source.perCategory ? firstPerCategory(prompts, source.perCategory) : prompts
+  const limited = source.limit ? sampled.slice(0, source.limit) : sampled
   if (limited.length === 0) throw new UserInputError('the prompt set is empty')
   return limited
+}
+
+/** The first `count` prompts of every category (uncategorised prompts form one group), in file order. */
+export function firstPerCategory(prompts: readonly PromptItem[], count: number): PromptItem[] {
+  const seen = new Map<string | null, number>()
+  return prompts.filter((prompt) => {
+    const n = seen.get(prompt.category) ?? 0
+    seen.set(prompt.category, n + 1)
+    return n < count
+  })
 }
 
 export function loadBuiltinDataset(id: string): PromptItem[] {

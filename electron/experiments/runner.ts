@@ -37,6 +37,8 @@ export interface RunOptions {
   onEvent?(method: string, promptIndex: number, event: DecodeEvent): void
   /** The candidate drafts of a run with config.draftSelection (004 §5), in models.drafts order. */
   draftCandidates?: readonly LanguageModel[]
+  /** Called once the run row exists (before any decoding), e.g. so the app can show and link the run. */
+  onRunCreated?(runId: number): void
 }
 
 /**
@@ -140,6 +142,7 @@ export async function executeRun(
   validateMethods(config)
   const promptTokens = tokenizePrompts(models, prompts, config)
   const runId = store.createRun(config)
+  options.onRunCreated?.(runId)
   try {
     // Warm-up instances are separate, so state that persists across prompts starts fresh for the measured run.
     for (const method of config.methods)

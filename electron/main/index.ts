@@ -1,18 +1,29 @@
 /**
- * Electron main: window, menu, one IPC handler — thin glue. All api logic lives in ../api (shared with the browser
- * bridge); the renderer reaches it only through the preload's `window.speclab.call`.
+ * Electron main: window, menu, IPC registration — thin glue. The engine (models, database, jobs) runs in a
+ * utilityProcess (./host-process.ts → ../host/utility-entry.ts), so model work never blocks the window. Main checks
+ * every renderer call (our own top frame only, a known non-privileged channel, a payload the contract's zod schema
+ * accepts) before forwarding it, and relays the host's pushed events to the window.
  */
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { app, BrowserWindow, ipcMain, Menu, type IpcMainInvokeEvent } from 'electron'
-import { createRunsService, handleApiRequest, type ApiService } from '../api/runs-service'
-import { RunStore } from '../store/run-store'
+import { app, BrowserWindow, dialog, ipcMain, Menu, shell, type IpcMainInvokeEvent } from 'electron'
+import { z } from 'zod'
+import { ApiRequests, PRIVILEGED_CHANNELS, type ApiChannel, type HostEvent, type UiCommand } from '../api/contract'
+import { isApiChannel } from '../api/runs-service'
+import { SUITES } from '../experiments/suites'
+import { HostProcess } from './host-process'
+import { buildMenuTemplate } from './menu'
 
-const API_CHANNEL = 'speclab:api' // also in ../preload/index.ts
+// Channel names, also in ../preload/index.ts.
+const API_CHANNEL = 'speclab:api'
+const EVENT_CHANNEL = 'speclab:event'
+const PICK_CHANNEL = 'speclab:pick-file'
+
 const devServerUrl = app.isPackaged ? undefined : process.env['ELECTRON_RENDERER_URL']
 const rendererFile = fileURLToPath(new URL('../renderer/index.html', import.meta.url))
 const preloadFile = fileURLToPath(new URL('../preload/index.cjs', import.meta.url))
+const hostEntry = fileURLToPath(new URL('./host.js', import.meta.url))
 
 /** True only for our own renderer page (dev server origin in dev, the built index.html otherwise). */
 function isRendererUrl(url: string): boolean {
@@ -31,32 +42,92 @@ function electronSqliteBinding(): string | undefined {
   return existsSync(file) ? file : undefined
 }
 
-let store: RunStore | null = null
-let service: ApiService | null = null
-let storeError: string | null = null
+let host: HostProcess | null = null
+let mainWindow: BrowserWindow | null = null
 
-function openStore(): void {
-  const file = process.env['SPECLAB_DB'] || join(app.getPath('userData'), 'speclab.sqlite')
+function broadcast(event: HostEvent): void {
+  for (const win of BrowserWindow.getAllWindows()) win.webContents.send(EVENT_CHANNEL, event)
+}
+const command = (ui: UiCommand) => broadcast({ type: 'ui:command', command: ui })
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+function assertOwnFrame(event: IpcMainInvokeEvent): void {
+  const frame = event.senderFrame
+  if (!frame || frame.parent !== null || !isRendererUrl(frame.url)) throw new Error('api call from an unknown frame')
+}
+
+/** Renderer → host. Replies {ok, result} / {ok: false, error} so the page sees the host's message, not Electron's. */
+async function onApiCall(event: IpcMainInvokeEvent, channel: unknown, payload: unknown): Promise<unknown> {
   try {
-    store = RunStore.open(file, { nativeBinding: electronSqliteBinding() })
-    service = createRunsService(store)
+    assertOwnFrame(event)
+    if (!isApiChannel(channel)) throw new Error(`Unknown api channel: ${JSON.stringify(channel)}`)
+    if (PRIVILEGED_CHANNELS.has(channel)) throw new Error(`${channel} is only available from the application menu`)
+    const parsed = ApiRequests[channel as ApiChannel].safeParse(payload)
+    if (!parsed.success) throw new Error(`Invalid request for ${channel}: ${z.prettifyError(parsed.error)}`)
+    if (!host) throw new Error('the engine host is not running')
+    return { ok: true, result: await host.call(channel, parsed.data) }
   } catch (error) {
-    storeError = `Could not open the run database ${file}: ${error instanceof Error ? error.message : String(error)}`
-    console.error(storeError)
+    return { ok: false, error: message(error) }
   }
 }
 
-async function onApiCall(event: IpcMainInvokeEvent, channel: unknown, payload: unknown): Promise<unknown> {
-  const frame = event.senderFrame
-  if (!frame || frame.parent !== null || !isRendererUrl(frame.url)) throw new Error('api call from an unknown frame')
-  if (!service) throw new Error(storeError ?? 'The run database is not open')
-  return handleApiRequest(service, typeof channel === 'string' ? channel : String(channel), payload)
+const PickKind = z.enum(['model', 'dataset'])
+const PICK_FILTERS = {
+  model: [{ name: 'GGUF model', extensions: ['gguf'] }],
+  dataset: [{ name: 'Prompts (JSONL)', extensions: ['jsonl'] }]
+}
+
+/** A native open dialog; the host still checks whatever path comes back. */
+async function onPickFile(event: IpcMainInvokeEvent, kind: unknown): Promise<string | null> {
+  assertOwnFrame(event)
+  const parsed = PickKind.parse(kind)
+  const win = BrowserWindow.fromWebContents(event.sender)
+  const options = { properties: ['openFile' as const], filters: PICK_FILTERS[parsed] }
+  const result = win ? await dialog.showOpenDialog(win, options) : await dialog.showOpenDialog(options)
+  return result.canceled ? null : (result.filePaths[0] ?? null)
+}
+
+async function addModelFromMenu(): Promise<void> {
+  const options = { title: 'Add a GGUF model', properties: ['openFile' as const], filters: PICK_FILTERS.model }
+  const result = mainWindow ? await dialog.showOpenDialog(mainWindow, options) : await dialog.showOpenDialog(options)
+  if (result.canceled || !result.filePaths[0] || !host) return
+  try {
+    await host.call('models:add', { path: result.filePaths[0] })
+    command({ kind: 'navigate', view: 'models' })
+  } catch (error) {
+    dialog.showErrorBox('Could not add the model', message(error))
+  }
+}
+
+async function openDatabaseFromMenu(): Promise<void> {
+  const options = {
+    title: 'Open a SpecLab database',
+    properties: ['openFile' as const, 'promptToCreate' as const],
+    filters: [{ name: 'SpecLab database', extensions: ['sqlite', 'sqlite3', 'db'] }]
+  }
+  const result = mainWindow ? await dialog.showOpenDialog(mainWindow, options) : await dialog.showOpenDialog(options)
+  if (result.canceled || !result.filePaths[0] || !host) return
+  try {
+    await host.call('app:open-database', { path: result.filePaths[0] })
+    command({ kind: 'database-opened', path: result.filePaths[0] })
+  } catch (error) {
+    dialog.showErrorBox('Could not open the database', message(error))
+  }
+}
+
+function openDocs(): void {
+  const readme = app.isPackaged ? join(process.resourcesPath, 'README.md') : join(app.getAppPath(), 'README.md')
+  void shell.openPath(readme).then((error) => {
+    if (error) dialog.showErrorBox('Could not open the documentation', `${readme}: ${error}`)
+  })
 }
 
 function createWindow(): void {
   const win = new BrowserWindow({
-    width: 1200,
-    height: 800,
+    width: 1320,
+    height: 860,
+    minWidth: 900,
+    minHeight: 600,
     title: 'SpecLab',
     show: false,
     webPreferences: {
@@ -64,26 +135,26 @@ function createWindow(): void {
       contextIsolation: true,
       sandbox: true,
       nodeIntegration: false,
-      webSecurity: true
+      webSecurity: true,
+      spellcheck: false
     }
+  })
+  mainWindow = win
+  win.on('closed', () => {
+    if (mainWindow === win) mainWindow = null
   })
   win.once('ready-to-show', () => win.show())
   if (devServerUrl) void win.loadURL(devServerUrl)
   else void win.loadFile(rendererFile)
 }
 
-function buildMenu(): Menu {
-  return Menu.buildFromTemplate([
-    { label: 'File', submenu: [{ role: 'quit' }] },
-    { label: 'View', submenu: [{ role: 'reload' }, { role: 'toggleDevTools' }] },
-    { label: 'Help', submenu: [{ label: 'About SpecLab', click: () => app.showAboutPanel() }] }
-  ])
-}
-
-// Every web contents (windows, devtools excepted by Electron) may neither open windows nor leave our page.
+// Every web contents may neither open windows nor leave our page, nor embed webviews.
 app.on('web-contents-created', (_event, contents) => {
   contents.setWindowOpenHandler(() => ({ action: 'deny' }))
   contents.on('will-navigate', (event) => {
+    if (!isRendererUrl(event.url)) event.preventDefault()
+  })
+  contents.on('will-redirect', (event) => {
     if (!isRendererUrl(event.url)) event.preventDefault()
   })
   contents.on('will-attach-webview', (event) => event.preventDefault())
@@ -91,9 +162,38 @@ app.on('web-contents-created', (_event, contents) => {
 
 app.whenReady().then(() => {
   app.setAboutPanelOptions({ applicationName: 'SpecLab', applicationVersion: app.getVersion() })
-  Menu.setApplicationMenu(buildMenu())
-  openStore()
+  // No page of ours needs a permission (camera, notifications, …): refuse them all.
+  app.on('session-created', (session) => session.setPermissionRequestHandler((_c, _p, callback) => callback(false)))
+  const userData = app.getPath('userData')
+  host = new HostProcess(
+    hostEntry,
+    {
+      databasePath: process.env['SPECLAB_DB'] || join(userData, 'speclab.sqlite'),
+      nativeBinding: electronSqliteBinding() ?? null,
+      downloadDirectory: join(userData, 'models'),
+      version: app.getVersion(),
+      mode: 'electron'
+    },
+    broadcast
+  )
+  host.start()
+  Menu.setApplicationMenu(
+    Menu.buildFromTemplate(
+      buildMenuTemplate(
+        { suites: SUITES, isMac: process.platform === 'darwin', isDev: !app.isPackaged },
+        {
+          addModel: () => void addModelFromMenu(),
+          openDatabase: () => void openDatabaseFromMenu(),
+          navigate: (view) => command({ kind: 'navigate', view }),
+          startSuite: (suiteId) => command({ kind: 'start-suite', suiteId }),
+          about: () => app.showAboutPanel(),
+          openDocs
+        }
+      )
+    )
+  )
   ipcMain.handle(API_CHANNEL, onApiCall)
+  ipcMain.handle(PICK_CHANNEL, onPickFile)
   createWindow()
   app.on('activate', () => {
     if (BrowserWindow.getAllWindows().length === 0) createWindow()
@@ -104,8 +204,11 @@ app.on('window-all-closed', () => {
   if (process.platform !== 'darwin') app.quit()
 })
 
-app.on('will-quit', () => {
-  store?.close()
-  store = null
-  service = null
+let quitting = false
+app.on('will-quit', (event) => {
+  if (quitting || !host) return
+  // Let the host finish its rows and free the models before the process ends.
+  event.preventDefault()
+  quitting = true
+  void host.stop().finally(() => app.quit())
 })

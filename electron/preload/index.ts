@@ -1,15 +1,33 @@
 /**
- * Sandboxed preload (built to CommonJS): exposes exactly one function, `window.speclab.call(channel, payload)`,
- * typed by the api contract. Main validates channel and payload again; nothing else of Electron reaches the page.
+ * Sandboxed preload (built to CommonJS): exposes `window.speclab` — `call(channel, payload)` typed by the api
+ * contract, `onEvent(listener)` for events the engine host pushes (progress, tokens), and `pickFile(kind)` for a
+ * native open dialog. Main validates channel and payload again; nothing else of Electron reaches the page.
  */
-import { contextBridge, ipcRenderer } from 'electron'
-import type { ApiChannel, ApiRequest, ApiResponses } from '../api/contract'
+import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron'
+import type { ApiChannel, ApiRequest, ApiResponses, HostEvent } from '../api/contract'
+import type { SpeclabApi } from './index.d'
 
-const API_CHANNEL = 'speclab:api' // also in ../main/index.ts
+// Channel names, also in ../main/index.ts.
+const API_CHANNEL = 'speclab:api'
+const EVENT_CHANNEL = 'speclab:event'
+const PICK_CHANNEL = 'speclab:pick-file'
 
-const api = {
-  call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponses[C]> {
-    return ipcRenderer.invoke(API_CHANNEL, channel, payload) as Promise<ApiResponses[C]>
+type Reply = { ok: true; result: unknown } | { ok: false; error: string }
+
+const api: SpeclabApi = {
+  async call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponses[C]> {
+    const reply = (await ipcRenderer.invoke(API_CHANNEL, channel, payload)) as Reply
+    if (!reply.ok) throw new Error(reply.error)
+    return reply.result as ApiResponses[C]
+  },
+  onEvent(listener: (event: HostEvent) => void): () => void {
+    // The page never sees Electron's event object, only the payload (the renderer validates it).
+    const handler = (_event: IpcRendererEvent, payload: HostEvent) => listener(payload)
+    ipcRenderer.on(EVENT_CHANNEL, handler)
+    return () => void ipcRenderer.removeListener(EVENT_CHANNEL, handler)
+  },
+  pickFile(kind: 'model' | 'dataset'): Promise<string | null> {
+    return ipcRenderer.invoke(PICK_CHANNEL, kind) as Promise<string | null>
   }
 }
 

@@ -107,6 +107,75 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX draft_choices_run_id ON draft_choices(run_id);
     `
+  },
+  {
+    version: 5,
+    name: 'conversations, messages and the model library',
+    // The app (issue 6): chat conversations reopened across sessions — each assistant message keeps its text in
+    // runs of one provenance (segments), the generation settings and the live statistics at its end — and the
+    // GGUF files the user added or downloaded (metadata is re-read from the file, so only the path is kept).
+    sql: `
+      CREATE TABLE conversations (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        created_at  TEXT NOT NULL,
+        updated_at  TEXT NOT NULL,
+        title       TEXT NOT NULL
+      );
+      CREATE TABLE messages (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        role            TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+        text            TEXT NOT NULL,
+        segments        TEXT NULL,   -- JSON [{text, provenance}] (assistant)
+        settings        TEXT NULL,   -- JSON GenerationSettings incl. the seed used (assistant)
+        stats           TEXT NULL,   -- JSON LiveStats at the end of the generation (assistant)
+        stop_reason     TEXT NULL,
+        format          TEXT NULL CHECK (format IS NULL OR format IN ('chat', 'completion')),
+        models          TEXT NULL,   -- JSON {target, mid, draft} paths (assistant)
+        created_at      TEXT NOT NULL
+      );
+      CREATE INDEX messages_conversation_id ON messages(conversation_id);
+      CREATE TABLE models (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        path        TEXT NOT NULL UNIQUE,
+        source      TEXT NOT NULL CHECK (source IN ('file', 'download')),
+        uri         TEXT NULL,
+        added_at    TEXT NOT NULL
+      );
+    `
+  },
+  {
+    version: 6,
+    name: 'suite runs, their cells and output scores',
+    // Issue 7: a suite run is the parent of its cells — one ordinary run per grid point, linked by suite_run_id and
+    // a cell key stable within the suite ('table2/mt-bench/trio'); a cell is finished when its run is 'done', so
+    // a resumed suite skips it. `plan` keeps every cell's full RunConfig as planned, so a resume (or a report
+    // years later) never depends on how today's code would expand the grid. result_scores: per prompt result,
+    // the output's negative log-likelihood under the raw target (temperature 1), which perplexities fold over.
+    sql: `
+      CREATE TABLE suite_runs (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        suite       TEXT NOT NULL,
+        created_at  TEXT NOT NULL,
+        finished_at TEXT NULL,
+        quick       INTEGER NOT NULL,  -- 0 | 1
+        options     TEXT NOT NULL,     -- JSON SuiteRunOptions (models, seed, overrides)
+        plan        TEXT NOT NULL,     -- JSON PlannedCell[]
+        status      TEXT NOT NULL CHECK (status IN ('running', 'done', 'cancelled', 'interrupted', 'failed')),
+        error       TEXT NULL,
+        owner_pid   INTEGER NULL,
+        owner_host  TEXT NULL
+      );
+      ALTER TABLE runs ADD COLUMN suite_run_id INTEGER NULL REFERENCES suite_runs(id) ON DELETE SET NULL;
+      ALTER TABLE runs ADD COLUMN cell_key TEXT NULL;
+      CREATE INDEX runs_suite_run_id ON runs(suite_run_id);
+      CREATE TABLE result_scores (
+        result_id   INTEGER PRIMARY KEY REFERENCES prompt_results(id) ON DELETE CASCADE,
+        scorer      TEXT NOT NULL,     -- path of the model that scored the output
+        nll         REAL NOT NULL,     -- −Σ log p(output token | prefix), nats
+        tokens      INTEGER NOT NULL   -- output tokens scored
+      );
+    `
   }
 ]
 

@@ -312,6 +312,11 @@ export class RunStore {
     this.db.prepare('DELETE FROM runs WHERE id = ?').run(runId)
   }
 
+  /** The open connection, for stores of other tables in the same file (electron/store/app-store.ts). */
+  get database(): Database.Database {
+    return this.db
+  }
+
   close(): void {
     for (const runId of this.ownRuns) runsInProgressHere.delete(runId)
     this.db.close()

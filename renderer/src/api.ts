@@ -1,19 +1,122 @@
 /**
- * The renderer's single access point to the backend. In Electron it is the preload's `window.speclab`; browser mode
- * will slot its WebSocket client in here with the same `call` signature.
+ * The renderer's single access point to the engine host, with one shape in both modes:
+ * - Electron: the preload's `window.speclab` (IPC through main, which validates and forwards to the host).
+ * - Browser mode (`npm run serve`): a WebSocket to the server that opened this page, authenticated with the token
+ *   from the page URL (`?token=…`, then kept in sessionStorage and removed from the address bar).
+ * Pushed events are validated with the contract's `HostEvent` schema before any screen sees them.
  */
-import type { ApiChannel, ApiRequest, ApiResponses } from '../../electron/api/contract'
+import { HostEvent, type ApiChannel, type ApiRequest, type ApiResponses } from '../../electron/api/contract'
+import { RpcClient } from '../../electron/api/rpc-client'
 
-export type Api = NonNullable<Window['speclab']>
+export type ConnectionState = 'connecting' | 'open' | 'closed'
 
-function backend(): Api | null {
-  return window.speclab ?? null
+export interface Api {
+  readonly mode: 'electron' | 'browser'
+  call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponses[C]>
+  onEvent(listener: (event: HostEvent) => void): () => void
+  /** Native file dialog (Electron only); browser mode types paths instead. */
+  pickFile: ((kind: 'model' | 'dataset') => Promise<string | null>) | null
+  onConnection(listener: (state: ConnectionState, detail: string | null) => void): () => void
 }
 
-export const api: Api = {
-  call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponses[C]> {
-    const b = backend()
-    if (!b) return Promise.reject(new Error('No SpecLab backend: open this page from the SpecLab app.'))
-    return b.call(channel, payload)
+function electronApi(bridge: NonNullable<Window['speclab']>): Api {
+  return {
+    mode: 'electron',
+    call: (channel, payload) => bridge.call(channel, payload),
+    onEvent(listener) {
+      return bridge.onEvent((raw) => {
+        const parsed = HostEvent.safeParse(raw)
+        if (parsed.success) listener(parsed.data)
+        else console.error('speclab: malformed event dropped')
+      })
+    },
+    pickFile: (kind) => bridge.pickFile(kind),
+    onConnection(listener) {
+      listener('open', null)
+      return () => {}
+    }
   }
 }
+
+const TOKEN_KEY = 'speclab.token'
+const RECONNECT_MS = 2000
+
+/** The token from `?token=` (moved to sessionStorage so a reload keeps working and the URL stops showing it). */
+function takeToken(): string | null {
+  const url = new URL(window.location.href)
+  const fromUrl = url.searchParams.get('token')
+  if (fromUrl) {
+    sessionStorage.setItem(TOKEN_KEY, fromUrl)
+    url.searchParams.delete('token')
+    history.replaceState(null, '', url.pathname + url.search + url.hash)
+    return fromUrl
+  }
+  return sessionStorage.getItem(TOKEN_KEY)
+}
+
+function browserApi(): Api {
+  const token = takeToken()
+  let socket: WebSocket | null = null
+  let state: ConnectionState = 'connecting'
+  let detail: string | null = null
+  const queue: string[] = []
+  const statusListeners = new Set<(state: ConnectionState, detail: string | null) => void>()
+  const setState = (next: ConnectionState, why: string | null) => {
+    state = next
+    detail = why
+    for (const listener of statusListeners) listener(state, detail)
+  }
+  const client = new RpcClient((message) => {
+    const text = JSON.stringify(message)
+    if (socket?.readyState === WebSocket.OPEN) socket.send(text)
+    else if (state === 'closed' && !token) throw new Error(detail ?? 'not connected')
+    else queue.push(text)
+  })
+  const connect = () => {
+    if (!token) {
+      setState('closed', 'No access token: open the URL that `npm run serve` printed (it ends in ?token=…).')
+      return
+    }
+    const ws = new WebSocket(`ws://${window.location.host}/api?token=${encodeURIComponent(token)}`)
+    socket = ws
+    let opened = false
+    ws.onopen = () => {
+      opened = true
+      setState('open', null)
+      for (const text of queue.splice(0)) ws.send(text)
+    }
+    ws.onmessage = (event) => {
+      try {
+        client.receive(JSON.parse(String(event.data)))
+      } catch {
+        console.error('speclab: unreadable message dropped')
+      }
+    }
+    ws.onclose = () => {
+      client.failAll('the connection to the SpecLab server was lost')
+      setState(
+        'closed',
+        opened
+          ? 'Disconnected from the SpecLab server; reconnecting…'
+          : 'Cannot connect to the SpecLab server (stopped, or the access token is wrong); retrying…'
+      )
+      setTimeout(connect, RECONNECT_MS)
+    }
+  }
+  connect()
+  return {
+    mode: 'browser',
+    call: (channel, payload) => client.call(channel, payload),
+    onEvent: (listener) => client.onEvent(listener),
+    pickFile: null,
+    onConnection(listener) {
+      statusListeners.add(listener)
+      listener(state, detail)
+      return () => statusListeners.delete(listener)
+    }
+  }
+}
+
+export const api: Api = window.speclab ? electronApi(window.speclab) : browserApi()
+
+export const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error))

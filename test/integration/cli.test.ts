@@ -8,17 +8,18 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { RunStore } from '../../electron/store/run-store'
+import { describeWithModels, modelPath } from '../helpers/gguf'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
-const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
-const haveModels = fs.existsSync(path.join(models, 'stories260K-f32.gguf'))
-if (!haveModels)
-  console.warn(`\n!!! CLI tests SKIPPED: no test models at ${models}. Set SPECLAB_MODELS to the shared models directory. !!!\n`)
+const TARGET = 'stories260K-f32.gguf'
+const DRAFT = 'stories260K-q4_0.gguf'
+const OTHER_VOCABULARY = 'tinystories-656k-f32.gguf'
+const withModels = describeWithModels('test/integration/cli.test.ts', [TARGET, DRAFT, OTHER_VOCABULARY])
 
-const target = path.join(models, 'stories260K-f32.gguf')
-const draft = path.join(models, 'stories260K-q4_0.gguf')
+const target = modelPath(TARGET)
+const draft = modelPath(DRAFT)
 const tsx = path.join(root, 'node_modules/.bin/tsx')
 const cli = path.join(root, 'electron/cli.ts')
 
@@ -32,7 +33,7 @@ function speclab(...args: string[]) {
 
 const smallRun = ['run', '--target', target, '--draft', draft, '--limit', '2', '--max-tokens', '24', '--seed', '3']
 
-describe.skipIf(!haveModels)('speclab CLI', () => {
+withModels('speclab CLI', () => {
   beforeAll(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-cli-'))
     db = path.join(dir, 'runs.sqlite')
@@ -84,7 +85,7 @@ describe.skipIf(!haveModels)('speclab CLI', () => {
   it.each([
     ['a missing model file', ['run', '--methods', 'ar', '--target', '/no/such/model.gguf'], /model file not found: \/no\/such\/model.gguf/],
     ['a file that is not a GGUF', ['run', '--methods', 'ar', '--target', cli], /not a GGUF model file/],
-    ['mismatched vocabularies', ['run', '--target', target, '--draft', path.join(models, 'tinystories-656k-f32.gguf')], /vocabulary mismatch between .*stories260K-f32.gguf and .*tinystories-656k-f32.gguf/],
+    ['mismatched vocabularies', ['run', '--target', target, '--draft', modelPath(OTHER_VOCABULARY)], /vocabulary mismatch between .*stories260K-f32.gguf and .*tinystories-656k-f32.gguf/],
     ['an invalid --top-p', ['run', '--target', target, '--top-p', '1.5', '--methods', 'ar'], /invalid --top-p/],
     ['a non-numeric --max-tokens', ['run', '--target', target, '--max-tokens', 'many'], /--max-tokens/],
     ['an unknown method', ['run', '--target', target, '--methods', 'ar,warp-drive'], /unknown method 'warp-drive'/],

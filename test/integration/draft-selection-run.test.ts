@@ -2,26 +2,26 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { RunConfig } from '../../electron/api/contract'
 import { loadTrio, type LoadedTrio } from '../../electron/experiments/models'
 import { loadPrompts } from '../../electron/experiments/prompts'
 import { executeRun } from '../../electron/experiments/runner'
 import { RunStore } from '../../electron/store/run-store'
+import { describeWithModels, modelPath } from '../helpers/gguf'
 
-const models = process.env.SPECLAB_MODELS ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/models')
-const haveModels = fs.existsSync(path.join(models, 'family/stories-mid1M-f32.gguf'))
-if (!haveModels) console.warn(`\n!!! draft-selection run test SKIPPED: no models at ${models} (set SPECLAB_MODELS) !!!\n`)
+const TARGET = 'family/stories-target5M-f32.gguf'
+const DRAFTS = ['stories260K-q4_0.gguf', 'family/stories-mid1M-f32.gguf']
+const withModels = describeWithModels('test/integration/draft-selection-run.test.ts', [TARGET, ...DRAFTS])
 
-describe.skipIf(!haveModels)('adaptive draft-model selection in a run', () => {
+withModels('adaptive draft-model selection in a run', () => {
   let trio: LoadedTrio
   let store: RunStore
-  const drafts = [path.join(models, 'stories260K-q4_0.gguf'), path.join(models, 'family/stories-mid1M-f32.gguf')]
+  const drafts = DRAFTS.map(modelPath)
 
   beforeAll(async () => {
     trio = await loadTrio(
-      { target: path.join(models, 'family/stories-target5M-f32.gguf'), draft: drafts[0], drafts },
+      { target: modelPath(TARGET), draft: drafts[0], drafts },
       { threads: 1, contextSize: 512 }
     )
     store = RunStore.open(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-select-')), 'runs.sqlite'))

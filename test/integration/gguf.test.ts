@@ -7,7 +7,6 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
 import { nlcDraft } from '../../electron/engine/decoders/nlc-draft'
@@ -21,9 +20,7 @@ import type { Distribution } from '../../electron/engine/sampling/distribution'
 import { createPrng } from '../../electron/engine/sampling/prng'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
 import { decode, makeRequest } from '../helpers/decode'
-
-const here = path.dirname(fileURLToPath(import.meta.url))
-const MODELS_DIR = path.resolve(process.env.SPECLAB_MODELS ?? path.resolve(here, '../../../shared/models'))
+import { describeWithModels, expectSameOrNearTie, GREEDY_64, missingModels, modelPath } from '../helpers/gguf'
 
 const FILES = {
   s260f32: 'stories260K-f32.gguf',
@@ -33,24 +30,8 @@ const FILES = {
   mid1m: 'family/stories-mid1M-f32.gguf'
 } as const
 type ModelKey = keyof typeof FILES
-const modelPath = (key: ModelKey): string => path.join(MODELS_DIR, FILES[key])
+const withModels = describeWithModels('test/integration/gguf.test.ts', Object.values(FILES))
 
-const missing = fs.existsSync(MODELS_DIR)
-  ? (Object.keys(FILES) as ModelKey[]).filter((key) => !fs.existsSync(modelPath(key))).map(modelPath)
-  : [MODELS_DIR]
-if (missing.length > 0) {
-  console.warn(
-    `\n${'!'.repeat(100)}\n` +
-      `!! SKIPPING the GGUF integration tests (test/integration/gguf.test.ts): missing ${missing.join(', ')}\n` +
-      `!! Set SPECLAB_MODELS to the folder holding stories260K-*.gguf, tinystories-656k-f32.gguf and family/\n` +
-      `!! (default: ${path.resolve(here, '../../../shared/models')}).\n` +
-      `${'!'.repeat(100)}\n`
-  )
-}
-const withModels = missing.length === 0 ? describe : describe.skip
-
-const GREEDY_64: WarpConfig = { temperature: 0, topK: 64, topP: 1 }
-const NEAR_TIE = 0.02
 const MAX_TOKENS = 64
 
 const PROMPTS = [
@@ -102,9 +83,9 @@ describe('loading errors', () => {
     expect(error.message).toContain(tmp)
   })
 
-  it.skipIf(missing.length > 0)('a truncated GGUF rejects with a UserInputError naming the path', async () => {
+  it.skipIf(missingModels(Object.values(FILES)).length > 0)('a truncated GGUF rejects with a UserInputError naming the path', async () => {
     const file = path.join(tmp, 'truncated.gguf')
-    fs.writeFileSync(file, fs.readFileSync(modelPath('s260f32')).subarray(0, 5000))
+    fs.writeFileSync(file, fs.readFileSync(modelPath(FILES.s260f32)).subarray(0, 5000))
     const error = await loadError(file)
     expect(error.message).toContain(file)
     expect(error.message).toMatch(/GGUF/)
@@ -121,9 +102,9 @@ withModels('GGUF models (node-llama-cpp)', () => {
 
   beforeAll(async () => {
     for (const key of Object.keys(FILES) as ModelKey[])
-      models[key] = await loadLlamaModel(modelPath(key), { threads: 1, contextSize: 512 })
-    nlc.target = await loadLlamaModel(modelPath('target5m'), { threads: 1, contextSize: 512 })
-    nlc.draft = await loadLlamaModel(modelPath('s260f32'), { threads: 1, contextSize: 512 })
+      models[key] = await loadLlamaModel(modelPath(FILES[key]), { threads: 1, contextSize: 512 })
+    nlc.target = await loadLlamaModel(modelPath(FILES.target5m), { threads: 1, contextSize: 512 })
+    nlc.draft = await loadLlamaModel(modelPath(FILES.s260f32), { threads: 1, contextSize: 512 })
   })
 
   afterAll(async () => {
@@ -132,11 +113,7 @@ withModels('GGUF models (node-llama-cpp)', () => {
 
   const promptTokens = (model: LlamaCppModel, text: string): number[] => [model.info.bos!, ...model.tokenize(text)]
 
-  /**
-   * Greedy decoding with `decoder` must reproduce `ar`. A divergence is tolerated only where the target's top two
-   * tokens are within NEAR_TIE of each other at the first differing position (batched and single-token
-   * evaluation may round differently), and the two outputs chose exactly those two tokens.
-   */
+  /** Greedy decoding with `decoder` must reproduce `ar` (the near-tie rule of expectSameOrNearTie). */
   async function expectGreedyEquivalent(
     label: string,
     decoder: Decoder,
@@ -149,25 +126,8 @@ withModels('GGUF models (node-llama-cpp)', () => {
     const ar = await decode(autoregressive, { target }, request())
     const other = await decode(decoder, { target, draft }, request())
     expect(ar.tokens.length).toBeGreaterThan(0)
-    let i = 0
-    while (i < ar.tokens.length && i < other.tokens.length && ar.tokens[i] === other.tokens[i]) i++
-    if (i === ar.tokens.length && i === other.tokens.length) return { outcome: 'identical', provenances: other.provenances }
-
-    const prefix = [...promptTokens(target, prompt), ...ar.tokens.slice(0, i)]
-    const session = await target.createSession(GREEDY_64)
-    const [p] = await session.append(prefix, prefix.length - 1)
-    await session.dispose()
-    const gap = p.probs[0] - (p.probs[1] ?? 0)
-    console.log(
-      `${label} "${prompt.slice(0, 30)}…": diverges from ar at token ${i} ` +
-        `(ar ${JSON.stringify(target.tokenText(ar.tokens[i]))} vs ${JSON.stringify(target.tokenText(other.tokens[i]))}); ` +
-        `target top-2 ${JSON.stringify(target.tokenText(p.ids[0]))} ${p.probs[0].toFixed(4)} / ` +
-        `${JSON.stringify(target.tokenText(p.ids[1]))} ${p.probs[1]?.toFixed(4)}, gap ${gap.toFixed(4)}`
-    )
-    expect(gap, `${label}: divergence at token ${i} is not a near-tie (gap ${gap})`).toBeLessThan(NEAR_TIE)
-    expect(i, `${label}: one output is a prefix of the other`).toBeLessThan(Math.min(ar.tokens.length, other.tokens.length))
-    expect([ar.tokens[i], other.tokens[i]].sort()).toEqual([p.ids[0], p.ids[1]].sort())
-    return { outcome: 'near-tie', provenances: other.provenances }
+    const outcome = await expectSameOrNearTie(label, target, promptTokens(target, prompt), ar.tokens, other.tokens)
+    return { outcome, provenances: other.provenances }
   }
 
   it('the near-tie rule has power: the draft decoding alone (260K for target5M) is rejected', async () => {
@@ -287,10 +247,10 @@ withModels('GGUF models (node-llama-cpp)', () => {
   describe('model info and the vocabulary check', () => {
     it('info describes the file', () => {
       const info = models.s260f32.info
-      expect(info.path).toBe(modelPath('s260f32'))
+      expect(info.path).toBe(modelPath(FILES.s260f32))
       expect(path.isAbsolute(info.path)).toBe(true)
       expect(info).toMatchObject({ architecture: 'llama', vocabularySize: 512, bos: 1, eos: 2 })
-      expect(info.sizeBytes).toBe(fs.statSync(modelPath('s260f32')).size)
+      expect(info.sizeBytes).toBe(fs.statSync(modelPath(FILES.s260f32)).size)
       expect(models.tiny656.info.vocabularySize).toBe(2048)
     })
 
@@ -303,8 +263,8 @@ withModels('GGUF models (node-llama-cpp)', () => {
       }
       expect(error).toBeInstanceOf(UserInputError)
       const message = (error as Error).message
-      expect(message).toContain(modelPath('s260f32'))
-      expect(message).toContain(modelPath('tiny656'))
+      expect(message).toContain(modelPath(FILES.s260f32))
+      expect(message).toContain(modelPath(FILES.tiny656))
       expect(message).toMatch(/512.*2048/)
     })
 

@@ -5,22 +5,24 @@
  *   stories family: target5M-f32, mid1M-f32, stories260K-f32 draft.
  * A divergence is tolerated only where the target's top two tokens are within 0.02 of each other at the first
  * differing position (batched and single-token evaluation round differently) and the two outputs chose exactly
- * those two tokens. Models load once.
+ * those two tokens (expectSameOrNearTie, test/helpers/gguf.ts). Models load once.
  */
+import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
 import { findMethod } from '../../electron/engine/decoders/registry'
 import type { DecoderModels, MethodParams } from '../../electron/engine/decoders/types'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import { foldLevels } from '../../electron/engine/metrics/levels'
-import type { WarpConfig } from '../../electron/engine/sampling/warp'
+import { RunStore } from '../../electron/store/run-store'
 import { decode, makeRequest } from '../helpers/decode'
+import { describeWithModels, expectSameOrNearTie, GREEDY_64, modelPath } from '../helpers/gguf'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-const MODELS_DIR = path.resolve(process.env.SPECLAB_MODELS ?? path.resolve(here, '../../../shared/models'))
 
 const FILES = {
   s260f32: 'stories260K-f32.gguf',
@@ -30,23 +32,8 @@ const FILES = {
   mid1m: 'family/stories-mid1M-f32.gguf'
 } as const
 type ModelKey = keyof typeof FILES
-const modelPath = (key: ModelKey): string => path.join(MODELS_DIR, FILES[key])
+const withModels = describeWithModels('test/integration/hierarchy-gguf.test.ts', Object.values(FILES))
 
-const missing = fs.existsSync(MODELS_DIR)
-  ? (Object.keys(FILES) as ModelKey[]).filter((key) => !fs.existsSync(modelPath(key))).map(modelPath)
-  : [MODELS_DIR]
-if (missing.length > 0) {
-  console.warn(
-    `\n${'!'.repeat(100)}\n` +
-      `!! SKIPPING the hierarchy GGUF tests (test/integration/hierarchy-gguf.test.ts): missing ${missing.join(', ')}\n` +
-      `!! Set SPECLAB_MODELS to the folder holding stories260K-*.gguf and family/ (default: ${path.resolve(here, '../../../shared/models')}).\n` +
-      `${'!'.repeat(100)}\n`
-  )
-}
-const withModels = missing.length === 0 ? describe : describe.skip
-
-const GREEDY_64: WarpConfig = { temperature: 0, topK: 64, topP: 1 }
-const NEAR_TIE = 0.02
 const MAX_TOKENS = 64
 const PROMPTS = [
   'Once upon a time, there was a little dog named Max.',
@@ -71,7 +58,7 @@ withModels('greedy hierarchies = greedy ar on the shared trios (temperature 0, t
 
   beforeAll(async () => {
     for (const key of Object.keys(FILES) as ModelKey[])
-      models[key] = await loadLlamaModel(modelPath(key), { threads: 1, contextSize: 512 })
+      models[key] = await loadLlamaModel(modelPath(FILES[key]), { threads: 1, contextSize: 512 })
   })
   afterAll(async () => {
     for (const model of Object.values(models)) await model?.dispose()
@@ -89,30 +76,10 @@ withModels('greedy hierarchies = greedy ar on the shared trios (temperature 0, t
     return arCache.get(key)!
   }
 
-  /**
-   * 'identical', or 'near-tie' when the first divergence is at a position where the target's top two tokens are
-   * within NEAR_TIE and the two outputs chose exactly those; anything else fails the test.
-   */
+  /** expectSameOrNearTie against greedy ar on `targetKey` (decoded once per prompt). */
   async function compareWithAr(label: string, targetKey: ModelKey, prompt: string, tokens: number[]): Promise<'identical' | 'near-tie'> {
     const target = models[targetKey]
-    const ar = await arTokens(targetKey, prompt)
-    let i = 0
-    while (i < ar.length && i < tokens.length && ar[i] === tokens[i]) i++
-    if (i === ar.length && i === tokens.length) return 'identical'
-    const prefix = [...promptTokens(target, prompt), ...ar.slice(0, i)]
-    const session = await target.createSession(GREEDY_64)
-    const [p] = await session.append(prefix, prefix.length - 1)
-    await session.dispose()
-    const gap = p.probs[0] - (p.probs[1] ?? 0)
-    console.log(
-      `${label} "${prompt.slice(0, 30)}…": diverges from ar at token ${i}; target top-2 ` +
-        `${JSON.stringify(target.tokenText(p.ids[0]))} ${p.probs[0].toFixed(4)} / ${JSON.stringify(target.tokenText(p.ids[1]))} ` +
-        `${p.probs[1]?.toFixed(4)}, gap ${gap.toFixed(4)}`
-    )
-    expect(gap, `${label}: divergence at token ${i} is not a near-tie (gap ${gap})`).toBeLessThan(NEAR_TIE)
-    expect(i, `${label}: one output is a prefix of the other`).toBeLessThan(Math.min(ar.length, tokens.length))
-    expect([ar[i], tokens[i]].sort()).toEqual([p.ids[0], p.ids[1]].sort())
-    return 'near-tie'
+    return expectSameOrNearTie(label, target, promptTokens(target, prompt), await arTokens(targetKey, prompt), tokens)
   }
 
   it('the near-tie rule has power: the mid model decoding alone (mid1M for target5M) is rejected', async () => {
@@ -151,4 +118,40 @@ withModels('greedy hierarchies = greedy ar on the shared trios (temperature 0, t
       })
     }
   }
+})
+
+withModels('speclab ablation (small, on the 260K trio)', () => {
+  it('stores two runs and prints Table 2 / Table 4 / per-level rows as JSON; greedy outputs agree across methods', () => {
+    const root = path.resolve(here, '../..')
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-ablation-'))
+    try {
+      const args = [
+        path.join(root, 'electron/cli.ts'), 'ablation', '--target', modelPath(FILES.s260f32), '--mid', modelPath(FILES.s260q8),
+        '--draft', modelPath(FILES.s260q4), '--limit', '1', '--max-tokens', '16', '--gamma', '4', '--json', '--db', path.join(dir, 'runs.sqlite')
+      ]
+      const result = spawnSync(path.join(root, 'node_modules/.bin/tsx'), args, { cwd: root, encoding: 'utf8' })
+      expect(result.status, result.stderr).toBe(0)
+      const out = JSON.parse(result.stdout)
+      expect(out.runs).toEqual({ trio: 1, midAsDraft: 2 })
+      expect(out.table2.map((r: { method: string | null }) => r.method)).toEqual(['sd', 'pre-verify', 'self-verify', 'pre-self-verify', 'hsddw'])
+      for (const row of out.table4) {
+        expect(row.sigma).toBeGreaterThanOrEqual(0)
+        expect(row.eta).toBeGreaterThan(0)
+      }
+      const hsddw = out.levels.find((l: { method: string }) => l.method === 'hsddw')
+      expect(hsddw.alpha).toBeGreaterThan(0.5)
+      expect(hsddw.beta).toBeGreaterThan(0.3)
+      // Both stored runs decoded the same greedy text with every method.
+      const store = RunStore.open(path.join(dir, 'runs.sqlite'))
+      try {
+        const texts = [1, 2].flatMap((id) => store.getPromptResults(id).map((r) => r.outputText))
+        expect(texts.length).toBe(9)
+        expect(new Set(texts).size).toBe(1)
+      } finally {
+        store.close()
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })

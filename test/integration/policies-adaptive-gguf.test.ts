@@ -4,41 +4,22 @@
  * run per method (forRun once, so learned state carries from prompt to prompt as in a real run).
  * A divergence is tolerated only where the target's top two tokens are within 0.02 of each other at the first
  * differing position (batched and single-token evaluation may round differently) and the two outputs chose
- * exactly those two tokens — the rule of test/integration/gguf.test.ts, whose helper is local to that file.
+ * exactly those two tokens — the rule of expectSameOrNearTie (test/helpers/gguf.ts).
  *
  * Models: $SPECLAB_MODELS, default ../shared/models next to the project.
  */
-import fs from 'node:fs'
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
 import { findMethod } from '../../electron/engine/decoders/registry'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
-import type { WarpConfig } from '../../electron/engine/sampling/warp'
 import { decode, makeRequest } from '../helpers/decode'
+import { describeWithModels, expectSameOrNearTie, GREEDY_64, modelPath } from '../helpers/gguf'
 
-const here = path.dirname(fileURLToPath(import.meta.url))
-const MODELS_DIR = path.resolve(process.env.SPECLAB_MODELS ?? path.resolve(here, '../../../shared/models'))
-const TARGET = path.join(MODELS_DIR, 'family/stories-target5M-f32.gguf')
-const DRAFT = path.join(MODELS_DIR, 'stories260K-f32.gguf')
+const TARGET = 'family/stories-target5M-f32.gguf'
+const DRAFT = 'stories260K-f32.gguf'
+const withModels = describeWithModels('test/integration/policies-adaptive-gguf.test.ts', [TARGET, DRAFT])
 
-const missing = [TARGET, DRAFT].filter((file) => !fs.existsSync(file))
-if (missing.length > 0) {
-  console.warn(
-    `\n${'!'.repeat(100)}\n` +
-      `!! SKIPPING the adaptive-policy GGUF tests (test/integration/policies-adaptive-gguf.test.ts): missing\n` +
-      `!! ${missing.join('\n!! ')}\n` +
-      `!! Set SPECLAB_MODELS to the folder holding stories260K-f32.gguf and family/ ` +
-      `(default: ${path.resolve(here, '../../../shared/models')}).\n` +
-      `${'!'.repeat(100)}\n`
-  )
-}
-const withModels = missing.length === 0 ? describe : describe.skip
-
-const GREEDY_64: WarpConfig = { temperature: 0, topK: 64, topP: 1 }
-const NEAR_TIE = 0.02
 const MAX_TOKENS = 48
 const GAMMA_MAX = 5
 const METHODS = ['adaptive-analytic', 'adaptive-fsm', 'adaptive-cache-fsm', 'adaptive-rl'] as const
@@ -56,8 +37,8 @@ withModels('adaptive policies on GGUF models: greedy = ar (target5M-f32 ← 260K
   const promptTokens = (text: string): number[] => [target.info.bos!, ...target.tokenize(text)]
 
   beforeAll(async () => {
-    target = await loadLlamaModel(TARGET, { threads: 1, contextSize: 512 })
-    draft = await loadLlamaModel(DRAFT, { threads: 1, contextSize: 512 })
+    target = await loadLlamaModel(modelPath(TARGET), { threads: 1, contextSize: 512 })
+    draft = await loadLlamaModel(modelPath(DRAFT), { threads: 1, contextSize: 512 })
     for (const prompt of PROMPTS) {
       const ar = await decode(autoregressive, { target }, makeRequest({ promptTokens: promptTokens(prompt), maxTokens: MAX_TOKENS, warp: GREEDY_64 }))
       expect(ar.tokens.length).toBeGreaterThan(0)
@@ -70,30 +51,11 @@ withModels('adaptive policies on GGUF models: greedy = ar (target5M-f32 ← 260K
     await target?.dispose()
   })
 
-  /** 'identical', or 'near-tie' after checking the divergence is one; throws otherwise. */
-  async function compareWithAr(label: string, prompt: string, ar: number[], other: number[]): Promise<'identical' | 'near-tie'> {
-    let i = 0
-    while (i < ar.length && i < other.length && ar[i] === other[i]) i++
-    if (i === ar.length && i === other.length) return 'identical'
-    const prefix = [...promptTokens(prompt), ...ar.slice(0, i)]
-    const session = await target.createSession(GREEDY_64)
-    const [p] = await session.append(prefix, prefix.length - 1)
-    await session.dispose()
-    const gap = p.probs[0] - (p.probs[1] ?? 0)
-    console.log(
-      `${label} "${prompt.slice(0, 30)}…": diverges from ar at token ${i} ` +
-        `(ar ${JSON.stringify(target.tokenText(ar[i]))} vs ${JSON.stringify(target.tokenText(other[i]))}); ` +
-        `target top-2 gap ${gap.toFixed(4)}`
-    )
-    expect(gap, `${label}: divergence at token ${i} is not a near-tie (gap ${gap})`).toBeLessThan(NEAR_TIE)
-    expect(i, `${label}: one output is a prefix of the other`).toBeLessThan(Math.min(ar.length, other.length))
-    expect([ar[i], other[i]].sort()).toEqual([p.ids[0], p.ids[1]].sort())
-    return 'near-tie'
-  }
-
   it('the near-tie rule has power: the draft decoding alone is rejected', async () => {
     const alone = await decode(autoregressive, { target: draft }, makeRequest({ promptTokens: promptTokens(PROMPTS[0]), maxTokens: MAX_TOKENS, warp: GREEDY_64 }))
-    await expect(compareWithAr('negative control: ar on the draft', PROMPTS[0], arTokens[0], alone.tokens)).rejects.toThrow(/not a near-tie/)
+    await expect(
+      expectSameOrNearTie('negative control: ar on the draft', target, promptTokens(PROMPTS[0]), arTokens[0], alone.tokens)
+    ).rejects.toThrow(/not a near-tie/)
   })
 
   for (const method of METHODS) {
@@ -103,7 +65,7 @@ withModels('adaptive policies on GGUF models: greedy = ar (target5M-f32 ← 260K
       const steps: StepRecord[] = []
       for (const [k, prompt] of PROMPTS.entries()) {
         const result = await decode(factory(), { target, draft }, makeRequest({ promptTokens: promptTokens(prompt), maxTokens: MAX_TOKENS, warp: GREEDY_64 }))
-        outcomes.push(await compareWithAr(method, prompt, arTokens[k], result.tokens))
+        outcomes.push(await expectSameOrNearTie(method, target, promptTokens(prompt), arTokens[k], result.tokens))
         steps.push(...result.steps)
       }
       const proposed = steps.reduce((n, s) => n + s.proposed, 0)

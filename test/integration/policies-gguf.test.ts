@@ -5,40 +5,22 @@
  * method so state that persists across prompts is exercised) must reproduce `ar`'s greedy tokens. A divergence is tolerated only where the
  * target's top two tokens are within NEAR_TIE of each other at the first differing position (batched and
  * single-token evaluation may round differently) and the two outputs chose exactly those two tokens — the rule of
- * test/integration/gguf.test.ts.
+ * expectSameOrNearTie (test/helpers/gguf.ts).
  *
  * Models: $SPECLAB_MODELS, default ../shared/models next to the project.
  */
-import fs from 'node:fs'
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
 import { findMethod } from '../../electron/engine/decoders/registry'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
-import type { WarpConfig } from '../../electron/engine/sampling/warp'
 import { decode, makeRequest } from '../helpers/decode'
+import { describeWithModels, expectSameOrNearTie, GREEDY_64, modelPath } from '../helpers/gguf'
 
-const here = path.dirname(fileURLToPath(import.meta.url))
-const MODELS_DIR = path.resolve(process.env.SPECLAB_MODELS ?? path.resolve(here, '../../../shared/models'))
-const TARGET = path.join(MODELS_DIR, 'family/stories-target5M-f32.gguf')
-const DRAFT = path.join(MODELS_DIR, 'stories260K-f32.gguf')
+const TARGET = 'family/stories-target5M-f32.gguf'
+const DRAFT = 'stories260K-f32.gguf'
+const withModels = describeWithModels('test/integration/policies-gguf.test.ts', [TARGET, DRAFT])
 
-const missing = [TARGET, DRAFT].filter((file) => !fs.existsSync(file))
-if (missing.length > 0) {
-  console.warn(
-    `\n${'!'.repeat(100)}\n` +
-      `!! SKIPPING the policy GGUF tests (test/integration/policies-gguf.test.ts): missing ${missing.join(', ')}\n` +
-      `!! Set SPECLAB_MODELS to the folder holding stories260K-f32.gguf and family/stories-target5M-f32.gguf\n` +
-      `!! (default: ${path.resolve(here, '../../../shared/models')}).\n` +
-      `${'!'.repeat(100)}\n`
-  )
-}
-const withModels = missing.length === 0 ? describe : describe.skip
-
-const GREEDY_64: WarpConfig = { temperature: 0, topK: 64, topP: 1 }
-const NEAR_TIE = 0.02
 const MAX_TOKENS = 48
 const GAMMA = 5
 /** Defaults first, then settings that draft longer or differently (the defaults stop early on this pair). */
@@ -68,8 +50,8 @@ withModels('issue-3 policies on GGUF models: greedy output = greedy ar (target5M
   const request = (text: string) => makeRequest({ promptTokens: promptTokens(text), maxTokens: MAX_TOKENS, warp: GREEDY_64 })
 
   beforeAll(async () => {
-    target = await loadLlamaModel(TARGET, { threads: 1, contextSize: 512 })
-    draft = await loadLlamaModel(DRAFT, { threads: 1, contextSize: 512 })
+    target = await loadLlamaModel(modelPath(TARGET), { threads: 1, contextSize: 512 })
+    draft = await loadLlamaModel(modelPath(DRAFT), { threads: 1, contextSize: 512 })
     for (const prompt of PROMPTS) ar.push((await decode(autoregressive, { target }, request(prompt))).tokens)
   })
 
@@ -78,27 +60,6 @@ withModels('issue-3 policies on GGUF models: greedy output = greedy ar (target5M
     await target?.dispose()
   })
 
-  /** 'identical', or 'near-tie' after checking the divergence is one; fails otherwise. */
-  async function compare(label: string, prompt: string, reference: number[], tokens: number[]): Promise<'identical' | 'near-tie'> {
-    let i = 0
-    while (i < reference.length && i < tokens.length && reference[i] === tokens[i]) i++
-    if (i === reference.length && i === tokens.length) return 'identical'
-    expect(i, `${label}: one output is a prefix of the other`).toBeLessThan(Math.min(reference.length, tokens.length))
-    const prefix = [...promptTokens(prompt), ...reference.slice(0, i)]
-    const session = await target.createSession(GREEDY_64)
-    const [p] = await session.append(prefix, prefix.length - 1)
-    await session.dispose()
-    const gap = p.probs[0] - (p.probs[1] ?? 0)
-    console.log(
-      `${label} "${prompt.slice(0, 30)}…": diverges from ar at token ${i} ` +
-        `(ar ${JSON.stringify(target.tokenText(reference[i]))} vs ${JSON.stringify(target.tokenText(tokens[i]))}); ` +
-        `target top-2 gap ${gap.toFixed(4)}`
-    )
-    expect(gap, `${label}: divergence at token ${i} is not a near-tie (gap ${gap})`).toBeLessThan(NEAR_TIE)
-    expect([reference[i], tokens[i]].sort()).toEqual([p.ids[0], p.ids[1]].sort())
-    return 'near-tie'
-  }
-
   it.each(METHODS)('%s %o (γ = 5), 3 prompts × 48 tokens', async (id, params) => {
     const run = findMethod(id)!.forRun({ gamma: GAMMA, params })
     const outcomes: string[] = []
@@ -106,7 +67,7 @@ withModels('issue-3 policies on GGUF models: greedy output = greedy ar (target5M
     for (const [i, prompt] of PROMPTS.entries()) {
       const result = await decode(run(), { target, draft }, request(prompt))
       expect(ar[i].length).toBeGreaterThan(0)
-      outcomes.push(await compare(id, prompt, ar[i], result.tokens))
+      outcomes.push(await expectSameOrNearTie(id, target, promptTokens(prompt), ar[i], result.tokens))
       steps.push(...result.steps)
     }
     const proposed = steps.reduce((n, s) => n + s.proposed, 0)

@@ -5,8 +5,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { RunConfig } from '../../electron/api/contract'
 import { POLICY_METHODS } from '../../electron/cli/bench-command'
 import { foldSteps, sigma } from '../../electron/engine/metrics/fold'
@@ -14,18 +13,19 @@ import { loadTrio, type LoadedTrio } from '../../electron/experiments/models'
 import { loadPrompts } from '../../electron/experiments/prompts'
 import { executeRun } from '../../electron/experiments/runner'
 import { RunStore } from '../../electron/store/run-store'
+import { describeWithModels, modelPath } from '../helpers/gguf'
 
-const models = process.env.SPECLAB_MODELS ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/models')
-const haveModels = fs.existsSync(path.join(models, 'family/stories-target5M-f32.gguf'))
-if (!haveModels) console.warn(`\n!!! policies run test SKIPPED: no models at ${models} (set SPECLAB_MODELS) !!!\n`)
+const TARGET = 'family/stories-target5M-f32.gguf'
+const DRAFT = 'stories260K-f32.gguf'
+const withModels = describeWithModels('test/integration/policies-run.test.ts', [TARGET, DRAFT])
 
-describe.skipIf(!haveModels)('every policy in one stored run', () => {
+withModels('every policy in one stored run', () => {
   let trio: LoadedTrio
   let store: RunStore
 
   beforeAll(async () => {
     trio = await loadTrio(
-      { target: path.join(models, 'family/stories-target5M-f32.gguf'), draft: path.join(models, 'stories260K-f32.gguf') },
+      { target: modelPath(TARGET), draft: modelPath(DRAFT) },
       { threads: 1, contextSize: 512 }
     )
     store = RunStore.open(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-policies-')), 'runs.sqlite'))

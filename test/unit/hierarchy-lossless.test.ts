@@ -21,8 +21,9 @@ import { probabilityOf, sample, type Distribution } from '../../electron/engine/
 import { createPrng } from '../../electron/engine/sampling/prng'
 import { acceptSampling, residual } from '../../electron/engine/sampling/verify'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
-import { chiSquareGoodnessOfFit, tally, type ChiSquareResult } from '../helpers/chi-square'
+import { chiSquareGoodnessOfFit, tally } from '../helpers/chi-square'
 import { decode, GREEDY, makeRequest, PLAIN } from '../helpers/decode'
+import { report, sampleTokenGroups } from '../helpers/sampling'
 import {
   exactSequenceDistribution,
   marginal,
@@ -37,13 +38,6 @@ import {
 const SAMPLES = 20_000
 const SEED = 20250107
 const P_MIN = 0.001
-
-function report(label: string, result: ChiSquareResult): void {
-  console.log(
-    `${label}: χ² = ${result.statistic.toFixed(2)}, df = ${result.df}, p = ${result.pValue.toExponential(3)} ` +
-      `(${result.samples} samples, ${result.bins} bins)`
-  )
-}
 
 /** Total variation distance ½ Σ |a − b| between an empirical count table and a law. */
 function totalVariation(counts: ReadonlyMap<string, number>, law: ReadonlyMap<string, number>): number {
@@ -83,6 +77,7 @@ interface Sampled {
   provenance: Map<string, number>
 }
 
+/** `SAMPLES` decodes from one run of `method` (state carries over), keeping every step and provenance. */
 async function sampleMethod(
   method: string,
   gamma: number,
@@ -92,22 +87,22 @@ async function sampleMethod(
   maxTokens: number,
   groups: number[][]
 ): Promise<Sampled> {
-  const factory = findMethod(method)!.forRun({ gamma, params })
-  const out: Sampled = { byPositions: groups.map(() => new Map()), steps: [], provenance: new Map() }
-  for (let i = 0; i < SAMPLES; i++) {
-    const result = await decode(factory(), models, {
-      promptTokens: [TOY_BOS],
-      maxTokens,
-      warp,
-      rng: createPrng(SEED, i),
-      params: {}
-    })
-    expect(result.tokens.length).toBe(maxTokens)
-    groups.forEach((positions, g) => tally(out.byPositions[g], positions.map((p) => result.tokens[p]).join(',')))
-    for (const p of result.provenances) tally(out.provenance, p)
-    out.steps.push(...result.steps)
-  }
-  return out
+  const steps: StepRecord[] = []
+  const provenance = new Map<string, number>()
+  const byPositions = await sampleTokenGroups({
+    decoder: findMethod(method)!.forRun({ gamma, params }),
+    models,
+    warp,
+    maxTokens,
+    groups,
+    samples: SAMPLES,
+    seed: SEED,
+    onResult: (result) => {
+      for (const p of result.provenances) tally(provenance, p)
+      steps.push(...result.steps)
+    }
+  })
+  return { byPositions, steps, provenance }
 }
 
 describe('pre-verify, pre-self-verify and hsddw are lossless (chi-square, 20k decodes each, M_q1 ≠ M_q2 ≠ M_p)', () => {

@@ -14,8 +14,9 @@ import { findMethod } from '../../electron/engine/decoders/registry'
 import type { Decoder, DecoderModels, MethodParams } from '../../electron/engine/decoders/types'
 import { createPrng } from '../../electron/engine/sampling/prng'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
-import { chiSquareGoodnessOfFit, tally } from '../helpers/chi-square'
+import { chiSquareGoodnessOfFit } from '../helpers/chi-square'
 import { decode, GREEDY, makeRequest, PLAIN } from '../helpers/decode'
+import { report, sampleTokenGroups } from '../helpers/sampling'
 import { exactSequenceDistribution, marginal, TOY_BOS, toyDraft, toyDraftClose, toyTarget } from '../helpers/toy-models'
 
 const SAMPLES = 20_000
@@ -65,34 +66,30 @@ describe('the policies are lossless: chi-square against the exact target law (20
   const target = toyTarget()
   const draft = toyDraft()
   const models: DecoderModels = { target, draft }
+  const sampling = { models, maxTokens: MAX_TOKENS, groups: GROUPS, samples: SAMPLES, seed: SEED }
 
   it.each(CASES)('$label', async ({ label, id, params, warp, shared, ruleReason }) => {
     const method = findMethod(id)!
     const run = method.forRun({ gamma: 3, params })
     const decoder = (): Decoder => (shared ? run : method.forRun({ gamma: 3, params }))()
-    const counts = GROUPS.map(() => new Map<string, number>())
     const lengths = new Map<number, number>()
     const reasons = new Map<string, number>()
     let rounds = 0
     let rejections = 0
-    for (let i = 0; i < SAMPLES; i++) {
-      const result = await decode(decoder(), models, {
-        promptTokens: [TOY_BOS],
-        maxTokens: MAX_TOKENS,
-        warp,
-        rng: createPrng(SEED, i),
-        params: {}
-      })
-      expect(result.tokens.length).toBe(MAX_TOKENS)
-      GROUPS.forEach((positions, g) => tally(counts[g], positions.map((p) => result.tokens[p]).join(',')))
-      for (const step of result.steps) {
-        rounds += 1
-        if (step.resampled) rejections += 1
-        lengths.set(step.proposed, (lengths.get(step.proposed) ?? 0) + 1)
-        const reason = String(step.decision?.reason)
-        reasons.set(reason, (reasons.get(reason) ?? 0) + 1)
+    const counts = await sampleTokenGroups({
+      ...sampling,
+      decoder,
+      warp,
+      onResult: (result) => {
+        for (const step of result.steps) {
+          rounds += 1
+          if (step.resampled) rejections += 1
+          lengths.set(step.proposed, (lengths.get(step.proposed) ?? 0) + 1)
+          const reason = String(step.decision?.reason)
+          reasons.set(reason, (reasons.get(reason) ?? 0) + 1)
+        }
       }
-    }
+    })
     console.log(
       `${label}: ${rounds} rounds, rejection rounds ${(rejections / rounds).toFixed(3)}, ` +
         `draft lengths ${JSON.stringify(Object.fromEntries([...lengths].sort((a, b) => a[0] - b[0])))}, ` +
@@ -109,22 +106,14 @@ describe('the policies are lossless: chi-square against the exact target law (20
     const law = exactSequenceDistribution(target, [TOY_BOS], MAX_TOKENS, warp)
     GROUPS.forEach((positions, g) => {
       const fit = chiSquareGoodnessOfFit(counts[g], marginal(law, positions))
-      console.log(
-        `${label} tokens ${positions.join('+')}: χ² = ${fit.statistic.toFixed(2)}, df = ${fit.df}, ` +
-          `p = ${fit.pValue.toExponential(3)}`
-      )
+      report(`${label} tokens ${positions.join('+')}`, fit)
       expect(fit.df).toBeGreaterThanOrEqual(10)
       expect(fit.pValue).toBeGreaterThan(P_MIN)
     })
   })
 
   it('negative control: the same grouped test rejects the draft decoding alone at every group', async () => {
-    const counts = GROUPS.map(() => new Map<string, number>())
-    for (let i = 0; i < SAMPLES; i++) {
-      const request = makeRequest({ promptTokens: [TOY_BOS], maxTokens: MAX_TOKENS, warp: PLAIN, rng: createPrng(SEED, i) })
-      const result = await decode(autoregressive, { target: draft }, request)
-      GROUPS.forEach((positions, g) => tally(counts[g], positions.map((p) => result.tokens[p]).join(',')))
-    }
+    const counts = await sampleTokenGroups({ ...sampling, decoder: () => autoregressive, models: { target: draft }, warp: PLAIN })
     const law = exactSequenceDistribution(target, [TOY_BOS], MAX_TOKENS, PLAIN)
     GROUPS.forEach((positions, g) => expect(chiSquareGoodnessOfFit(counts[g], marginal(law, positions)).pValue).toBeLessThan(1e-6))
   })

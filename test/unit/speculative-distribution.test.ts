@@ -15,20 +15,14 @@ import { fromWeights, probabilityOf, sample, type Distribution } from '../../ele
 import { createPrng, type Prng } from '../../electron/engine/sampling/prng'
 import { acceptSampling } from '../../electron/engine/sampling/verify'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
-import { chiSquareGoodnessOfFit, chiSquareSf, gammaQ, tally, type ChiSquareResult } from '../helpers/chi-square'
+import { chiSquareGoodnessOfFit, chiSquareSf, gammaQ, tally } from '../helpers/chi-square'
 import { decode, GREEDY, makeRequest, PLAIN } from '../helpers/decode'
+import { report, sampleTokenGroups } from '../helpers/sampling'
 import { exactSequenceDistribution, marginal, TOY_BOS, toyDraft, toyDraftClose, toyTarget } from '../helpers/toy-models'
 
 const SAMPLES = 20_000
 const SEED = 20240611
 const P_MIN = 0.001
-
-function report(label: string, result: ChiSquareResult): void {
-  console.log(
-    `${label}: χ² = ${result.statistic.toFixed(2)}, df = ${result.df}, p = ${result.pValue.toExponential(3)} ` +
-      `(${result.samples} samples, ${result.bins} bins)`
-  )
-}
 
 interface Sampled {
   /** Counts keyed by the tokens at the requested positions. */
@@ -40,41 +34,34 @@ interface Sampled {
   bonuses: number
 }
 
-/** Decodes `SAMPLES` times with PRNG streams (seed, i) and tallies the tokens at each group of positions. */
+/** Decodes `SAMPLES` times with PRNG streams (seed, i), tallies each group of positions and sums the rounds. */
 async function sampleDecoder(
   decoder: () => Decoder,
   models: DecoderModels,
   warp: WarpConfig,
   maxTokens: number,
-  positionGroups: number[][]
+  groups: number[][]
 ): Promise<Sampled> {
-  const out: Sampled = {
-    byPositions: positionGroups.map(() => new Map()),
-    rounds: 0,
-    proposed: 0,
-    accepted: 0,
-    rejections: 0,
-    bonuses: 0
-  }
-  for (let i = 0; i < SAMPLES; i++) {
-    const result = await decode(decoder(), models, {
-      promptTokens: [TOY_BOS],
-      maxTokens,
-      warp,
-      rng: createPrng(SEED, i),
-      params: {}
-    })
-    expect(result.tokens.length).toBe(maxTokens)
-    positionGroups.forEach((positions, g) => tally(out.byPositions[g], positions.map((p) => result.tokens[p]).join(',')))
-    for (const step of result.steps) {
-      out.rounds += 1
-      out.proposed += step.proposed
-      out.accepted += step.accepted
-      if (step.resampled) out.rejections += 1
-      if (step.bonus) out.bonuses += 1
+  const stats = { rounds: 0, proposed: 0, accepted: 0, rejections: 0, bonuses: 0 }
+  const byPositions = await sampleTokenGroups({
+    decoder,
+    models,
+    warp,
+    maxTokens,
+    groups,
+    samples: SAMPLES,
+    seed: SEED,
+    onResult: (result) => {
+      for (const step of result.steps) {
+        stats.rounds += 1
+        stats.proposed += step.proposed
+        stats.accepted += step.accepted
+        if (step.resampled) stats.rejections += 1
+        if (step.bonus) stats.bonuses += 1
+      }
     }
-  }
-  return out
+  })
+  return { byPositions, ...stats }
 }
 
 describe('chi-square helper (test/helpers/chi-square.ts)', () => {

@@ -138,3 +138,75 @@ function mergeInto(into: StepTotals, from: StepTotals): void {
     else into[key] += from[key]
   }
 }
+
+/**
+ * Beam methods (`beam`, `dsbd`, `dsbd-1beam`) record per step, in `decision`: `layers` generated, `widthSum` (the
+ * beams of those layers), `liveSequences` / `kvCells` (target KV kept after the step), `peakSequences`, `evaluated`
+ * / `requested` target positions (one sequence per tree path: shared ancestors and forked prefixes cost extra), and
+ * DSBD's `beta` (mean β_{W_min} of the step's layers, Theorem 3.2). W̄ = Σ widthSum / Σ layers (DSBD App. C.1).
+ */
+export interface BeamTotals {
+  steps: number
+  layers: number
+  widthSum: number
+  /** W̄: average beams per generated layer; null without beam steps. */
+  meanWidth: number | null
+  /** Layers per step (DSBD: per iteration — Theorem 3.2's expected steps). */
+  layersPerStep: number | null
+  /** Mean and peak target KV sequences held between steps. */
+  meanLiveSequences: number | null
+  maxLiveSequences: number
+  peakSequences: number
+  maxKvCells: number
+  evaluated: number
+  requested: number
+  /** Mean β_{W_min} over the steps that report it (dynamic-width DSBD). */
+  meanBeta: number | null
+}
+
+export function beamWidthTotals(steps: readonly StepRecord[]): BeamTotals {
+  const num = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null)
+  const t: BeamTotals = {
+    steps: 0,
+    layers: 0,
+    widthSum: 0,
+    meanWidth: null,
+    layersPerStep: null,
+    meanLiveSequences: null,
+    maxLiveSequences: 0,
+    peakSequences: 0,
+    maxKvCells: 0,
+    evaluated: 0,
+    requested: 0,
+    meanBeta: null
+  }
+  let live = 0
+  let betaSum = 0
+  let betaCount = 0
+  for (const step of steps) {
+    const d = step.decision
+    const layers = num(d?.layers)
+    if (!d || layers === null) continue
+    t.steps += 1
+    t.layers += layers
+    t.widthSum += num(d.widthSum) ?? 0
+    live += num(d.liveSequences) ?? 0
+    t.maxLiveSequences = Math.max(t.maxLiveSequences, num(d.liveSequences) ?? 0)
+    t.peakSequences = Math.max(t.peakSequences, num(d.peakSequences) ?? 0)
+    t.maxKvCells = Math.max(t.maxKvCells, num(d.kvCells) ?? 0)
+    t.evaluated += num(d.evaluated) ?? 0
+    t.requested += num(d.requested) ?? 0
+    const beta = num(d.beta)
+    if (beta !== null) {
+      betaSum += beta
+      betaCount += 1
+    }
+  }
+  if (t.steps > 0) {
+    t.meanWidth = t.layers > 0 ? t.widthSum / t.layers : null
+    t.layersPerStep = t.layers / t.steps
+    t.meanLiveSequences = live / t.steps
+  }
+  if (betaCount > 0) t.meanBeta = betaSum / betaCount
+  return t
+}

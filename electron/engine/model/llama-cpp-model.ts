@@ -36,6 +36,8 @@ export interface LlamaLoadOptions {
   gpuLayers?: number | 'auto'
   /** Transfer all logits instead of the top-k (exact for any warp, ~10 ms per position at 32k vocab). */
   fullVocabulary?: boolean
+  /** Loading progress of the weights, 0…1 (node-llama-cpp's onLoadProgress). */
+  onLoadProgress?: (fraction: number) => void
 }
 
 export function defaultThreads(): number | undefined {
@@ -79,7 +81,7 @@ export async function loadLlamaModel(file: string, options: LlamaLoadOptions = {
   const llama = await sharedLlama()
   let model: LlamaModel
   try {
-    model = await llama.loadModel({ modelPath, gpuLayers: options.gpuLayers ?? 'auto' })
+    model = await llama.loadModel({ modelPath, gpuLayers: options.gpuLayers ?? 'auto', onLoadProgress: options.onLoadProgress })
   } catch (error) {
     throw new UserInputError(`${modelPath}: not a valid GGUF model (${(error as Error).message})`)
   }
@@ -137,6 +139,10 @@ export class LlamaCppModel implements LanguageModel {
     return new LlamaCppSession(this.context.getSequence(), warpConfig, this.logitsRequest(warpConfig))
   }
 
+  sessionsLeft(): number {
+    return this.context.sequencesLeft
+  }
+
   async logProbabilities(tokens: readonly number[]): Promise<number[]> {
     const sequence = this.context.getSequence()
     try {
@@ -180,6 +186,7 @@ export class LlamaCppModel implements LanguageModel {
 }
 
 type LogitsRequest = true | { filter: { tokens: Token[]; includeTop: number } }
+type InternalSequenceCopy = (other: LlamaContextSequence, upToTokenIndex: number) => Promise<boolean>
 
 class LlamaCppSession implements ModelSession {
   private readonly mirror: number[] = []
@@ -192,6 +199,12 @@ class LlamaCppSession implements ModelSession {
 
   get tokens(): readonly number[] {
     return this.mirror
+  }
+
+  /** node-llama-cpp keeps the id internal (`_sequenceId`); undefined if that ever changes. */
+  get sequenceId(): number | undefined {
+    const id = (this.sequence as unknown as { _sequenceId?: unknown })._sequenceId
+    return typeof id === 'number' ? id : undefined
   }
 
   async append(tokens: readonly number[], distributionsFrom: number): Promise<Distribution[]> {
@@ -213,6 +226,29 @@ class LlamaCppSession implements ModelSession {
     if (length >= this.mirror.length) return
     await this.sequence.eraseContextTokenRanges([{ start: length, end: this.sequence.nextTokenIndex }])
     this.mirror.length = length
+  }
+
+  /**
+   * KV copy between two sequences of one context: node-llama-cpp 3.22.1's internal
+   * `LlamaContextSequence._copyStateFromOtherSequence` (what its LlamaDecisionContext uses) → llama_memory_seq_cp.
+   * The addon creates contexts with kv_unified = false, so every sequence has its own KV stream and llama.cpp copies
+   * the WHOLE stream buffer (context size × layers, not just `length` cells) at the next decode, then the tail is
+   * erased. Not part of the typed API: feature-detected, and false (→ the caller re-evaluates) when absent.
+   */
+  async copyFrom(source: ModelSession, length: number): Promise<boolean> {
+    if (!(source instanceof LlamaCppSession) || source === this || source.sequence.context !== this.sequence.context) return false
+    const copy = (this.sequence as unknown as { _copyStateFromOtherSequence?: InternalSequenceCopy })._copyStateFromOtherSequence
+    const upTo = Math.min(length, source.mirror.length)
+    if (typeof copy !== 'function' || upTo <= 0) return false
+    let copied = false
+    try {
+      copied = await copy.call(this.sequence, source.sequence, upTo)
+    } finally {
+      // Whatever happened, mirror what the sequence now holds.
+      this.mirror.length = 0
+      this.mirror.push(...(copied ? source.mirror.slice(0, upTo) : this.sequence.contextTokens))
+    }
+    return copied
   }
 
   async dispose(): Promise<void> {

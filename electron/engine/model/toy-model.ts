@@ -22,6 +22,7 @@ export class ToyModel implements LanguageModel {
   readonly info: ModelInfo
   /** Forward calls made on this model (each `append` counts once, like one batched decode). */
   calls = 0
+  private readonly sessions = new WeakSet<ModelSession>()
 
   constructor(private readonly options: ToyModelOptions) {
     this.info = {
@@ -78,7 +79,7 @@ export class ToyModel implements LanguageModel {
 
   async createSession(warpConfig: WarpConfig): Promise<ModelSession> {
     const tokens: number[] = []
-    return {
+    const session: ModelSession = {
       tokens,
       append: async (appended, distributionsFrom) => {
         this.calls += 1
@@ -92,8 +93,18 @@ export class ToyModel implements LanguageModel {
       truncate: async (length) => {
         tokens.length = Math.min(tokens.length, length)
       },
+      // A "KV copy" is free here; only sessions of this model can be copied (like sequences of one context).
+      copyFrom: async (source, length) => {
+        if (!this.sessions.has(source)) return false
+        const copied = source.tokens.slice(0, Math.min(length, source.tokens.length))
+        tokens.length = 0
+        tokens.push(...copied)
+        return true
+      },
       dispose: async () => {}
     }
+    this.sessions.add(session)
+    return session
   }
 
   async dispose(): Promise<void> {}

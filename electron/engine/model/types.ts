@@ -33,6 +33,17 @@ export interface ModelSession {
   append(tokens: readonly number[], distributionsFrom: number): Promise<Distribution[]>
   /** Keep the first `length` tokens of the cache, erase the rest. */
   truncate(length: number): Promise<void>
+  /**
+   * Optional: replace this session's cache by the first `length` tokens of `source`'s cache (a session of the same
+   * model) without re-evaluating them. Resolves false when it cannot (the caller re-evaluates instead); this
+   * session's `tokens` then tell what its cache holds. Beam decoders fork beams with it (decoders/beam.ts).
+   */
+  copyFrom?(source: ModelSession, length: number): Promise<boolean>
+  /**
+   * Optional: the backend's KV sequence id. llama.cpp (one KV stream per sequence) puts only sequences with
+   * consecutive ids into one micro-batch, so decoders that evaluate several sessions together order them by it.
+   */
+  readonly sequenceId?: number
   dispose(): Promise<void>
 }
 
@@ -46,6 +57,8 @@ export interface LanguageModel {
   /** True for end-of-generation tokens (EOS, EOT, ...). */
   isEndOfGeneration(token: number): boolean
   createSession(warp: WarpConfig): Promise<ModelSession>
+  /** Optional: how many more sessions can be open at once (node-llama-cpp: free context sequences); absent = no limit. */
+  sessionsLeft?(): number
   /**
    * log p(tokens[i] | tokens[<i]) for i = 1 … n−1 under the raw model (temperature 1, no warping), in one batched
    * evaluation on a scratch sequence — for perplexities (draft-model selection features, beam quality).

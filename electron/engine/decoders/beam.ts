@@ -1,0 +1,639 @@
+/**
+ * `beam`: beam sampling (../shared/papers/dsbd-dynamic-width-speculative-beam.txt §2.1, Eq 1) — the baseline DSBD is
+ * judged against (§4.2: widths 1–4) — plus what the DSBD decoders share with it: the beam law T∘p_beam, the session
+ * pool that keeps one KV sequence per beam / tree path, and the streaming of a beam decoder's output.
+ *
+ * Eq 1. With beams I = {x^{(1)} … x^{(W)}} (a multiset: beams are drawn with replacement, so a sequence drawn twice
+ * counts twice), the next W beams are drawn i.i.d. from T∘p_beam, p_beam(x^{(i)}, v) ∝ p(x^{(i)}) · p(v | x^{(i)}),
+ * where p(x^{(i)}) is the RAW target likelihood of the beam's generated tokens (the prompt's is common to all beams
+ * and cancels) and T is the run's warp applied to the joint over I × V (as Eq 1 and Appendix A write T∘(p/𝒫)):
+ * temperature on the joint log-likelihood, top-k over all W·|V| candidates, then top-p. (Hugging Face's beam sample
+ * applies top-k per beam row; the paper's formula is global, which we follow.) W = 1 is multinomial sampling: the
+ * beam's own likelihood is a constant factor, so T∘p_beam = T∘p(· | x). i.i.d. draws with replacement are what
+ * Theorem 3.1 guarantees for DSBD's output beams, so `dsbd` with a fixed width W_L samples exactly `beam`'s law.
+ * `beam.deterministic=true` keeps the W most probable candidates of T∘p_beam instead (§2.1 "deterministic beam
+ * sampling", i.e. beam search). Temperature 0 (greedy) makes T∘p_beam the point mass on the best candidate, so the
+ * sampled variant then equals greedy decoding (W identical beams); deterministic beam search is the option.
+ * Sessions are created with the raw warp (temperature 1, whole vocabulary — cheap at the stories models' 512 tokens,
+ * ~10 ms per position at a 32k vocabulary) because the joint needs raw, normalised conditionals.
+ *
+ * Finished beams (end-of-generation token) stay in the beam set with their whole mass on one "stay" candidate, so
+ * they keep competing by their likelihood; decoding ends when every beam has finished or after --max-tokens layers.
+ *
+ * Output. The decoder seam carries ONE sequence: we return the final beam with the lowest perplexity under the
+ * target (exp of minus the mean raw log-likelihood per generated token — Hugging Face's length-normalised beam
+ * score, and §3.4's rule for picking the input beam in the memory mode). A token can only be emitted once every
+ * possible output agrees on it, so we stream the common prefix of all current beams as it becomes fixed (beams
+ * coalesce quickly) and emit the rest of the chosen beam when decoding ends. A committed prefix token carries the
+ * provenance recorded on the first beam holding it (identical when the beams share that ancestor, the usual case).
+ *
+ * KV state (node-llama-cpp has no tree attention masks). One context sequence per distinct beam; the evaluations
+ * of one layer are issued together (Promise.all) so they share one llama.cpp decode. Between layers a beam's
+ * session is rolled back to the longest prefix it shares with the beam that takes it over (truncate); a beam that
+ * forks from another gets a KV copy of it (ModelSession.copyFrom: node-llama-cpp's internal sequence copy, a
+ * whole-stream buffer copy in llama.cpp, ~0.1–3 ms on the inflated target) and, where copying is unavailable, the
+ * shared prefix is re-evaluated in the session it lands in. Duplicate beams share one session. The pool reports
+ * batched calls, evaluated vs requested positions (the re-evaluation and duplicated-ancestor overhead), copies,
+ * live sequences and KV cells, which land in each step's `decision`.
+ */
+import type { LanguageModel, ModelSession } from '../model/types'
+import type { Distribution } from '../sampling/distribution'
+import { fromWeights, probabilityOf, sample } from '../sampling/distribution'
+import { warp, type WarpConfig } from '../sampling/warp'
+import { UserInputError } from '../errors'
+import { OutputBuffer } from './output'
+import { integerParam, rejectUnknownParams } from './pre-verify'
+import { now } from './session-sync'
+import type { Decoder, DecodeEvent, MethodParams, Provenance, StepRecord } from './types'
+
+/** Sessions of beam decoders return raw next-token distributions; the warp is applied to the joint (Eq 1). */
+export const RAW_WARP: WarpConfig = { temperature: 1, topK: 0, topP: 1 }
+/** The token of a finished beam's only candidate: it stays as it is. */
+export const STAY = -1
+
+// ---------------------------------------------------------------------------------------------------------------
+// The beam law T∘p_beam (Eq 1)
+
+/** One beam of the current set: its joint log-likelihood and next-token distribution (null: finished → stay). */
+export interface BeamRow {
+  logWeight: number
+  next: Distribution | null
+}
+
+/** Candidate (row, token) ↔ integer key, so beam laws are ordinary Distributions over keys. */
+export class CandidateKeys {
+  private readonly stride: number
+  constructor(vocabularySize: number) {
+    this.stride = vocabularySize + 1
+  }
+  key(row: number, token: number): number {
+    return row * this.stride + (token + 1)
+  }
+  row(key: number): number {
+    return Math.floor(key / this.stride)
+  }
+  token(key: number): number {
+    return (key % this.stride) - 1
+  }
+}
+
+/**
+ * T∘p_beam over rows × V as a Distribution over candidate keys (sorted by descending probability). Greedy
+ * (temperature 0) → the point mass on the most probable candidate (ties: lower row, then lower token).
+ */
+export function beamLaw(rows: readonly BeamRow[], config: WarpConfig, keys: CandidateKeys): Distribution {
+  const ids: number[] = []
+  const scores: number[] = []
+  rows.forEach((row, r) => {
+    if (!Number.isFinite(row.logWeight)) return
+    if (row.next === null) {
+      ids.push(keys.key(r, STAY))
+      scores.push(row.logWeight)
+      return
+    }
+    // The global top-k of the joint lies within each row's own top-k (a row's joint order is its token order).
+    const limit = config.topK > 0 ? Math.min(config.topK, row.next.ids.length) : row.next.ids.length
+    for (let i = 0; i < limit; i++) {
+      const p = row.next.probs[i]
+      if (p <= 0) continue
+      ids.push(keys.key(r, row.next.ids[i]))
+      scores.push(row.logWeight + Math.log(p))
+    }
+  })
+  if (ids.length === 0) throw new Error('beam law: no candidate has mass')
+  const law = warp(ids, scores, config)
+  if (config.temperature === 0) return { ids: Int32Array.of(law.ids[0]), probs: Float64Array.of(1) }
+  return law
+}
+
+/** The `count` most probable candidates of a law (fewer when its support is smaller): deterministic beam sampling. */
+export function topCandidates(law: Distribution, count: number): number[] {
+  return Array.from(law.ids.subarray(0, Math.min(count, law.ids.length)))
+}
+
+/** Restricts a law to the candidates whose row passes `keep`, renormalised (null when nothing is left). */
+export function restrictLaw(law: Distribution, keep: (key: number) => number | null): Distribution | null {
+  const ids: number[] = []
+  const weights: number[] = []
+  law.ids.forEach((key, i) => {
+    const mapped = keep(key)
+    if (mapped !== null && law.probs[i] > 0) {
+      ids.push(mapped)
+      weights.push(law.probs[i])
+    }
+  })
+  return ids.length > 0 ? fromWeights(ids, weights) : null
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Beams
+
+export interface Beam {
+  /** Prompt + generated tokens. */
+  tokens: number[]
+  /** Σ raw target log p of the generated tokens. */
+  logP: number
+  finished: boolean
+  /** Provenance of each generated token. */
+  provenance: Provenance[]
+}
+
+export function generatedLength(beam: Beam, promptLength: number): number {
+  return beam.tokens.length - promptLength
+}
+
+/** exp(−logP / n) over the generated tokens (1 for an empty beam). */
+export function beamPerplexity(beam: Beam, promptLength: number): number {
+  const n = generatedLength(beam, promptLength)
+  return n > 0 ? Math.exp(-beam.logP / n) : 1
+}
+
+/** The beam with the lowest perplexity under the target (first one on ties). */
+export function bestBeam<B extends Beam>(beams: readonly B[], promptLength: number): B {
+  let best = beams[0]
+  let bestScore = -Infinity
+  for (const beam of beams) {
+    const n = generatedLength(beam, promptLength)
+    const score = n > 0 ? beam.logP / n : 0
+    if (score > bestScore) {
+      best = beam
+      bestScore = score
+    }
+  }
+  return best
+}
+
+function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length)
+  let i = 0
+  while (i < n && a[i] === b[i]) i++
+  return i
+}
+
+/** Distinct sequences (by content), first occurrence order. */
+export function distinctSequences(sequences: readonly (readonly number[])[]): number[][] {
+  const seen = new Set<string>()
+  const out: number[][] = []
+  for (const s of sequences) {
+    const key = s.join(',')
+    if (!seen.has(key)) {
+      seen.add(key)
+      out.push([...s])
+    }
+  }
+  return out
+}
+
+/**
+ * Streams a beam decoder's single output: the common prefix of all beams as it becomes fixed, the rest of the
+ * chosen beam at the end (see the header). Commits go through OutputBuffer (EOS / --max-tokens rules).
+ */
+export class BeamStream {
+  readonly output: OutputBuffer
+  private committed = 0
+
+  constructor(
+    private readonly promptLength: number,
+    promptTokens: readonly number[],
+    maxTokens: number,
+    target: LanguageModel
+  ) {
+    this.output = new OutputBuffer([...promptTokens], maxTokens, target)
+  }
+
+  /** Emits the generated tokens every beam shares that were not emitted yet. */
+  commitCommonPrefix(beams: readonly Beam[], step: number): DecodeEvent[] {
+    let common = beams[0].tokens.length
+    for (const beam of beams) common = Math.min(common, commonPrefixLength(beams[0].tokens, beam.tokens))
+    return this.commitUpTo(beams[0], common - this.promptLength, step)
+  }
+
+  /** Emits the rest of `beam` (which must extend what was emitted). */
+  finish(beam: Beam, step: number): DecodeEvent[] {
+    return this.commitUpTo(beam, generatedLength(beam, this.promptLength), step)
+  }
+
+  private commitUpTo(beam: Beam, generated: number, step: number): DecodeEvent[] {
+    if (generated <= this.committed) return []
+    const candidates = []
+    for (let i = this.committed; i < generated; i++)
+      candidates.push({ token: beam.tokens[this.promptLength + i], provenance: beam.provenance[i] })
+    this.committed = generated
+    return this.output.commit(candidates, step)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The session pool: one KV sequence per beam / tree path
+
+export interface PoolStats {
+  /** Batched evaluations (all sessions' appends issued together count once). */
+  calls: number
+  /** Root-to-leaf paths evaluated (one sequence each). */
+  paths: number
+  /** Distinct positions whose next-token distribution was asked for. */
+  requested: number
+  /** Tokens the model evaluated (≥ requested: prefixes re-evaluated, ancestors shared by several paths). */
+  evaluated: number
+  copies: number
+  copyMs: number
+  /** Wall time inside evaluations, copies and rollbacks. */
+  ms: number
+}
+
+export function emptyPoolStats(): PoolStats {
+  return { calls: 0, paths: 0, requested: 0, evaluated: 0, copies: 0, copyMs: 0, ms: 0 }
+}
+
+export function subtractStats(after: PoolStats, before: PoolStats): PoolStats {
+  return {
+    calls: after.calls - before.calls,
+    paths: after.paths - before.paths,
+    requested: after.requested - before.requested,
+    evaluated: after.evaluated - before.evaluated,
+    copies: after.copies - before.copies,
+    copyMs: after.copyMs - before.copyMs,
+    ms: after.ms - before.ms
+  }
+}
+
+export interface SessionPoolOptions {
+  /** Most sessions to hold at once (further capped by the model's free sequences). */
+  maxSessions: number
+  /** Fork by KV copy when it saves at least this many re-evaluated tokens (default 2: on the inflated 78M target a
+   * copy costs about one token of batched evaluation — the whole KV stream is copied). */
+  copyThreshold?: number
+  /** Evaluate a round's common prefix once (then fork) when it is at least this many tokens longer than any cache. */
+  prefillThreshold?: number
+}
+
+interface Path {
+  tokens: number[]
+  /** The session may keep at most this many tokens cached (the first requested distribution follows token maxKeep). */
+  maxKeep: number
+}
+
+const byId = (a: ModelSession, b: ModelSession) => (a.sequenceId ?? 0) - (b.sequenceId ?? 0)
+
+/**
+ * Opens up to `count` sessions, preferring consecutive sequence ids: llama.cpp (one KV stream per sequence, as
+ * node-llama-cpp creates its contexts) puts only sequences with consecutive ids, in increasing order, into one
+ * micro-batch. Open but empty sequences hold no KV cells, so all free ones are opened, the best-packed window of
+ * `count` is kept and the rest closed again. Sorted by id.
+ */
+export async function openSessions(model: LanguageModel, warpConfig: WarpConfig, count: number): Promise<ModelSession[]> {
+  const free = model.sessionsLeft?.() ?? count
+  const opened: ModelSession[] = []
+  for (let i = 0; i < Math.max(count, free); i++) {
+    if (model.sessionsLeft && model.sessionsLeft() <= 0) break
+    try {
+      opened.push(await model.createSession(warpConfig))
+    } catch (error) {
+      if (opened.length === 0) throw error
+      break
+    }
+  }
+  opened.sort(byId)
+  const keep = Math.min(count, opened.length)
+  let best = 0
+  let bestScore = -1
+  for (let start = 0; start + keep <= opened.length; start++) {
+    let score = 0
+    for (let i = start + 1; i < start + keep; i++) if (opened[i].sequenceId === (opened[i - 1].sequenceId ?? NaN) + 1) score += 1
+    if (score > bestScore) {
+      best = start
+      bestScore = score
+    }
+  }
+  const kept = opened.slice(best, best + keep)
+  for (const session of opened) if (!kept.includes(session)) await session.dispose()
+  return kept
+}
+
+/**
+ * Keeps KV sessions of one model aligned with the sequences a beam decoder needs, and evaluates them in as few
+ * batched decodes as the available sequences allow. The sessions are opened once per decode (consecutive ids, see
+ * openSessions) and released by rolling them back to empty: a sequence holds KV cells only while it holds tokens,
+ * so "live" sequences are the non-empty ones. (llama.cpp allocates every sequence's KV stream when the context is
+ * created — sequences × context size cells — so what the memory mode saves is cells in use; a context created with
+ * fewer sequences saves the allocation too, and the pool then needs more decodes per step.)
+ */
+export class SessionPool {
+  readonly stats = emptyPoolStats()
+  private sessions: ModelSession[] = []
+  private opened = false
+  private copyUnavailable = false
+  private peak = 0
+  private readonly copyThreshold: number
+  private readonly prefillThreshold: number
+
+  constructor(
+    private readonly model: LanguageModel,
+    private readonly options: SessionPoolOptions
+  ) {
+    this.copyThreshold = options.copyThreshold ?? 2
+    this.prefillThreshold = options.prefillThreshold ?? 4
+  }
+
+  /** Sequences holding KV state. */
+  get liveSessions(): number {
+    return this.sessions.filter((s) => s.tokens.length > 0).length
+  }
+
+  /** Sequences open (live or empty). */
+  get openSessions(): number {
+    return this.sessions.length
+  }
+
+  /** KV cells held: Σ cached tokens over the sessions. */
+  get kvCells(): number {
+    return this.sessions.reduce((sum, s) => sum + s.tokens.length, 0)
+  }
+
+  /** The most live sequences at any point since the last call (then resets to the current count). */
+  takePeak(): number {
+    const peak = Math.max(this.peak, this.liveSessions)
+    this.peak = this.liveSessions
+    return peak
+  }
+
+  /** The next-token distribution after each sequence (raw or warped as the pool's sessions were created). */
+  async distributions(sequences: readonly (readonly number[])[]): Promise<Distribution[]> {
+    const started = now()
+    const unique = distinctSequences(sequences)
+    const byKey = new Map<string, Distribution>()
+    if (unique.length > 0) {
+      // Maximal sequences become paths; shorter ones are read off the path they prefix.
+      const order = unique.map((_, i) => i).sort((a, b) => unique[b].length - unique[a].length)
+      const paths: Path[] = []
+      const coveredBy: { path: number; length: number }[] = new Array(unique.length)
+      for (const i of order) {
+        const s = unique[i]
+        let owner = paths.findIndex((p) => p.tokens.length >= s.length && commonPrefixLength(p.tokens, s) === s.length)
+        if (owner < 0) {
+          paths.push({ tokens: s, maxKeep: s.length - 1 })
+          owner = paths.length - 1
+        }
+        paths[owner].maxKeep = Math.min(paths[owner].maxKeep, s.length - 1)
+        coveredBy[i] = { path: owner, length: s.length }
+      }
+      this.stats.requested += unique.length
+      this.stats.paths += paths.length
+      await this.open()
+      const results: Distribution[][] = new Array(paths.length)
+      for (let first = 0; first < paths.length; ) {
+        const round = paths.slice(first, first + this.sessions.length)
+        const out = await this.evaluateRound(round)
+        out.forEach((d, j) => (results[first + j] = d))
+        first += round.length
+      }
+      unique.forEach((s, i) => {
+        const { path, length } = coveredBy[i]
+        byKey.set(s.join(','), results[path][length - 1 - paths[path].maxKeep])
+      })
+    }
+    this.stats.ms += now() - started
+    return sequences.map((s) => byKey.get(s.join(','))!)
+  }
+
+  /**
+   * Keeps one session per distinct sequence — the one sharing the longest prefix with it, rolled back to that
+   * prefix — and empties the others (KV between layers/iterations = the beams that continue).
+   */
+  async retain(sequences: readonly (readonly number[])[]): Promise<void> {
+    const started = now()
+    const wanted = distinctSequences(sequences)
+    const keep = new Map<ModelSession, number>()
+    const pairs: { session: ModelSession; sequence: number; lcp: number }[] = []
+    for (const session of this.sessions)
+      if (session.tokens.length > 0)
+        wanted.forEach((s, i) => pairs.push({ session, sequence: i, lcp: commonPrefixLength(session.tokens, s) }))
+    pairs.sort((a, b) => b.lcp - a.lcp)
+    const done = new Set<number>()
+    for (const pair of pairs) {
+      if (done.has(pair.sequence) || keep.has(pair.session) || pair.lcp === 0) continue
+      done.add(pair.sequence)
+      keep.set(pair.session, pair.lcp)
+    }
+    await Promise.all(this.sessions.map((session) => session.truncate(keep.get(session) ?? 0)))
+    this.stats.ms += now() - started
+  }
+
+  async dispose(): Promise<void> {
+    const sessions = this.sessions
+    this.sessions = []
+    for (const session of sessions) await session.dispose()
+  }
+
+  private async open(): Promise<void> {
+    if (this.opened) return
+    this.opened = true
+    this.sessions = await openSessions(this.model, RAW_WARP, Math.max(1, this.options.maxSessions))
+  }
+
+  private async evaluateRound(round: readonly Path[]): Promise<Distribution[][]> {
+    if (round.length > 1 && !this.copyUnavailable) await this.prefillCommonPrefix(round)
+    // Assign sessions: the pairs sharing the longest usable prefix first (ties: lower sequence id).
+    const usable = (session: ModelSession, path: Path) => Math.min(commonPrefixLength(session.tokens, path.tokens), path.maxKeep)
+    const pairs: { session: ModelSession; path: number; usable: number; rank: number }[] = []
+    this.sessions.forEach((session, rank) => round.forEach((path, p) => pairs.push({ session, path: p, usable: usable(session, path), rank })))
+    pairs.sort((a, b) => b.usable - a.usable || a.rank - b.rank)
+    const assigned: (ModelSession | undefined)[] = new Array(round.length)
+    const taken = new Set<ModelSession>()
+    for (const pair of pairs) {
+      if (assigned[pair.path] || taken.has(pair.session)) continue
+      assigned[pair.path] = pair.session
+      taken.add(pair.session)
+    }
+    // Fork by KV copy where another session holds a longer usable prefix (sources keep their state: a copy
+    // destination is never a source in the same round, and copies run before any rollback or append).
+    if (!this.copyUnavailable) {
+      const destinations = new Set<ModelSession>()
+      const sources = new Set<ModelSession>()
+      for (let p = 0; p < round.length && !this.copyUnavailable; p++) {
+        const destination = assigned[p]!
+        if (sources.has(destination)) continue
+        const own = usable(destination, round[p])
+        let best: ModelSession | null = null
+        let bestUsable = own
+        for (const candidate of this.sessions) {
+          if (candidate === destination || destinations.has(candidate)) continue
+          const u = usable(candidate, round[p])
+          if (u > bestUsable) {
+            best = candidate
+            bestUsable = u
+          }
+        }
+        if (!best || bestUsable - own < this.copyThreshold || !destination.copyFrom) continue
+        const copyStarted = now()
+        const copied = await destination.copyFrom(best, bestUsable)
+        this.stats.copyMs += now() - copyStarted
+        if (!copied) {
+          this.copyUnavailable = true
+          break
+        }
+        this.stats.copies += 1
+        destinations.add(destination)
+        sources.add(best)
+      }
+    }
+    // Increasing sequence ids, so llama.cpp can put consecutive ones into one micro-batch.
+    const order = round.map((_, p) => p).sort((a, b) => byId(assigned[a]!, assigned[b]!))
+    const keeps = round.map((path, p) => usable(assigned[p]!, path))
+    await Promise.all(order.map((p) => assigned[p]!.truncate(keeps[p])))
+    // One batched decode: every append is issued before any is awaited.
+    const pending = order.map((p) => {
+      const tokens = round[p].tokens.slice(keeps[p])
+      this.stats.evaluated += tokens.length
+      return assigned[p]!.append(tokens, round[p].maxKeep - keeps[p])
+    })
+    this.peak = Math.max(this.peak, this.liveSessions)
+    const settled = await Promise.all(pending)
+    this.stats.calls += 1
+    const results: Distribution[][] = new Array(round.length)
+    order.forEach((p, i) => (results[p] = settled[i]))
+    return results
+  }
+
+  /**
+   * Several paths sharing a prefix that no cache holds (the prompt at the first layer, or after a fallback): evaluate
+   * it once in one session, so the others fork from it instead of each re-evaluating it.
+   */
+  private async prefillCommonPrefix(round: readonly Path[]): Promise<void> {
+    let common = round[0].maxKeep
+    for (const path of round) common = Math.min(common, path.maxKeep, commonPrefixLength(round[0].tokens, path.tokens))
+    if (common <= 0) return
+    const prefix = round[0].tokens.slice(0, common)
+    let holder: ModelSession = this.sessions[0]
+    let held = -1
+    for (const session of this.sessions) {
+      const lcp = commonPrefixLength(session.tokens, prefix)
+      if (lcp > held) {
+        holder = session
+        held = lcp
+      }
+    }
+    if (common - held < this.prefillThreshold || !holder.copyFrom) return
+    await holder.truncate(held)
+    const pending = prefix.slice(held)
+    this.stats.evaluated += pending.length
+    await holder.append(pending, pending.length)
+    this.stats.calls += 1
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The `beam` decoder
+
+export interface BeamOptions {
+  /** W: beams kept per step (Eq 1); 1 = multinomial sampling. */
+  width: number
+  /** Keep the W most probable candidates of T∘p_beam instead of sampling (beam search). */
+  deterministic: boolean
+}
+
+export const BEAM_PARAMS = ['beam.width', 'beam.deterministic'] as const
+/** W = 3: §4.2 observes the gains converge beyond width 3. */
+export const BEAM_DEFAULTS: BeamOptions = { width: 3, deterministic: false }
+
+export function beamOptions(params: MethodParams): BeamOptions {
+  rejectUnknownParams(params, 'beam', BEAM_PARAMS, 'beam')
+  const deterministic = params['beam.deterministic'] ?? BEAM_DEFAULTS.deterministic
+  if (typeof deterministic !== 'boolean')
+    throw new UserInputError(`--set beam.deterministic=${String(deterministic)}: expected true or false`)
+  return { width: integerParam(params, 'beam.width', BEAM_DEFAULTS.width, 1, 64), deterministic }
+}
+
+/** Child of `parent` by candidate token (STAY keeps a finished beam as it is). */
+export function extendBeam(parent: Beam, token: number, next: Distribution | null, provenance: Provenance): Beam {
+  if (token === STAY || parent.finished) return parent
+  const p = next ? probabilityOf(next, token) : 0
+  return {
+    tokens: [...parent.tokens, token],
+    logP: parent.logP + Math.log(p),
+    finished: false,
+    provenance: [...parent.provenance, provenance]
+  }
+}
+
+export function beamDecoder(options: BeamOptions): Decoder {
+  return async function* beam(models, request) {
+    const target = models.target
+    const keys = new CandidateKeys(target.info.vocabularySize)
+    const promptLength = request.promptTokens.length
+    const pool = new SessionPool(target, { maxSessions: options.width })
+    const stream = new BeamStream(promptLength, request.promptTokens, request.maxTokens, target)
+    let beams: Beam[] = [{ tokens: [...request.promptTokens], logP: 0, finished: false, provenance: [] }]
+    let stopReason: 'cancelled' | null = null
+    try {
+      for (let step = 0, depth = 0; ; step++) {
+        if (request.signal?.aborted) {
+          stopReason = 'cancelled'
+          break
+        }
+        const started = now()
+        const before = { ...pool.stats }
+        const live = beams.filter((b) => !b.finished)
+        const dists = await pool.distributions(live.map((b) => b.tokens))
+        const nextOf = new Map<Beam, Distribution>()
+        live.forEach((b, i) => nextOf.set(b, dists[i]))
+        const law = beamLaw(
+          beams.map((b) => ({ logWeight: b.logP, next: nextOf.get(b) ?? null })),
+          request.warp,
+          keys
+        )
+        const picks = options.deterministic
+          ? topCandidates(law, options.width)
+          : Array.from({ length: options.width }, () => sample(law, request.rng))
+        beams = picks.map((key) => {
+          const parent = beams[keys.row(key)]
+          const child = extendBeam(parent, keys.token(key), nextOf.get(parent) ?? null, 'target')
+          if (child !== parent && target.isEndOfGeneration(keys.token(key))) child.finished = true
+          return child
+        })
+        depth += 1
+        const finished = beams.every((b) => b.finished) || depth >= request.maxTokens
+        await pool.retain(beams.filter((b) => !b.finished).map((b) => b.tokens))
+        const events = finished ? stream.finish(bestBeam(beams, promptLength), step) : stream.commitCommonPrefix(beams, step)
+        const spent = subtractStats(pool.stats, before)
+        const record: StepRecord = {
+          index: step,
+          stage: 'beam',
+          proposed: 0,
+          accepted: 0,
+          resampled: false,
+          bonus: false,
+          emitted: events.length,
+          draftTokens: 0,
+          acceptedDraftTokens: 0,
+          draftEntropies: [],
+          threshold: null,
+          decision: {
+            width: beams.length,
+            layers: 1,
+            widthSum: beams.length,
+            distinctBeams: distinctSequences(beams.map((b) => b.tokens)).length,
+            liveSequences: pool.liveSessions,
+            peakSequences: pool.takePeak(),
+            kvCells: pool.kvCells,
+            requested: spent.requested,
+            evaluated: spent.evaluated,
+            copies: spent.copies,
+            copyMs: spent.copyMs
+          },
+          targetCalls: spent.calls,
+          draftCalls: 0,
+          draftMs: 0,
+          verifyMs: spent.ms,
+          totalMs: now() - started
+        }
+        yield* events
+        yield { type: 'step', record }
+        if (finished || stream.output.done) break
+      }
+      yield { type: 'done', stopReason: stopReason ?? stream.output.stopReason ?? 'max-tokens' }
+    } finally {
+      await pool.dispose()
+    }
+  }
+}

@@ -1,0 +1,71 @@
+/** The smoke suite's report: every method of its one cell on the same prompts, and the papers' headlines. */
+import { categoriesOf, perplexityOf, stepsOf, summaryWhere, type SuiteData } from '../data'
+import { chart, col, label, table } from '../common'
+import type { ReportSection } from '../model'
+import { HEADLINES } from '../papers'
+
+export function smokeReport(data: SuiteData): { sections: ReportSection[]; notes: string[] } {
+  const cell = [...data.cells.values()].find((c) => c.cell.key.startsWith('smoke/'))
+  const methods = cell?.report.methods ?? []
+  const summary = table(
+    'summary',
+    'Every method on the same prompts (speedup vs ar of the same run)',
+    [col.text('method'), col.int('prompts'), col.int('tokens'), col.num('tok/s', 1), col.x('speedup'), col.ratio('acceptance'), col.num('mean accepted'), col.ratio('σ'), col.ratio('η'), col.int('target calls'), col.num('PPL', 3)],
+    methods.map((m) => [m.method, m.prompts, m.outputTokens, m.tokensPerSecond, m.speedup, m.acceptanceRate, m.meanAcceptedLength, m.sigma, m.eta, m.targetCalls, perplexityOf(cell, m.method)]),
+    'PPL: exp(mean NLL) of the outputs under the raw target (temperature 1). σ = 1 − accepted/drafted, η = target calls / output tokens (HSDDW §4.4).'
+  )
+  const others = methods.filter((m) => m.method !== 'ar')
+  const speedup = chart({
+    id: 'speedup',
+    title: 'Speedup over ar (same run, same prompts)',
+    x: { label: 'method', type: 'band', categories: others.map((m) => m.method) },
+    y: { label: 'speedup (×)', type: 'linear' },
+    series: [{ name: 'speedup', style: 'bar', points: others.map((m) => ({ x: m.method, y: m.speedup ?? 0 })) }, { name: 'ar = 1', style: 'dashed', points: others.length > 0 ? [{ x: others[0].method, y: 1 }, { x: others[others.length - 1].method, y: 1 }] : [] }]
+  })
+  const firstPrompt = (r: { promptIndex: number }) => r.promptIndex === 0
+  const gamma = chart({
+    id: 'gamma',
+    title: 'Tokens proposed to the target per round, first prompt',
+    x: { label: 'round', type: 'linear' },
+    y: { label: 'γ (proposed)', type: 'linear' },
+    series: others.map((m) => ({
+      name: label(m.method),
+      style: 'line+points' as const,
+      points: stepsOf(cell, m.method, firstPrompt)
+        .filter((s) => s.proposed > 0)
+        .map((s, i) => ({ x: i + 1, y: s.proposed }))
+    }))
+  })
+  const categories = categoriesOf(cell)
+  const perCategory = table(
+    'categories',
+    'Speedup per prompt category (vs ar on the same prompts)',
+    [col.text('method'), ...categories.map((c) => col.x(c))],
+    others.map((m) => [m.method, ...categories.map((c) => summaryWhere(cell, m.method, (r) => r.category === c)?.speedup ?? null)])
+  )
+  const headlineMethods = ['sd', 'svip', 'hsddw', 'dsbd']
+  const headlines = table(
+    'headlines-measured',
+    'The same methods here',
+    [col.text('method'), col.x('speedup'), col.ratio('acceptance'), col.num('PPL', 3)],
+    headlineMethods.map((id) => {
+      const m = methods.find((s) => s.method === id)
+      return [id, m?.speedup ?? null, m?.acceptanceRate ?? null, perplexityOf(cell, id)]
+    })
+  )
+  return {
+    sections: [
+      { id: 'summary', title: 'Every method on the same prompts', measured: [summary, speedup], paper: null, notes: [] },
+      { id: 'gamma', title: 'Draft length per round (first prompt)', measured: [gamma], paper: null, notes: ['dsbd: proposed = draft beams that reached a test in the iteration.'] },
+      { id: 'categories', title: 'Speedup per prompt category', measured: [perCategory], paper: null, notes: [] },
+      {
+        id: 'headlines',
+        title: "The papers' headline numbers",
+        measured: [headlines],
+        paper: HEADLINES,
+        notes: ['The smoke grid is tiny: its numbers show that every method runs and is stored, not how fast it is. The other suites reproduce each paper.']
+      }
+    ],
+    notes: []
+  }
+}

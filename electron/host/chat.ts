@@ -1,0 +1,196 @@
+/**
+ * Chat: one generation at a time on the loaded trio with any available method. Tokens stream to the UI with their
+ * provenance (which model's token survived verification) and live statistics; conversations and every assistant
+ * message (text in provenance runs, settings incl. the seed, final statistics) are stored in SQLite.
+ */
+import { randomInt, randomUUID } from 'node:crypto'
+import type { ApiRequest, ChatMessage, HostEvent, TokenPiece } from '../api/contract'
+import type { ApiHandlers } from '../api/runs-service'
+import { findMethod } from '../engine/decoders/registry'
+import type { Decoder, DecodeEvent, StopReason } from '../engine/decoders/types'
+import { UserInputError } from '../engine/errors'
+import { createPrng } from '../engine/sampling/prng'
+import type { AppStore } from '../store/app-store'
+import { buildPrompt, type Turn } from './chat-prompt'
+import { IncrementalText } from './incremental-text'
+import type { JobLock } from './job-lock'
+import { LiveStatsFold } from './live-stats'
+import type { HeldTrio, LoadedModels } from './loaded-models'
+
+/** Tokens are sent in batches at most this often (and at the end). */
+const FLUSH_MS = 40
+
+interface Generation {
+  id: string
+  conversationId: number
+  abort: AbortController
+}
+
+/** Checks the method exists, its models are loaded and its parameters are valid; returns its decoder. */
+export function chatDecoder(held: HeldTrio | null, method: string, gamma: number, params: Record<string, number | string | boolean>): Decoder {
+  if (!held) throw new UserInputError('no model is loaded: load a trio on the Models screen first')
+  const definition = findMethod(method)
+  if (!definition) throw new UserInputError(`method '${method}' is not available in this version of SpecLab`)
+  if (definition.needs.draft && !held.models.draft)
+    throw new UserInputError(`method '${method}' needs a draft model: load a trio with a draft on the Models screen`)
+  if (definition.needs.mid && !held.models.mid)
+    throw new UserInputError(`method '${method}' needs a mid model: load a trio with a mid model on the Models screen`)
+  return definition.forRun({ gamma, params })()
+}
+
+/** Merges consecutive pieces of one provenance. */
+function appendPiece(segments: TokenPiece[], piece: TokenPiece): void {
+  const last = segments.at(-1)
+  if (last && last.provenance === piece.provenance) last.text += piece.text
+  else if (piece.text !== '') segments.push({ ...piece })
+}
+
+/** Cuts the text (and its segments) at the first stop string; null when none occurs. */
+function cutAtStopString(segments: TokenPiece[], stopStrings: readonly string[]): TokenPiece[] | null {
+  const text = segments.map((s) => s.text).join('')
+  const cut = Math.min(...stopStrings.map((s) => text.indexOf(s)).filter((i) => i >= 0))
+  if (!Number.isFinite(cut)) return null
+  const kept: TokenPiece[] = []
+  let length = 0
+  for (const segment of segments) {
+    if (length >= cut) break
+    const piece = segment.text.slice(0, cut - length)
+    length += piece.length
+    if (piece !== '') kept.push({ text: piece, provenance: segment.provenance })
+  }
+  return kept
+}
+
+export class ChatService {
+  private generation: Generation | null = null
+
+  constructor(
+    private readonly store: () => AppStore,
+    private readonly models: LoadedModels,
+    private readonly lock: JobLock,
+    private readonly emit: (event: HostEvent) => void
+  ) {}
+
+  handlers(): ApiHandlers<'chat:conversations' | 'chat:conversation' | 'chat:delete-conversation' | 'chat:send' | 'chat:stop'> {
+    return {
+      'chat:conversations': () => this.store().listConversations(),
+      'chat:conversation': ({ conversationId }) => {
+        const summary = this.store().getConversation(conversationId)
+        return summary ? { summary, messages: this.store().getMessages(conversationId) } : null
+      },
+      'chat:delete-conversation': ({ conversationId }) => {
+        if (this.generation?.conversationId === conversationId)
+          throw new UserInputError('this conversation is generating; stop it before deleting')
+        return { deleted: this.store().deleteConversation(conversationId) }
+      },
+      'chat:send': (request) => this.send(request),
+      'chat:stop': ({ generationId }) => {
+        if (this.generation?.id !== generationId) return { stopped: false }
+        this.generation.abort.abort()
+        return { stopped: true }
+      }
+    }
+  }
+
+  private send(request: ApiRequest<'chat:send'>) {
+    const held = this.models.current
+    const { settings } = request
+    const decoder = chatDecoder(held, settings.method, settings.gamma, settings.params)
+    if (request.conversationId !== null && !this.store().getConversation(request.conversationId))
+      throw new UserInputError(`conversation ${request.conversationId} does not exist any more`)
+    const release = this.lock.acquire(`chat generation with ${settings.method}`)
+    try {
+      const history: Turn[] =
+        request.conversationId === null
+          ? []
+          : this.store()
+              .getMessages(request.conversationId)
+              .map((m) => ({ role: m.role, text: m.text }))
+      history.push({ role: 'user', text: request.text })
+      const prompt = buildPrompt(held!.models.target, history, request.systemPrompt, request.format, held!.contextSize - settings.maxTokens)
+      const conversationId = request.conversationId ?? this.store().createConversation(request.text)
+      const userMessage = this.store().addUserMessage(conversationId, request.text)
+      const generation: Generation = { id: randomUUID(), conversationId, abort: new AbortController() }
+      this.generation = generation
+      const seed = settings.seed ?? randomInt(2 ** 32)
+      void this.generate(held!, decoder, generation, prompt, { ...settings, seed }, release)
+      return { conversationId, generationId: generation.id, userMessage }
+    } catch (error) {
+      release()
+      throw error
+    }
+  }
+
+  private async generate(
+    held: HeldTrio,
+    decoder: Decoder,
+    generation: Generation,
+    prompt: ReturnType<typeof buildPrompt>,
+    settings: ApiRequest<'chat:send'>['settings'] & { seed: number },
+    release: () => void
+  ): Promise<void> {
+    const target = held.models.target
+    const text = new IncrementalText((tokens) => target.detokenize(tokens))
+    const stats = new LiveStatsFold()
+    const segments: TokenPiece[] = []
+    let pending: TokenPiece[] = []
+    let lastFlush = 0
+    const end: { reason: StopReason | 'stop-string' } = { reason: 'max-tokens' }
+    const flush = () => {
+      lastFlush = performance.now()
+      this.emit({ type: 'chat:tokens', generationId: generation.id, conversationId: generation.conversationId, tokens: pending, stats: stats.snapshot() })
+      pending = []
+    }
+    const onEvent = (event: DecodeEvent) => {
+      if (event.type === 'token') {
+        stats.tokens += 1
+        const piece = { text: text.push(event.token), provenance: event.provenance }
+        pending.push(piece)
+        appendPiece(segments, piece)
+      } else if (event.type === 'step') {
+        stats.addStep(event.record)
+        if (prompt.stopStrings.length > 0 && cutAtStopString(segments, prompt.stopStrings)) {
+          end.reason = 'stop-string'
+          generation.abort.abort()
+        }
+        if (performance.now() - lastFlush >= FLUSH_MS) flush()
+      } else if (end.reason !== 'stop-string') end.reason = event.stopReason
+    }
+    let message: ChatMessage | null = null
+    let error: string | null = null
+    try {
+      const request = {
+        promptTokens: prompt.tokens,
+        maxTokens: settings.maxTokens,
+        warp: { temperature: settings.temperature, topK: settings.topK, topP: settings.topP },
+        rng: createPrng(settings.seed, 0),
+        params: { ...settings.params, gamma: settings.gamma },
+        signal: generation.abort.signal
+      }
+      for await (const event of decoder(held.models, request)) onEvent(event)
+      flush()
+      const finalSegments = (end.reason === 'stop-string' ? cutAtStopString(segments, prompt.stopStrings) : null) ?? segments
+      const { entries } = held
+      message = this.store().addAssistantMessage(generation.conversationId, {
+        text: finalSegments.map((s) => s.text).join(''),
+        segments: finalSegments,
+        settings,
+        stats: stats.snapshot(),
+        stopReason: end.reason,
+        format: prompt.format,
+        models: { target: entries.target.path, mid: entries.mid?.path ?? null, draft: entries.draft?.path ?? null }
+      })
+    } catch (caught) {
+      error = caught instanceof Error ? caught.message : String(caught)
+    } finally {
+      this.generation = null
+      release()
+      this.emit({ type: 'chat:done', generationId: generation.id, conversationId: generation.conversationId, message, error })
+    }
+  }
+
+  /** Stops a generation in progress (used when the host shuts down). */
+  stopAll(): void {
+    this.generation?.abort.abort()
+  }
+}

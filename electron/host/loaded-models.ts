@@ -1,0 +1,118 @@
+/**
+ * The trio held in memory: target M_p, optional mid M_q2 and draft M_q1, loaded with node-llama-cpp (through the
+ * engine's adapter) one after the other with progress, checked to share one vocabulary, and fingerprinted for run
+ * records. Loading a different trio first frees the current one (memory is the scarce resource).
+ */
+import type { LoadedTrio, LoadSettings, ModelEntry, ModelFingerprint } from '../api/contract'
+import type { DecoderModels } from '../engine/decoders/types'
+import { loadLlamaModel, type LlamaCppModel } from '../engine/model/llama-cpp-model'
+import { assertSameVocabulary } from '../engine/model/vocabulary-check'
+import { fingerprintModel } from '../experiments/models'
+
+export type Role = 'target' | 'mid' | 'draft'
+
+export interface TrioEntries {
+  target: ModelEntry
+  mid: ModelEntry | null
+  draft: ModelEntry | null
+}
+
+export interface LoadProgress {
+  role: Role
+  fileName: string
+  index: number
+  count: number
+  fraction: number
+}
+
+export interface HeldTrio {
+  entries: TrioEntries
+  settings: LoadSettings
+  models: DecoderModels & { target: LlamaCppModel; mid?: LlamaCppModel; draft?: LlamaCppModel }
+  fingerprints: ModelFingerprint[]
+  /** The smallest context of the loaded models: prompt + generated tokens must fit all of them. */
+  contextSize: number
+}
+
+const sameSettings = (a: LoadSettings, b: LoadSettings) =>
+  a.contextSize === b.contextSize && a.gpuLayers === b.gpuLayers && a.threads === b.threads && a.fullVocabulary === b.fullVocabulary
+
+export class LoadedModels {
+  private held: HeldTrio | null = null
+  private loadingNow = false
+
+  get current(): HeldTrio | null {
+    return this.held
+  }
+
+  get loading(): boolean {
+    return this.loadingNow
+  }
+
+  describe(): LoadedTrio | null {
+    if (!this.held) return null
+    const { entries, settings, contextSize } = this.held
+    return { target: entries.target, mid: entries.mid, draft: entries.draft, settings, contextSize }
+  }
+
+  /** True when exactly these files are loaded with these settings. */
+  matches(entries: TrioEntries, settings: LoadSettings): boolean {
+    const held = this.held
+    if (!held) return false
+    const same = (a: ModelEntry | null, b: ModelEntry | null) => (a?.path ?? null) === (b?.path ?? null)
+    return (
+      same(held.entries.target, entries.target) &&
+      same(held.entries.mid, entries.mid) &&
+      same(held.entries.draft, entries.draft) &&
+      sameSettings(held.settings, settings)
+    )
+  }
+
+  async load(entries: TrioEntries, settings: LoadSettings, onProgress: (progress: LoadProgress) => void): Promise<HeldTrio> {
+    if (this.matches(entries, settings)) return this.held!
+    await this.unload()
+    this.loadingNow = true
+    const roles = (['target', 'mid', 'draft'] as const).filter((role) => entries[role] !== null)
+    const loaded: Partial<Record<Role, LlamaCppModel>> = {}
+    try {
+      for (const [index, role] of roles.entries()) {
+        const entry = entries[role]!
+        const progress = (fraction: number) =>
+          onProgress({ role, fileName: entry.fileName, index, count: roles.length, fraction: Math.min(1, Math.max(0, fraction)) })
+        progress(0)
+        loaded[role] = await loadLlamaModel(entry.path, {
+          contextSize: settings.contextSize,
+          gpuLayers: settings.gpuLayers,
+          threads: settings.threads ?? undefined,
+          fullVocabulary: settings.fullVocabulary,
+          onLoadProgress: progress
+        })
+        progress(1)
+      }
+      const models = Object.values(loaded) as LlamaCppModel[]
+      assertSameVocabulary(models)
+      const fingerprints = await Promise.all(models.map(fingerprintModel))
+      this.held = {
+        entries,
+        settings,
+        models: { target: loaded.target!, mid: loaded.mid, draft: loaded.draft },
+        fingerprints,
+        contextSize: Math.min(...models.map((m) => m.context.contextSize))
+      }
+      return this.held
+    } catch (error) {
+      for (const model of Object.values(loaded)) await model.dispose()
+      throw error
+    } finally {
+      this.loadingNow = false
+    }
+  }
+
+  async unload(): Promise<boolean> {
+    const held = this.held
+    if (!held) return false
+    this.held = null
+    for (const model of [held.models.draft, held.models.mid, held.models.target]) await model?.dispose()
+    return true
+  }
+}

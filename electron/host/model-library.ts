@@ -1,0 +1,263 @@
+/**
+ * The model library: GGUF files the user added by path (or downloaded), with what their headers say — size,
+ * architecture, vocabulary, quantisation — read by node-llama-cpp's `readGgufFileInfo` without loading weights.
+ * Every path is checked before it is kept: an existing regular file ending in .gguf whose first bytes are the GGUF
+ * magic and whose header parses. The engine only ever loads files from this library.
+ *
+ * The trio check compares vocabularies from the headers (size, BOS/EOS, tokenizer model, every token's text), so
+ * the user learns before loading whether speculative decoding can verify draft tokens by id; loading runs the
+ * engine's own check on the loaded models again (engine/model/vocabulary-check.ts).
+ */
+import { createHash } from 'node:crypto'
+import { stat } from 'node:fs/promises'
+import path from 'node:path'
+import { GgufFileType, readGgufFileInfo } from 'node-llama-cpp'
+import type { ModelEntry, ModelInspection, TrioCheck, TrioSelection } from '../api/contract'
+import { UserInputError } from '../engine/errors'
+import { assertGgufFile } from '../engine/model/llama-cpp-model'
+import type { AppStore, ModelRow } from '../store/app-store'
+
+/** What the header says, cached per (path, size, mtime). */
+export interface GgufSummary {
+  name: string
+  architecture: string
+  vocabularySize: number
+  quantization: string | null
+  parameters: number | null
+  contextLength: number | null
+  layers: number | null
+  embeddingLength: number | null
+  headCount: number | null
+  chatTemplate: string | null
+  tokenizerModel: string | null
+  bos: number | null
+  eos: number | null
+  /** sha256 of every token's text, to compare vocabularies cheaply. */
+  tokensHash: string
+  tokens: readonly string[]
+  metadata: { key: string; value: string }[]
+}
+
+type Metadata = Record<string, unknown>
+
+const IGNORED_KEYS = ['tokenizer.ggml.merges', 'tokenizer.ggml.scores', 'tokenizer.ggml.token_type']
+
+function at(metadata: Metadata, dotted: string): unknown {
+  let value: unknown = metadata
+  for (const part of dotted.split('.')) {
+    if (value === null || typeof value !== 'object') return undefined
+    value = (value as Metadata)[part]
+  }
+  return value
+}
+const numberAt = (m: Metadata, key: string): number | null => {
+  const v = at(m, key)
+  return typeof v === 'number' ? v : typeof v === 'bigint' ? Number(v) : null
+}
+const stringAt = (m: Metadata, key: string): string | null => {
+  const v = at(m, key)
+  return typeof v === 'string' ? v : null
+}
+
+function quantizationName(fileType: number | null): string | null {
+  if (fileType === null) return null
+  const name = (GgufFileType as unknown as Record<number, string>)[fileType]
+  return name ? name.replace(/^(MOSTLY|ALL)_/, '') : String(fileType)
+}
+
+/** Scalar metadata flattened to dotted keys (arrays summarised), for the inspector. */
+function flattenMetadata(value: unknown, prefix: string, out: { key: string; value: string }[]): void {
+  if (Array.isArray(value)) {
+    out.push({ key: prefix, value: `[${value.length} values]` })
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, inner] of Object.entries(value as Metadata)) flattenMetadata(inner, prefix ? `${prefix}.${key}` : key, out)
+  } else if (prefix !== 'tokenizer.chat_template') {
+    const text = String(value)
+    out.push({ key: prefix, value: text.length > 200 ? `${text.slice(0, 200)}…` : text })
+  }
+}
+
+export async function readGgufSummary(file: string): Promise<GgufSummary> {
+  let metadata: Metadata
+  try {
+    const info = await readGgufFileInfo(file, {
+      readTensorInfo: false,
+      logWarnings: false,
+      sourceType: 'filesystem',
+      ignoreKeys: IGNORED_KEYS
+    })
+    metadata = info.metadata as unknown as Metadata
+  } catch (error) {
+    throw new UserInputError(`${file}: not a readable GGUF file (${error instanceof Error ? error.message : String(error)})`)
+  }
+  const architecture = stringAt(metadata, 'general.architecture') ?? 'unknown'
+  const tokens = (at(metadata, 'tokenizer.ggml.tokens') as string[] | undefined) ?? []
+  const hash = createHash('sha256')
+  for (const token of tokens) hash.update(token).update('\u0000')
+  const flat: { key: string; value: string }[] = []
+  flattenMetadata(metadata, '', flat)
+  return {
+    name: stringAt(metadata, 'general.name') ?? path.basename(file, path.extname(file)),
+    architecture,
+    vocabularySize: tokens.length,
+    quantization: quantizationName(numberAt(metadata, 'general.file_type')),
+    parameters: numberAt(metadata, 'general.parameter_count'),
+    contextLength: numberAt(metadata, `${architecture}.context_length`),
+    layers: numberAt(metadata, `${architecture}.block_count`),
+    embeddingLength: numberAt(metadata, `${architecture}.embedding_length`),
+    headCount: numberAt(metadata, `${architecture}.attention.head_count`),
+    chatTemplate: stringAt(metadata, 'tokenizer.chat_template'),
+    tokenizerModel: stringAt(metadata, 'tokenizer.ggml.model'),
+    bos: numberAt(metadata, 'tokenizer.ggml.bos_token_id'),
+    eos: numberAt(metadata, 'tokenizer.ggml.eos_token_id'),
+    tokensHash: hash.digest('hex'),
+    tokens,
+    metadata: flat
+  }
+}
+
+/**
+ * A path the user picked or typed: resolved to an absolute path and checked to be an existing regular .gguf file
+ * with the GGUF magic. Returns the absolute path and size.
+ */
+export async function checkModelFile(file: string): Promise<{ path: string; sizeBytes: number }> {
+  const trimmed = file.trim()
+  if (trimmed === '' || trimmed.includes('\u0000')) throw new UserInputError('model path is empty or invalid')
+  const absolute = path.resolve(trimmed)
+  if (!/\.gguf$/i.test(absolute)) throw new UserInputError(`${absolute}: not a .gguf file`)
+  const sizeBytes = await assertGgufFile(absolute)
+  return { path: absolute, sizeBytes }
+}
+
+export class ModelLibrary {
+  private readonly cache = new Map<string, { key: string; summary: GgufSummary }>()
+
+  constructor(private readonly store: () => AppStore) {}
+
+  /** Header summary of a file, re-read only when its size or modification time changed. */
+  async summary(file: string): Promise<{ summary: GgufSummary; sizeBytes: number } | null> {
+    let info
+    try {
+      info = await stat(file)
+    } catch {
+      return null
+    }
+    const key = `${info.size}:${info.mtimeMs}`
+    const cached = this.cache.get(file)
+    if (cached?.key === key) return { summary: cached.summary, sizeBytes: info.size }
+    const summary = await readGgufSummary(file)
+    this.cache.set(file, { key, summary })
+    return { summary, sizeBytes: info.size }
+  }
+
+  private async entryOf(row: ModelRow): Promise<ModelEntry> {
+    let read: Awaited<ReturnType<ModelLibrary['summary']>> = null
+    try {
+      read = await this.summary(row.path)
+    } catch {
+      read = null // unreadable now: listed as missing rather than failing the whole list
+    }
+    const s = read?.summary
+    return {
+      id: row.id,
+      path: row.path,
+      fileName: path.basename(row.path),
+      source: row.source,
+      uri: row.uri,
+      addedAt: row.addedAt,
+      missing: read === null,
+      sizeBytes: read?.sizeBytes ?? 0,
+      name: s?.name ?? path.basename(row.path),
+      architecture: s?.architecture ?? 'unknown',
+      vocabularySize: s?.vocabularySize ?? 0,
+      quantization: s?.quantization ?? null,
+      parameters: s?.parameters ?? null,
+      contextLength: s?.contextLength ?? null,
+      hasChatTemplate: !!s?.chatTemplate
+    }
+  }
+
+  async list(): Promise<ModelEntry[]> {
+    return Promise.all(this.store().listModels().map((row) => this.entryOf(row)))
+  }
+
+  async get(modelId: number): Promise<ModelEntry> {
+    const row = this.store().listModels().find((m) => m.id === modelId)
+    if (!row) throw new UserInputError(`no model with id ${modelId} in the library`)
+    const entry = await this.entryOf(row)
+    if (entry.missing) throw new UserInputError(`${entry.path}: the file is missing or unreadable`)
+    return entry
+  }
+
+  async add(file: string, source: 'file' | 'download' = 'file', uri: string | null = null): Promise<ModelEntry> {
+    const checked = await checkModelFile(file)
+    await readGgufSummary(checked.path) // a header that does not parse is refused here, not at load time
+    return this.entryOf(this.store().addModel(checked.path, source, uri))
+  }
+
+  remove(modelId: number): boolean {
+    return this.store().removeModel(modelId)
+  }
+
+  async inspect(modelId: number): Promise<ModelInspection> {
+    const entry = await this.get(modelId)
+    const { summary } = (await this.summary(entry.path))!
+    return {
+      entry,
+      tokenizer: { model: summary.tokenizerModel, bos: summary.bos, eos: summary.eos, vocabularySize: summary.vocabularySize },
+      layers: summary.layers,
+      embeddingLength: summary.embeddingLength,
+      headCount: summary.headCount,
+      chatTemplate: summary.chatTemplate ? summary.chatTemplate.slice(0, 4000) : null,
+      metadata: summary.metadata
+    }
+  }
+
+  /** Can these models run speculative decoding together? One clear sentence, per-pair reasons. */
+  async checkTrio(trio: TrioSelection): Promise<TrioCheck> {
+    const target = await this.get(trio.target)
+    const targetSummary = (await this.summary(target.path))!.summary
+    const pairs: TrioCheck['pairs'] = []
+    for (const role of ['mid', 'draft'] as const) {
+      const id = trio[role]
+      if (id === null) continue
+      const other = await this.get(id)
+      const reason = vocabularyDifference(targetSummary, (await this.summary(other.path))!.summary)
+      pairs.push({ role, compatible: reason === null, reason: reason === null ? null : `${other.fileName}: ${reason}` })
+    }
+    const problems = pairs.filter((p) => !p.compatible)
+    if (pairs.length === 0)
+      return {
+        compatible: true,
+        message: `Only a target (${target.fileName}): methods that need a draft model are unavailable; ar runs.`,
+        pairs
+      }
+    if (problems.length > 0)
+      return {
+        compatible: false,
+        message:
+          `Not compatible with the target ${target.fileName}: ${problems.map((p) => p.reason).join('; ')}. ` +
+          'Speculative decoding compares token ids, so every draft must share the target’s vocabulary.',
+        pairs
+      }
+    return {
+      compatible: true,
+      message:
+        `Compatible: ${pairs.length === 2 ? 'all three models share' : 'both models share'} one vocabulary ` +
+        `(${targetSummary.tokenizerModel ?? 'tokenizer'}, ${targetSummary.vocabularySize} tokens, BOS ${targetSummary.bos}, ` +
+        `EOS ${targetSummary.eos}), so draft tokens can be verified by id.`,
+      pairs
+    }
+  }
+}
+
+/** null when the vocabularies are identical; else the first difference, in words. */
+export function vocabularyDifference(target: GgufSummary, other: GgufSummary): string | null {
+  if (target.vocabularySize !== other.vocabularySize)
+    return `its vocabulary has ${other.vocabularySize} tokens, the target’s ${target.vocabularySize}`
+  if (target.bos !== other.bos) return `BOS token ${other.bos} vs the target’s ${target.bos}`
+  if (target.eos !== other.eos) return `EOS token ${other.eos} vs the target’s ${target.eos}`
+  if (target.tokensHash === other.tokensHash) return null
+  const index = target.tokens.findIndex((token, i) => token !== other.tokens[i])
+  return `token ${index} is ${JSON.stringify(other.tokens[index])}, the target’s ${JSON.stringify(target.tokens[index])}`
+}

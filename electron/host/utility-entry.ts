@@ -1,0 +1,63 @@
+/**
+ * Entry of the Electron utilityProcess that runs the engine host (built to out/main/host.js). It never imports
+ * electron: `process.parentPort` is what Electron adds to a utility process's `process`. Main sends one `init`
+ * message carrying the host options and a MessagePort; requests, responses and pushed events then flow over that
+ * port, validated on each side. `{kind: 'shutdown'}` (or main going away) closes the host and ends the process.
+ */
+import { z } from 'zod'
+import type { HostEvent } from '../api/contract'
+import { EngineHost, HostOptions } from './host'
+import { serveRequests } from './rpc-server'
+
+export interface PortLike {
+  on(event: 'message', listener: (event: { data: unknown }) => void): unknown
+  on(event: 'close', listener: () => void): unknown
+  postMessage(message: unknown): void
+  start(): void
+  close(): void
+}
+export interface ParentPortLike {
+  once(event: 'message', listener: (event: { data: unknown; ports: PortLike[] }) => void): unknown
+}
+
+export const InitMessage = z.object({ kind: z.literal('init'), options: HostOptions })
+
+export function runUtilityHost(parentPort: ParentPortLike, exit: (code: number) => void = (code) => process.exit(code)): void {
+  parentPort.once('message', ({ data, ports }) => {
+    const port = ports[0]
+    const init = InitMessage.safeParse(data)
+    if (!port || !init.success) {
+      console.error('speclab host: expected an init message with a port')
+      exit(1)
+      return
+    }
+    const emit = (event: HostEvent) => port.postMessage({ kind: 'event', event })
+    let host: EngineHost | null = null
+    let failure: string | null = null
+    try {
+      host = EngineHost.open(init.data.options, emit)
+    } catch (error) {
+      failure = error instanceof Error ? error.message : String(error)
+    }
+    const handler = host ?? { request: () => Promise.reject(new Error(failure ?? 'the engine host did not start')) }
+    const serve = serveRequests(handler, (message) => port.postMessage(message), { trusted: true })
+    let closing = false
+    const shutdown = async () => {
+      if (closing) return
+      closing = true
+      await host?.close().catch((error: unknown) => console.error('speclab host: close failed', error))
+      port.close()
+      exit(0)
+    }
+    port.on('message', ({ data: message }) => {
+      if ((message as { kind?: unknown } | null)?.kind === 'shutdown') void shutdown()
+      else serve(message)
+    })
+    port.on('close', () => void shutdown())
+    port.start()
+    emit({ type: 'host:status', state: host ? 'ready' : 'failed', message: failure })
+  })
+}
+
+const parentPort = (process as NodeJS.Process & { parentPort?: ParentPortLike }).parentPort
+if (parentPort) runUtilityHost(parentPort)

@@ -1,0 +1,232 @@
+/**
+ * Workbench runs: methods × a prompt set on a trio from the library, through the same executor as the CLI
+ * (experiments/runner.ts), so every row lands in the run store as it happens. Progress (overall cells, the current
+ * prompt's tokens) streams to the UI; cancel aborts between tokens and marks the run `cancelled`.
+ */
+import { randomInt, randomUUID } from 'node:crypto'
+import path from 'node:path'
+import { METHOD_IDS, RunConfig, type DatasetInfo, type HostEvent, type LoadSettings, type WorkbenchProgress, type WorkbenchStart } from '../api/contract'
+import type { ApiHandlers } from '../api/runs-service'
+import { findMethod } from '../engine/decoders/registry'
+import { UserInputError } from '../engine/errors'
+import { defaultThreads } from '../engine/model/llama-cpp-model'
+import { BUILTIN_DATASETS, loadBuiltinDataset, loadPromptFile, type PromptItem } from '../experiments/prompts'
+import { executeRun, validateMethods } from '../experiments/runner'
+import { findSuite } from '../experiments/suites'
+import type { RunStore } from '../store/run-store'
+import type { JobLock } from './job-lock'
+import type { LoadedModels, TrioEntries } from './loaded-models'
+import type { ModelLibrary } from './model-library'
+
+/** Progress events at most this often while a cell decodes (cell boundaries are always sent). */
+const PROGRESS_MS = 100
+
+const DATASET_LABELS: Record<string, string> = {
+  stories: 'Stories (short story openings)',
+  chat: 'Chat (instructions and questions)',
+  code: 'Code (programming tasks)',
+  math: 'Math (word problems)',
+  mixed: 'Mixed (every built-in set)'
+}
+
+function describeDataset(kind: 'builtin' | 'file', id: string, prompts: PromptItem[]): DatasetInfo {
+  return {
+    kind,
+    id,
+    label: kind === 'builtin' ? (DATASET_LABELS[id] ?? id) : path.basename(id),
+    prompts: prompts.length,
+    categories: [...new Set(prompts.map((p) => p.category).filter((c): c is string => c !== null))],
+    preview: prompts.slice(0, 3).map((p) => (p.text.length > 160 ? `${p.text.slice(0, 160)}…` : p.text))
+  }
+}
+
+/** An imported prompt file: an existing .jsonl whose every line parses (loadPromptFile names the bad line). */
+export function importPromptFile(file: string): { path: string; prompts: PromptItem[] } {
+  const absolute = path.resolve(file.trim())
+  if (!/\.jsonl$/i.test(absolute)) throw new UserInputError(`${absolute}: a prompt file must be a .jsonl file`)
+  const prompts = loadPromptFile(absolute)
+  if (prompts.length === 0) throw new UserInputError(`${absolute}: no prompts in the file`)
+  return { path: absolute, prompts }
+}
+
+interface Job {
+  id: string
+  abort: AbortController
+  progress: WorkbenchProgress
+  started: number
+  /** When the last progress event went out. */
+  sent: number
+}
+
+export class WorkbenchService {
+  private job: Job | null = null
+  /** The last job's final state, so a reopened Workbench shows how it ended. */
+  private last: WorkbenchProgress | null = null
+  private readonly imported = new Map<string, DatasetInfo>()
+
+  constructor(
+    private readonly store: () => RunStore,
+    private readonly library: ModelLibrary,
+    private readonly models: LoadedModels,
+    private readonly lock: JobLock,
+    private readonly emit: (event: HostEvent) => void
+  ) {}
+
+  /** The run id of the run in progress, if any (it must not be deleted under the executor). */
+  get activeRunId(): number | null {
+    return this.job?.progress.runId ?? null
+  }
+
+  datasets(): DatasetInfo[] {
+    const builtin = BUILTIN_DATASETS.map((id) => describeDataset('builtin', id, loadBuiltinDataset(id)))
+    return [...builtin, ...this.imported.values()]
+  }
+
+  handlers(): ApiHandlers<'workbench:datasets' | 'workbench:import-dataset' | 'workbench:start' | 'workbench:cancel' | 'workbench:status'> {
+    return {
+      'workbench:datasets': () => this.datasets(),
+      'workbench:import-dataset': ({ path: file }) => {
+        const { path: absolute, prompts } = importPromptFile(file)
+        const info = describeDataset('file', absolute, prompts)
+        this.imported.set(absolute, info)
+        return info
+      },
+      'workbench:start': (request) => this.start(request),
+      'workbench:cancel': ({ jobId }) => {
+        if (this.job?.id !== jobId) return { cancelled: false }
+        this.job.abort.abort()
+        return { cancelled: true }
+      },
+      'workbench:status': () => this.job?.progress ?? this.last
+    }
+  }
+
+  private async start(request: WorkbenchStart): Promise<{ jobId: string }> {
+    if (request.suite !== null && !findSuite(request.suite)) throw new UserInputError(`unknown suite '${request.suite}'`)
+    for (const id of request.methods)
+      if (!findMethod(id)) throw new UserInputError(`method '${id}' is not available in this version of SpecLab`)
+    const entries: TrioEntries = {
+      target: await this.library.get(request.models.target),
+      mid: request.models.mid === null ? null : await this.library.get(request.models.mid),
+      draft: request.models.draft === null ? null : await this.library.get(request.models.draft)
+    }
+    const prompts =
+      request.dataset.kind === 'builtin' ? loadBuiltinDataset(request.dataset.id) : importPromptFile(request.dataset.path).prompts
+    const limited = request.limit ? prompts.slice(0, request.limit) : prompts
+    const config = this.buildConfig(request, entries)
+    validateMethods(config) // missing models and bad parameters, before anything loads
+    const release = this.lock.acquire('a workbench run')
+    const job: Job = {
+      id: randomUUID(),
+      abort: new AbortController(),
+      started: performance.now(),
+      sent: 0,
+      progress: {
+        jobId: '',
+        runId: null,
+        phase: 'loading',
+        message: 'Preparing…',
+        promptIndex: 0,
+        promptCount: limited.length,
+        method: request.methods[0],
+        tokens: 0,
+        maxTokens: request.settings.maxTokens,
+        cellsDone: 0,
+        cellsTotal: limited.length * request.methods.length,
+        elapsedMs: 0,
+        status: null,
+        error: null
+      }
+    }
+    job.progress.jobId = job.id
+    this.job = job
+    void this.run(job, config, entries, request.load, limited, release)
+    return { jobId: job.id }
+  }
+
+  private buildConfig(request: WorkbenchStart, entries: TrioEntries): RunConfig {
+    const { settings } = request
+    return RunConfig.parse({
+      suite: request.suite,
+      methods: [...request.methods].sort((a, b) => METHOD_IDS.indexOf(a) - METHOD_IDS.indexOf(b)),
+      models: { target: entries.target.path, mid: entries.mid?.path, draft: entries.draft?.path },
+      prompts:
+        request.dataset.kind === 'builtin'
+          ? { dataset: request.dataset.id, limit: request.limit ?? undefined }
+          : { file: path.resolve(request.dataset.path), limit: request.limit ?? undefined },
+      maxTokens: settings.maxTokens,
+      sampling: { temperature: settings.temperature, topK: settings.topK, topP: settings.topP, fullVocabulary: request.load.fullVocabulary },
+      seed: settings.seed ?? randomInt(2 ** 32),
+      gamma: settings.gamma,
+      params: settings.params,
+      threads: request.load.threads ?? defaultThreads() ?? 4,
+      contextSize: request.load.contextSize,
+      draftSelection: null
+    })
+  }
+
+  private update(job: Job, patch: Partial<WorkbenchProgress>, force = false): void {
+    const now = performance.now()
+    const previous = job.progress
+    job.progress = { ...previous, ...patch, elapsedMs: now - job.started }
+    const boundary = patch.cellsDone !== undefined && patch.cellsDone !== previous.cellsDone
+    const phase = patch.phase !== undefined && patch.phase !== previous.phase
+    if (force || boundary || phase || now - job.sent >= PROGRESS_MS) {
+      job.sent = now
+      this.emit({ type: 'workbench:progress', progress: job.progress })
+    }
+  }
+
+  private async run(
+    job: Job,
+    config: RunConfig,
+    entries: TrioEntries,
+    load: LoadSettings,
+    prompts: PromptItem[],
+    release: () => void
+  ): Promise<void> {
+    try {
+      this.update(job, { phase: 'loading', message: 'Loading models…' }, true)
+      const held = await this.models.load(entries, load, (p) => {
+        this.emit({ type: 'models:load-progress', ...p })
+        this.update(job, { message: `Loading ${p.fileName} (${p.index + 1}/${p.count}) ${(p.fraction * 100).toFixed(0)}%` })
+      })
+      this.emit({ type: 'models:changed' })
+      if (job.abort.signal.aborted) throw new UserInputError('cancelled before the run started')
+      const effective = { ...config, contextSize: held.contextSize, modelFingerprints: held.fingerprints }
+      this.update(job, { phase: 'running', message: 'Warming up…' }, true)
+      const report = await executeRun(this.store(), effective, held.models, prompts, {
+        signal: job.abort.signal,
+        onRunCreated: (runId) => {
+          this.update(job, { runId }, true)
+          this.emit({ type: 'runs:changed' })
+        },
+        onProgress: (p) =>
+          this.update(job, {
+            message: `Prompt ${p.promptIndex + 1}/${p.promptCount} · ${p.method}`,
+            promptIndex: p.promptIndex,
+            promptCount: p.promptCount,
+            method: p.method,
+            tokens: p.tokens,
+            cellsDone: p.cellsDone,
+            cellsTotal: p.cellsTotal
+          })
+      })
+      const message = report.status === 'cancelled' ? 'Cancelled: finished prompts are stored.' : 'Done.'
+      this.update(job, { phase: 'finished', status: report.status, message }, true)
+    } catch (error) {
+      const text = error instanceof Error ? error.message : String(error)
+      const cancelled = job.abort.signal.aborted
+      this.update(job, { phase: 'finished', status: cancelled ? 'cancelled' : 'failed', error: cancelled ? null : text, message: cancelled ? 'Cancelled.' : `Failed: ${text}` }, true)
+    } finally {
+      this.last = job.progress
+      this.job = null
+      release()
+      this.emit({ type: 'runs:changed' })
+    }
+  }
+
+  stopAll(): void {
+    this.job?.abort.abort()
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Electron main's handle on the engine host: forks out/main/host.js as a utilityProcess, hands it one end of a
+ * MessageChannelMain with the host options, and talks to it with the contract's RpcClient. Pushed events go to
+ * `onEvent`. If the process dies it is restarted (at most three times a minute); calls in flight fail with a
+ * clear message.
+ */
+import { MessageChannelMain, utilityProcess, type MessagePortMain, type UtilityProcess } from 'electron'
+import type { HostEvent } from '../api/contract'
+import { RpcClient } from '../api/rpc-client'
+import type { HostOptions } from '../host/host'
+
+const RESTART_WINDOW_MS = 60_000
+const MAX_RESTARTS = 3
+
+export class HostProcess {
+  private child: UtilityProcess | null = null
+  private port: MessagePortMain | null = null
+  private client: RpcClient | null = null
+  private restarts: number[] = []
+  private stopping = false
+
+  constructor(
+    private readonly entry: string,
+    private readonly options: HostOptions,
+    private readonly onEvent: (event: HostEvent) => void
+  ) {}
+
+  start(): void {
+    const { port1, port2 } = new MessageChannelMain()
+    const child = utilityProcess.fork(this.entry, [], { serviceName: 'SpecLab engine host', stdio: 'inherit' })
+    const client = new RpcClient((message) => port1.postMessage(message))
+    client.onEvent(this.onEvent)
+    port1.on('message', (event) => client.receive(event.data))
+    port1.start()
+    child.postMessage({ kind: 'init', options: this.options }, [port2])
+    child.once('exit', (code) => this.onExit(child, code))
+    this.child = child
+    this.port = port1
+    this.client = client
+  }
+
+  private onExit(child: UtilityProcess, code: number): void {
+    if (this.child !== child) return
+    this.client?.failAll(`the engine host stopped (exit code ${code}); it is being restarted`)
+    this.port?.close()
+    this.child = null
+    this.client = null
+    if (this.stopping) return
+    const now = Date.now()
+    this.restarts = [...this.restarts.filter((t) => now - t < RESTART_WINDOW_MS), now]
+    if (this.restarts.length > MAX_RESTARTS) {
+      this.onEvent({ type: 'host:status', state: 'failed', message: `the engine host keeps stopping (exit code ${code})` })
+      return
+    }
+    this.onEvent({ type: 'host:status', state: 'restarting', message: `the engine host stopped (exit code ${code})` })
+    setTimeout(() => this.start(), 500)
+  }
+
+  /** Forwards a request the caller has validated. */
+  call(channel: string, payload: unknown): Promise<unknown> {
+    if (!this.client) return Promise.reject(new Error('the engine host is not running'))
+    return this.client.callRaw(channel, payload)
+  }
+
+  /** Asks the host to close its database and models, then ends it after `graceMs`. */
+  async stop(graceMs = 3000): Promise<void> {
+    this.stopping = true
+    const child = this.child
+    if (!child) return
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+    this.port?.postMessage({ kind: 'shutdown' })
+    const timer = setTimeout(() => child.kill(), graceMs)
+    await exited
+    clearTimeout(timer)
+  }
+}

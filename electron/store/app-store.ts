@@ -1,0 +1,294 @@
+/**
+ * The app's own tables beside the runs (migration 5): chat conversations and messages, the model library, and
+ * the filtered run list of the Runs screen. Shares the RunStore's connection (one file, one WAL).
+ */
+import type Database from 'better-sqlite3'
+import {
+  ChatMessage,
+  GenerationSettings,
+  LiveStats,
+  TokenPiece,
+  type ConversationSummary,
+  type RunFilter,
+  type RunListItem,
+  type RunStatus
+} from '../api/contract'
+import { z } from 'zod'
+
+export interface ModelRow {
+  id: number
+  path: string
+  source: 'file' | 'download'
+  uri: string | null
+  addedAt: string
+}
+
+export interface NewAssistantMessage {
+  text: string
+  segments: TokenPiece[]
+  settings: GenerationSettings
+  stats: LiveStats
+  stopReason: string | null
+  format: 'chat' | 'completion'
+  models: { target: string; mid: string | null; draft: string | null }
+}
+
+interface MessageDbRow {
+  id: number
+  conversation_id: number
+  role: 'user' | 'assistant'
+  text: string
+  segments: string | null
+  settings: string | null
+  stats: string | null
+  stop_reason: string | null
+  format: 'chat' | 'completion' | null
+  created_at: string
+}
+
+interface RunSearchRow {
+  id: number
+  created_at: string
+  finished_at: string | null
+  suite: string | null
+  methods: string
+  config: string
+  status: RunStatus
+  error: string | null
+  prompt_count: number
+}
+
+const now = (): string => new Date().toISOString()
+const TITLE_LENGTH = 60
+
+/** JSON columns are read back through the contract's schemas, so a damaged row reads as null, not as garbage. */
+function parseJson<T>(schema: z.ZodType<T>, text: string | null): T | null {
+  if (text === null) return null
+  try {
+    const parsed = schema.safeParse(JSON.parse(text))
+    return parsed.success ? parsed.data : null
+  } catch {
+    return null
+  }
+}
+
+export class AppStore {
+  constructor(private readonly db: Database.Database) {}
+
+  // ── conversations ──
+
+  createConversation(firstMessage: string): number {
+    const title = firstMessage.replace(/\s+/g, ' ').trim().slice(0, TITLE_LENGTH) || 'Conversation'
+    const at = now()
+    const info = this.db
+      .prepare('INSERT INTO conversations (created_at, updated_at, title) VALUES (?, ?, ?)')
+      .run(at, at, title)
+    return Number(info.lastInsertRowid)
+  }
+
+  listConversations(): ConversationSummary[] {
+    const rows = this.db
+      .prepare(
+        `SELECT c.id, c.title, c.created_at, c.updated_at,
+           (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS messages
+         FROM conversations c ORDER BY c.updated_at DESC, c.id DESC`
+      )
+      .all() as { id: number; title: string; created_at: string; updated_at: string; messages: number }[]
+    return rows.map((r) => ({ id: r.id, title: r.title, createdAt: r.created_at, updatedAt: r.updated_at, messages: r.messages }))
+  }
+
+  getConversation(conversationId: number): ConversationSummary | null {
+    return this.listConversations().find((c) => c.id === conversationId) ?? null
+  }
+
+  deleteConversation(conversationId: number): boolean {
+    return this.db.prepare('DELETE FROM conversations WHERE id = ?').run(conversationId).changes > 0
+  }
+
+  getMessages(conversationId: number): ChatMessage[] {
+    const rows = this.db
+      .prepare('SELECT * FROM messages WHERE conversation_id = ? ORDER BY id')
+      .all(conversationId) as MessageDbRow[]
+    return rows.map(toMessage)
+  }
+
+  addUserMessage(conversationId: number, text: string): ChatMessage {
+    return this.insertMessage(conversationId, {
+      role: 'user',
+      text,
+      segments: null,
+      settings: null,
+      stats: null,
+      stop_reason: null,
+      format: null,
+      models: null
+    })
+  }
+
+  addAssistantMessage(conversationId: number, message: NewAssistantMessage): ChatMessage {
+    return this.insertMessage(conversationId, {
+      role: 'assistant',
+      text: message.text,
+      segments: JSON.stringify(message.segments),
+      settings: JSON.stringify(message.settings),
+      stats: JSON.stringify(message.stats),
+      stop_reason: message.stopReason,
+      format: message.format,
+      models: JSON.stringify(message.models)
+    })
+  }
+
+  private insertMessage(
+    conversationId: number,
+    row: Omit<MessageDbRow, 'id' | 'conversation_id' | 'created_at'> & { models: string | null }
+  ): ChatMessage {
+    const at = now()
+    const info = this.db
+      .prepare(
+        `INSERT INTO messages (conversation_id, role, text, segments, settings, stats, stop_reason, format, models, created_at)
+         VALUES (@conversationId, @role, @text, @segments, @settings, @stats, @stop_reason, @format, @models, @at)`
+      )
+      .run({ conversationId, at, ...row })
+    this.db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?').run(at, conversationId)
+    const stored = this.db.prepare('SELECT * FROM messages WHERE id = ?').get(Number(info.lastInsertRowid)) as MessageDbRow
+    return toMessage(stored)
+  }
+
+  // ── model library ──
+
+  listModels(): ModelRow[] {
+    const rows = this.db.prepare('SELECT * FROM models ORDER BY id').all() as {
+      id: number
+      path: string
+      source: 'file' | 'download'
+      uri: string | null
+      added_at: string
+    }[]
+    return rows.map((r) => ({ id: r.id, path: r.path, source: r.source, uri: r.uri, addedAt: r.added_at }))
+  }
+
+  /** Adds the path (or returns the existing row for it, updating a download's URI). */
+  addModel(path: string, source: 'file' | 'download', uri: string | null): ModelRow {
+    const existing = this.listModels().find((m) => m.path === path)
+    if (existing) {
+      if (source === 'download' && uri && existing.uri !== uri) {
+        this.db.prepare(`UPDATE models SET source = 'download', uri = ? WHERE id = ?`).run(uri, existing.id)
+        return { ...existing, source, uri }
+      }
+      return existing
+    }
+    const info = this.db
+      .prepare('INSERT INTO models (path, source, uri, added_at) VALUES (?, ?, ?, ?)')
+      .run(path, source, uri, now())
+    return this.listModels().find((m) => m.id === Number(info.lastInsertRowid))!
+  }
+
+  removeModel(modelId: number): boolean {
+    return this.db.prepare('DELETE FROM models WHERE id = ?').run(modelId).changes > 0
+  }
+
+  // ── runs, filtered ──
+
+  /** Step rows per prompt result of a run (one query). */
+  stepCounts(runId: number): Map<number, number> {
+    const rows = this.db
+      .prepare(
+        `SELECT s.result_id AS id, COUNT(*) AS n FROM steps s JOIN prompt_results p ON p.id = s.result_id
+         WHERE p.run_id = ? GROUP BY s.result_id`
+      )
+      .all(runId) as { id: number; n: number }[]
+    return new Map(rows.map((r) => [r.id, r.n]))
+  }
+
+  /** The Runs screen's list: every filter is optional and they combine with AND; newest first. */
+  searchRuns(filter: RunFilter): RunListItem[] {
+    const where: string[] = []
+    const args: (string | number)[] = []
+    if (filter.status) {
+      where.push('r.status = ?')
+      args.push(filter.status)
+    }
+    if (filter.suite) {
+      where.push('r.suite = ?')
+      args.push(filter.suite)
+    }
+    if (filter.method) {
+      where.push('EXISTS (SELECT 1 FROM json_each(r.methods) WHERE json_each.value = ?)')
+      args.push(filter.method)
+    }
+    if (filter.model) {
+      where.push(
+        `(instr(lower(coalesce(json_extract(r.config, '$.models.target'), '')), lower(?)) > 0
+          OR instr(lower(coalesce(json_extract(r.config, '$.models.mid'), '')), lower(?)) > 0
+          OR instr(lower(coalesce(json_extract(r.config, '$.models.draft'), '')), lower(?)) > 0)`
+      )
+      args.push(filter.model, filter.model, filter.model)
+    }
+    if (filter.from) {
+      where.push('r.created_at >= ?')
+      args.push(filter.from)
+    }
+    if (filter.to) {
+      // A bare date means the whole day.
+      where.push('r.created_at <= ?')
+      args.push(/^\d{4}-\d{2}-\d{2}$/.test(filter.to) ? `${filter.to}T23:59:59.999Z` : filter.to)
+    }
+    if (filter.search?.trim()) {
+      const text = filter.search.trim()
+      where.push(
+        `(CAST(r.id AS TEXT) = ? OR instr(lower(coalesce(r.suite, '')), lower(?)) > 0
+          OR instr(lower(r.methods), lower(?)) > 0 OR instr(lower(r.config), lower(?)) > 0
+          OR instr(lower(coalesce(r.error, '')), lower(?)) > 0)`
+      )
+      args.push(text.replace(/^#/, ''), text, text, text, text)
+    }
+    const rows = this.db
+      .prepare(
+        `SELECT r.*, (SELECT COUNT(*) FROM prompt_results p WHERE p.run_id = r.id) AS prompt_count
+         FROM runs r ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+         ORDER BY r.id DESC LIMIT ?`
+      )
+      .all(...args, filter.limit ?? 500) as RunSearchRow[]
+    return rows.map(toRunListItem)
+  }
+}
+
+function toMessage(row: MessageDbRow): ChatMessage {
+  return {
+    id: row.id,
+    conversationId: row.conversation_id,
+    role: row.role,
+    text: row.text,
+    segments: parseJson(z.array(TokenPiece), row.segments),
+    settings: parseJson(GenerationSettings, row.settings),
+    stats: parseJson(LiveStats, row.stats),
+    stopReason: row.stop_reason,
+    format: row.format,
+    createdAt: row.created_at
+  }
+}
+
+function toRunListItem(row: RunSearchRow): RunListItem {
+  let config: Record<string, unknown> = {}
+  try {
+    config = JSON.parse(row.config) as Record<string, unknown>
+  } catch {
+    // An unreadable config still lists the run; `show` reports the damage.
+  }
+  const models = (config.models ?? {}) as { target?: string; mid?: string; draft?: string }
+  const prompts = (config.prompts ?? {}) as { dataset?: string; file?: string }
+  return {
+    id: row.id,
+    createdAt: row.created_at,
+    finishedAt: row.finished_at,
+    suite: row.suite,
+    methods: JSON.parse(row.methods) as string[],
+    status: row.status,
+    error: row.error,
+    promptCount: row.prompt_count,
+    models: { target: models.target ?? '', mid: models.mid ?? null, draft: models.draft ?? null },
+    dataset: prompts.dataset ?? prompts.file ?? null,
+    gamma: typeof config.gamma === 'number' ? config.gamma : 0,
+    maxTokens: typeof config.maxTokens === 'number' ? config.maxTokens : 0
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * Suite runs (migration 6): the parent record of an experiment suite, its cells (ordinary runs linked by
+ * suite_run_id + cell_key) and the perplexity scores of their outputs. Shares the run store's connection
+ * (RunStore.database), like app-store.ts, so runs and their suite are one SQLite file and one WAL.
+ *
+ * A cell is finished when its linked run is `done`; cancelled, failed or interrupted runs of a cell stay in the
+ * store (they are real records of what happened) but count as unfinished, so a resume recomputes that cell.
+ * On open, suite runs left `running` by a process that is gone become `interrupted` (the rule of run-store.ts).
+ */
+import os from 'node:os'
+import type Database from 'better-sqlite3'
+import type { RunStatus } from '../api/contract'
+
+export interface SuiteRunRow<Options = unknown, Plan = unknown> {
+  id: number
+  suite: string
+  createdAt: string
+  finishedAt: string | null
+  quick: boolean
+  options: Options
+  plan: Plan
+  status: RunStatus
+  error: string | null
+}
+
+export interface CellRun {
+  cellKey: string
+  runId: number
+  status: RunStatus
+  createdAt: string
+}
+
+export interface OutputScore {
+  resultId: number
+  scorer: string
+  nll: number
+  tokens: number
+}
+
+interface SuiteDbRow {
+  id: number
+  suite: string
+  created_at: string
+  finished_at: string | null
+  quick: number
+  options: string
+  plan: string
+  status: RunStatus
+  error: string | null
+  owner_pid: number | null
+  owner_host: string | null
+}
+
+const now = (): string => new Date().toISOString()
+const INTERRUPTED_ERROR = 'process ended while the suite was running'
+
+/** Suite runs this process is executing (a second store on the same file must not mark them interrupted). */
+const suitesInProgressHere = new Set<number>()
+
+export class SuiteStore {
+  constructor(private readonly db: Database.Database) {
+    this.markInterrupted()
+  }
+
+  createSuiteRun(input: { suite: string; quick: boolean; options: unknown; plan: unknown }): number {
+    const info = this.db
+      .prepare(
+        `INSERT INTO suite_runs (suite, created_at, quick, options, plan, status, owner_pid, owner_host)
+         VALUES (?, ?, ?, ?, ?, 'running', ?, ?)`
+      )
+      .run(input.suite, now(), input.quick ? 1 : 0, JSON.stringify(input.options), JSON.stringify(input.plan), process.pid, os.hostname())
+    const id = Number(info.lastInsertRowid)
+    suitesInProgressHere.add(id)
+    return id
+  }
+
+  /** Takes an unfinished suite run over for a resume: `running` again, owned by this process. */
+  reopenSuiteRun(id: number): void {
+    this.db
+      .prepare(`UPDATE suite_runs SET status = 'running', error = NULL, finished_at = NULL, owner_pid = ?, owner_host = ? WHERE id = ?`)
+      .run(process.pid, os.hostname(), id)
+    suitesInProgressHere.add(id)
+  }
+
+  finishSuiteRun(id: number, status: Exclude<RunStatus, 'running'>, error: string | null = null): void {
+    this.db.prepare(`UPDATE suite_runs SET status = ?, error = ?, finished_at = ? WHERE id = ?`).run(status, error, now(), id)
+    suitesInProgressHere.delete(id)
+  }
+
+  /** Links a run (just created by the runner, before any decoding) to its suite run and cell. */
+  linkRun(runId: number, suiteRunId: number, cellKey: string): void {
+    this.db.prepare(`UPDATE runs SET suite_run_id = ?, cell_key = ? WHERE id = ?`).run(suiteRunId, cellKey, runId)
+  }
+
+  getSuiteRun<Options, Plan>(id: number): SuiteRunRow<Options, Plan> | null {
+    const row = this.db.prepare(`SELECT * FROM suite_runs WHERE id = ?`).get(id) as SuiteDbRow | undefined
+    return row ? toSuiteRun<Options, Plan>(row) : null
+  }
+
+  /** Newest first; `suite` filters by suite id. */
+  listSuiteRuns<Options, Plan>(options: { suite?: string; limit?: number } = {}): SuiteRunRow<Options, Plan>[] {
+    const rows = (
+      options.suite === undefined
+        ? this.db.prepare(`SELECT * FROM suite_runs ORDER BY id DESC LIMIT ?`).all(options.limit ?? 100)
+        : this.db.prepare(`SELECT * FROM suite_runs WHERE suite = ? ORDER BY id DESC LIMIT ?`).all(options.suite, options.limit ?? 100)
+    ) as SuiteDbRow[]
+    return rows.map((row) => toSuiteRun<Options, Plan>(row))
+  }
+
+  /** Every run linked to the suite run, oldest first (a cell may have several: a cancelled one, then a done one). */
+  cellRuns(suiteRunId: number): CellRun[] {
+    const rows = this.db
+      .prepare(`SELECT id, cell_key, status, created_at FROM runs WHERE suite_run_id = ? ORDER BY id`)
+      .all(suiteRunId) as { id: number; cell_key: string; status: RunStatus; created_at: string }[]
+    return rows.map((r) => ({ cellKey: r.cell_key, runId: r.id, status: r.status, createdAt: r.created_at }))
+  }
+
+  /** Per cell key, the latest `done` run: the finished cells a resume skips and a report reads. */
+  finishedCells(suiteRunId: number): Map<string, number> {
+    const finished = new Map<string, number>()
+    for (const cell of this.cellRuns(suiteRunId)) if (cell.status === 'done') finished.set(cell.cellKey, cell.runId)
+    return finished
+  }
+
+  addScore(score: OutputScore): void {
+    this.db
+      .prepare(`INSERT OR REPLACE INTO result_scores (result_id, scorer, nll, tokens) VALUES (?, ?, ?, ?)`)
+      .run(score.resultId, score.scorer, score.nll, score.tokens)
+  }
+
+  /** Scores of a run's prompt results, by result id. */
+  scoresOfRun(runId: number): Map<number, OutputScore> {
+    const rows = this.db
+      .prepare(
+        `SELECT s.result_id, s.scorer, s.nll, s.tokens FROM result_scores s JOIN prompt_results p ON p.id = s.result_id
+         WHERE p.run_id = ?`
+      )
+      .all(runId) as { result_id: number; scorer: string; nll: number; tokens: number }[]
+    return new Map(rows.map((r) => [r.result_id, { resultId: r.result_id, scorer: r.scorer, nll: r.nll, tokens: r.tokens }]))
+  }
+
+  /** Marks suite runs whose owner process is gone; their cells keep every finished run. */
+  private markInterrupted(): void {
+    const running = this.db
+      .prepare(`SELECT id, owner_pid AS pid, owner_host AS host FROM suite_runs WHERE status = 'running'`)
+      .all() as { id: number; pid: number | null; host: string | null }[]
+    const interrupt = this.db.prepare(`UPDATE suite_runs SET status = 'interrupted', error = ?, finished_at = ? WHERE id = ?`)
+    for (const run of running) if (!isOwnerAlive(run)) interrupt.run(INTERRUPTED_ERROR, now(), run.id)
+  }
+}
+
+function isOwnerAlive(run: { id: number; pid: number | null; host: string | null }): boolean {
+  if (run.host !== os.hostname() || run.pid === null) return false
+  if (run.pid === process.pid) return suitesInProgressHere.has(run.id)
+  try {
+    process.kill(run.pid, 0)
+    return true
+  } catch (error) {
+    return (error as { code?: string }).code === 'EPERM'
+  }
+}
+
+function toSuiteRun<Options, Plan>(row: SuiteDbRow): SuiteRunRow<Options, Plan> {
+  return {
+    id: row.id,
+    suite: row.suite,
+    createdAt: row.created_at,
+    finishedAt: row.finished_at,
+    quick: row.quick !== 0,
+    options: JSON.parse(row.options) as Options,
+    plan: JSON.parse(row.plan) as Plan,
+    status: row.status,
+    error: row.error
+  }
+}

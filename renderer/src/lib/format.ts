@@ -1,0 +1,65 @@
+/** Number and text formatting for tables and stats. */
+export const num = (v: number | null | undefined, digits = 2): string =>
+  v === null || v === undefined || !Number.isFinite(v) ? '—' : v.toFixed(digits)
+export const pct = (v: number | null | undefined): string =>
+  v === null || v === undefined || !Number.isFinite(v) ? '—' : `${(v * 100).toFixed(1)}%`
+export const times = (v: number | null | undefined): string =>
+  v === null || v === undefined || !Number.isFinite(v) ? '—' : `${v.toFixed(2)}×`
+export const signed = (v: number | null | undefined, digits = 3): string =>
+  v === null || v === undefined || !Number.isFinite(v) ? '—' : `${v > 0 ? '+' : ''}${v.toFixed(digits)}`
+export function bytes(n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return '—'
+  const units = ['B', 'KB', 'MB', 'GB', 'TB']
+  let value = n
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit++
+  }
+  return `${value.toFixed(unit === 0 ? 0 : value < 10 ? 2 : 1)} ${units[unit]}`
+}
+export function count(n: number | null | undefined): string {
+  if (n === null || n === undefined) return '—'
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)}B`
+  if (n >= 1e6) return `${(n / 1e6).toFixed(2)}M`
+  if (n >= 1e3) return `${(n / 1e3).toFixed(1)}K`
+  return String(n)
+}
+export function date(iso: string | null | undefined): string {
+  if (!iso) return '—'
+  const d = new Date(iso)
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString()
+}
+export const baseName = (p: string | null | undefined): string => (p ? (p.split(/[\\/]/).pop() ?? p) : '—')
+export const duration = (ms: number): string =>
+  ms < 1000 ? `${ms.toFixed(0)} ms` : ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`
+
+/** Parses "key=value" lines / space-separated pairs into method parameters (numbers and booleans typed). */
+export function parseParams(text: string): { params: Record<string, number | string | boolean>; error: string | null } {
+  const params: Record<string, number | string | boolean> = {}
+  for (const item of text.split(/[\s,]+/).filter(Boolean)) {
+    const match = /^([\w.-]+)=(.*)$/.exec(item)
+    if (!match) return { params, error: `expected key=value, got "${item}"` }
+    const raw = match[2]
+    params[match[1]] = raw === 'true' ? true : raw === 'false' ? false : raw !== '' && Number.isFinite(Number(raw)) ? Number(raw) : raw
+  }
+  return { params, error: null }
+}
+
+export const PROVENANCE_LABELS = {
+  draft: 'accepted from the small draft (M_q1)',
+  mid: 'accepted from the mid draft (M_q2)',
+  resampled: 'resampled by the target after a rejection',
+  bonus: 'bonus token from the target (all drafts accepted)',
+  target: 'target only (no draft)'
+} as const
+export const PROVENANCE_CODES: Record<string, keyof typeof PROVENANCE_LABELS> = {
+  d: 'draft',
+  m: 'mid',
+  r: 'resampled',
+  b: 'bonus',
+  t: 'target'
+}
+
+/** A palette that stays apart for up to ~10 series and reads on white. */
+export const SERIES_COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#ca8a04', '#db2777', '#4b5563', '#65a30d']

@@ -1,0 +1,57 @@
+/**
+ * State shared by the screens: the current view, app info (methods, datasets, suites), the model library with
+ * the loaded trio, load progress and the connection. Host events arrive once (App.svelte subscribes) and are
+ * fanned out to screens through `onHostEvent`.
+ */
+import type { AppInfo, HostEvent, ModelLibrary, View } from '../../../electron/api/contract'
+import { api, errorMessage, type ConnectionState } from '../api'
+
+export type LoadProgress = Extract<HostEvent, { type: 'models:load-progress' }>
+
+export const ui = $state({
+  view: 'chat' as View,
+  info: null as AppInfo | null,
+  library: null as ModelLibrary | null,
+  loadProgress: null as LoadProgress | null,
+  connection: 'connecting' as ConnectionState,
+  connectionDetail: null as string | null,
+  hostMessage: null as string | null,
+  /** Runs chosen for the Diff screen. */
+  diff: { a: null as number | null, b: null as number | null },
+  /** A suite the menu asked the Workbench to prepare. */
+  pendingSuite: null as string | null,
+  /** A run the Runs screen should open. */
+  openRun: null as number | null,
+  globalError: null as string | null
+})
+
+const listeners = new Set<(event: HostEvent) => void>()
+
+export function onHostEvent(listener: (event: HostEvent) => void): () => void {
+  listeners.add(listener)
+  return () => listeners.delete(listener)
+}
+
+export function dispatchHostEvent(event: HostEvent): void {
+  for (const listener of listeners) listener(event)
+}
+
+export async function refreshInfo(): Promise<void> {
+  try {
+    ui.info = await api.call('app:info', {})
+  } catch (error) {
+    ui.globalError = errorMessage(error)
+  }
+}
+
+export async function refreshLibrary(): Promise<void> {
+  try {
+    ui.library = await api.call('models:list', {})
+  } catch (error) {
+    ui.globalError = errorMessage(error)
+  }
+}
+
+export function navigate(view: View): void {
+  ui.view = view
+}

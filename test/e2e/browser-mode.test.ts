@@ -1,0 +1,347 @@
+/**
+ * End to end through browser mode (`electron/serve.ts`): the same engine host and renderer the Electron app uses,
+ * driven by Playwright (playwright-core) in Debian's Chromium. Adds the shared trio by path, chats with `sd`
+ * (coloured tokens, live statistics, the conversation reopens), runs the Workbench (progress, results, charts,
+ * cancel), browses, filters, exports, deletes and diffs runs, and checks the WebSocket's token and Origin guard.
+ * Screenshots of every screen go to test-results/e2e/.
+ *
+ * Needs: a built renderer (`npm test` builds first), Chromium (`.ci/run` installs Debian's; override with
+ * SPECLAB_CHROMIUM) and the shared models (SPECLAB_MODELS, default ../shared/models).
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
+import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
+const chromiumPath = process.env.SPECLAB_CHROMIUM ?? '/usr/bin/chromium'
+const shots = path.join(root, 'test-results/e2e')
+const trio = {
+  target: path.join(models, 'family/stories-target5M-f32.gguf'),
+  mid: path.join(models, 'family/stories-mid1M-f32.gguf'),
+  draft: path.join(models, 'stories260K-f32.gguf'),
+  foreign: path.join(models, 'tinystories-656k-q8_0.gguf')
+}
+const missing = [
+  ...Object.values(trio).filter((f) => !fs.existsSync(f)),
+  ...(fs.existsSync(chromiumPath) ? [] : [chromiumPath]),
+  ...(fs.existsSync(path.join(root, 'out/renderer/index.html')) ? [] : ['out/renderer (run `npm run build`)'])
+]
+if (missing.length > 0) console.warn(`\n!!! browser-mode e2e SKIPPED: missing ${missing.join(', ')} !!!\n`)
+
+const STEP_TIMEOUT = 60_000
+
+let dir: string
+let server: ChildProcess
+let url: URL
+let browser: Browser
+let page: Page
+const pageErrors: string[] = []
+
+/** Polls until the locator's text matches. */
+async function waitForText(locator: Locator, pattern: RegExp, timeout = STEP_TIMEOUT): Promise<string> {
+  const deadline = Date.now() + timeout
+  let last = ''
+  while (Date.now() < deadline) {
+    last = (await locator.first().textContent().catch(() => null)) ?? ''
+    if (pattern.test(last)) return last
+    await page.waitForTimeout(50)
+  }
+  throw new Error(`timed out waiting for ${pattern} (last text: ${JSON.stringify(last.slice(0, 300))})`)
+}
+
+async function waitForAttribute(locator: Locator, name: string, pattern: RegExp, timeout = STEP_TIMEOUT): Promise<string> {
+  const deadline = Date.now() + timeout
+  let last: string | null = null
+  while (Date.now() < deadline) {
+    last = await locator.getAttribute(name).catch(() => null)
+    if (last !== null && pattern.test(last)) return last
+    await page.waitForTimeout(20)
+  }
+  throw new Error(`timed out waiting for ${name}=${pattern} (last: ${last})`)
+}
+
+/** The whole screen, not just the viewport: the app scrolls inside <main>, so let the page grow for the shot. */
+async function shot(name: string): Promise<void> {
+  const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
+  await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true })
+  await style.evaluate((node) => (node as HTMLElement).remove())
+}
+
+function startServer(): Promise<URL> {
+  server = spawn(
+    path.join(root, 'node_modules/.bin/tsx'),
+    ['electron/serve.ts', '--port', '0', '--db', path.join(dir, 'runs.sqlite'), '--download-dir', path.join(dir, 'downloads')],
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SPECLAB_DB: '' } }
+  )
+  let stderr = ''
+  server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  return new Promise((resolve, reject) => {
+    let stdout = ''
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}`)), 30_000)
+    server.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString()
+      const match = /SpecLab browser mode: (http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]+)/.exec(stdout)
+      if (match) {
+        clearTimeout(timer)
+        resolve(new URL(match[1]))
+      }
+    })
+    server.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)))
+  })
+}
+
+/** Resolves with the HTTP status of a refused upgrade, or 101 when the socket opened. */
+function tryWebSocket(target: string, origin: string): Promise<{ status: number; socket: WebSocket | null }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(target, { origin })
+    ws.once('open', () => resolve({ status: 101, socket: ws }))
+    ws.once('unexpected-response', (_request, response) => {
+      resolve({ status: response.statusCode ?? 0, socket: null })
+      response.resume()
+    })
+    ws.once('error', (error) => reject(error))
+  })
+}
+
+describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () => {
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-e2e-'))
+    fs.mkdirSync(shots, { recursive: true })
+    url = await startServer()
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update']
+    })
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, acceptDownloads: true })
+    page = await context.newPage()
+    page.on('pageerror', (error) => pageErrors.push(`pageerror: ${error.message}`))
+    page.on('console', (message) => {
+      if (message.type() === 'error') pageErrors.push(`console: ${message.text()}`)
+    })
+    page.setDefaultTimeout(STEP_TIMEOUT)
+  }, 60_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    if (server && server.exitCode === null) {
+      const exited = new Promise((resolve) => server.once('exit', resolve))
+      server.kill('SIGTERM')
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))])
+      if (server.exitCode === null) server.kill('SIGKILL')
+    }
+    if (dir) fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('guards the api: WebSocket needs the token and our Origin; HTTP needs our Host', async () => {
+    const origin = `http://127.0.0.1:${url.port}`
+    const token = url.searchParams.get('token')!
+    const api = `ws://127.0.0.1:${url.port}/api`
+    expect((await tryWebSocket(api, origin)).status).toBe(401)
+    expect((await tryWebSocket(`${api}?token=wrong-${token}`, origin)).status).toBe(401)
+    expect((await tryWebSocket(`${api}?token=${token}`, 'http://evil.example')).status).toBe(403)
+    expect((await tryWebSocket(`${api}?token=${token}`, `http://127.0.0.1:${Number(url.port) + 1}`)).status).toBe(403)
+
+    const { status, socket } = await tryWebSocket(`${api}?token=${token}`, origin)
+    expect(status).toBe(101)
+    const replies = new Map<number, { ok: boolean; error?: string; result?: unknown }>()
+    socket!.on('message', (data) => {
+      const message = JSON.parse(data.toString())
+      if (message.kind === 'response') replies.set(message.id, message)
+    })
+    socket!.send(JSON.stringify({ kind: 'request', id: 1, channel: 'app:info', payload: {} }))
+    socket!.send(JSON.stringify({ kind: 'request', id: 2, channel: 'app:open-database', payload: { path: '/tmp/x.sqlite' } }))
+    socket!.send(JSON.stringify({ kind: 'request', id: 3, channel: 'models:add', payload: { path: 42 } }))
+    socket!.send(JSON.stringify({ kind: 'request', id: 4, channel: 'no:such', payload: {} }))
+    await new Promise<void>((resolve) => {
+      const check = () => (replies.size === 4 ? resolve() : setTimeout(check, 20))
+      check()
+    })
+    socket!.close()
+    expect(replies.get(1)).toMatchObject({ ok: true, result: { mode: 'browser' } })
+    expect(replies.get(2)).toMatchObject({ ok: false, error: expect.stringMatching(/not available/) })
+    expect(replies.get(3)).toMatchObject({ ok: false, error: expect.stringMatching(/Invalid request for models:add/) })
+    expect(replies.get(4)).toMatchObject({ ok: false, error: expect.stringMatching(/Unknown api channel/) })
+
+    const hostStatus = await new Promise<number>((resolve, reject) => {
+      http
+        .get({ host: '127.0.0.1', port: Number(url.port), path: '/', headers: { Host: 'evil.example' } }, (response) => {
+          response.resume()
+          resolve(response.statusCode ?? 0)
+        })
+        .once('error', reject)
+    })
+    expect(hostStatus).toBe(421)
+  })
+
+  it('Models: a bad path is a visible error; the shared trio is added by path, checked and loaded', async () => {
+    await page.goto(url.toString())
+    await page.getByTestId('nav-models').click()
+    // The token left the address bar (kept in sessionStorage).
+    expect(page.url()).not.toContain('token=')
+
+    await page.getByTestId('model-path').fill(path.join(models, 'no-such-model.gguf'))
+    await page.getByTestId('model-add').click()
+    await waitForText(page.getByTestId('model-error'), /model file not found/)
+
+    await page.getByTestId('model-path').fill(path.join(root, 'README.md'))
+    await page.getByTestId('model-add').click()
+    await waitForText(page.getByTestId('model-error'), /\.gguf/)
+
+    for (const file of [trio.target, trio.mid, trio.draft, trio.foreign]) {
+      await page.getByTestId('model-path').fill(file)
+      await page.getByTestId('model-add').click()
+      await waitForText(page.getByTestId('model-added'), new RegExp(path.basename(file).replace(/\./g, '\\.')))
+    }
+    await waitForText(page.getByTestId('model-table'), /stories-mid1M-f32\.gguf/)
+    expect(await page.getByTestId('model-table').locator('tbody tr').count()).toBe(4)
+
+    await page.getByTestId('trio-target').selectOption({ label: 'stories-target5M-f32.gguf' })
+    await page.getByTestId('trio-mid').selectOption({ label: 'stories-mid1M-f32.gguf' })
+    await page.getByTestId('trio-draft').selectOption({ label: 'tinystories-656k-q8_0.gguf' })
+    await page.getByTestId('trio-check').click()
+    await waitForText(page.getByTestId('trio-check-result'), /Not compatible.*2048 tokens.*512/)
+
+    await page.getByTestId('trio-draft').selectOption({ label: 'stories260K-f32.gguf' })
+    await page.getByTestId('trio-check').click()
+    await waitForText(page.getByTestId('trio-check-result'), /Compatible: all three models share one vocabulary/)
+    await page.getByTestId('trio-load').click()
+    await waitForText(page.getByTestId('trio-loaded'), /Loaded: stories-target5M-f32\.gguf · stories-mid1M-f32\.gguf · stories260K-f32\.gguf/)
+    await waitForText(page.getByTestId('loaded-trio'), /stories260K-f32\.gguf/)
+    await page.getByRole('button', { name: 'Inspect' }).first().click()
+    await waitForText(page.getByTestId('inspection'), /llama · 6 layers/)
+    await shot('models')
+  })
+
+  it('Chat: sd streams tokens coloured by provenance with live statistics; the conversation reopens', async () => {
+    await page.getByTestId('nav-chat').click()
+    await page.getByTestId('chat-method').selectOption('sd')
+    await page.getByTestId('chat-input').fill('Once upon a time, there was a little girl named Lily.')
+    await page.getByTestId('chat-send').click()
+    const answer = page.getByTestId('message-assistant')
+    await answer.waitFor({ state: 'visible' })
+    expect(await answer.locator('.tok-draft').count()).toBeGreaterThan(0)
+    expect(await answer.locator('.tok-resampled, .tok-bonus').count()).toBeGreaterThan(0)
+    expect((await answer.textContent())!.length).toBeGreaterThan(40)
+    expect(await page.getByTestId('stat-tps').textContent()).toMatch(/^\d+\.\d$/)
+    expect(await page.getByTestId('stat-acceptance').textContent()).toMatch(/^\d+\.\d%$/)
+    expect(await page.getByTestId('stat-sigma').textContent()).toMatch(/^0\.\d{3}$/)
+    expect(await page.getByTestId('stat-eta').textContent()).toMatch(/^\d\.\d{3}$/)
+    expect(Number(await page.getByTestId('gamma-sparkline').getAttribute('data-points'))).toBeGreaterThan(1)
+    await page.getByTestId('provenance-legend').waitFor()
+    await shot('chat')
+
+    await page.getByTestId('chat-new').click()
+    expect(await page.getByTestId('message-assistant').count()).toBe(0)
+    await page.getByTestId('conversation-item').first().click()
+    await page.getByTestId('message-assistant').waitFor({ state: 'visible' })
+    expect(await page.getByTestId('message-assistant').locator('.tok-draft').count()).toBeGreaterThan(0)
+    expect(await page.getByTestId('message-user').textContent()).toContain('Lily')
+  })
+
+  it('Workbench: runs methods × prompts with progress, shows results and charts; cancel stops a run', async () => {
+    await page.getByTestId('nav-workbench').click()
+    await waitForText(page.getByTestId('wb-dataset'), /Stories/)
+    if (!(await page.getByTestId('wb-method-hsddw').isChecked())) await page.getByTestId('wb-method-hsddw').check()
+    await page.getByTestId('wb-limit').fill('3')
+    await page.getByTestId('max-tokens').fill('96')
+    await page.getByTestId('temperature').fill('0')
+    await page.getByTestId('seed').fill('7')
+    await page.getByTestId('wb-run').click()
+    const progress = page.getByTestId('wb-progress')
+    await waitForAttribute(progress, 'data-phase', /running/)
+    await waitForAttribute(progress, 'data-phase', /finished/)
+    expect(await progress.getAttribute('data-status')).toBe('done')
+    expect(await page.getByTestId('wb-progress-cells').getByRole('progressbar').getAttribute('aria-valuenow')).toBe('9')
+    await page.getByTestId('wb-results').waitFor()
+    const rows = page.getByTestId('wb-results').getByTestId('metrics-table').locator('tbody tr')
+    expect(await rows.count()).toBe(3)
+    await page.getByTestId('chart-gamma').waitFor()
+    await page.getByTestId('chart-speedup').waitFor()
+    await page.getByTestId('chart-entropy').waitFor()
+    await shot('workbench')
+
+    // A second, different run (γ 3, two prompts, no hsddw) to diff against.
+    await page.getByTestId('wb-method-hsddw').uncheck()
+    await page.getByTestId('wb-limit').fill('2')
+    await page.getByTestId('gamma').fill('3')
+    await page.getByTestId('wb-run').click()
+    await waitForAttribute(progress, 'data-phase', /running/)
+    await waitForAttribute(progress, 'data-phase', /finished/)
+    expect(await progress.getAttribute('data-status')).toBe('done')
+
+    // A long run, cancelled while it decodes.
+    await page.getByTestId('wb-limit').fill('')
+    await page.getByTestId('max-tokens').fill('300')
+    await page.getByTestId('wb-run').click()
+    await waitForAttribute(page.getByTestId('wb-progress-cells').getByRole('progressbar'), 'aria-valuenow', /^[1-9]/)
+    await page.getByTestId('wb-cancel').click()
+    await waitForAttribute(progress, 'data-phase', /finished/)
+    expect(await progress.getAttribute('data-status')).toBe('cancelled')
+  })
+
+  it('Runs: filter, open (config, metrics, charts, outputs, steps), export CSV/JSON, diff two runs, delete', async () => {
+    await page.getByTestId('nav-runs').click()
+    const rows = page.getByTestId('runs-table').getByTestId('run-row')
+    await waitForText(page.getByTestId('runs-table'), /#3/)
+    expect(await rows.count()).toBe(3)
+    const rowCount = (n: number) =>
+      page.waitForFunction((count) => document.querySelectorAll('[data-testid="run-row"]').length === count, n)
+    await page.getByTestId('runs-status').selectOption('cancelled')
+    await rowCount(1)
+    expect(await rows.first().textContent()).toContain('cancelled')
+    await page.getByTestId('runs-status').selectOption('')
+    await page.getByTestId('runs-method').selectOption('hsddw')
+    await rowCount(1)
+    expect(await rows.first().textContent()).toContain('#1')
+    await page.getByTestId('runs-method').selectOption('')
+    await page.getByTestId('runs-search').fill('no-such-thing-anywhere')
+    await page.getByTestId('runs-empty').waitFor()
+    await page.getByTestId('runs-search').fill('')
+    await rowCount(3)
+
+    await page.getByTestId('run-open-1').click()
+    const detail = page.getByTestId('run-detail')
+    await waitForText(detail.getByTestId('run-config'), /stories-target5M-f32\.gguf/)
+    expect(await detail.getByTestId('metrics-table').locator('tbody tr').count()).toBe(3)
+    await detail.getByTestId('chart-entropy').waitFor()
+    expect(await detail.getByTestId('run-results').locator('tbody tr').count()).toBe(9)
+    await detail.getByTestId('result-steps').nth(1).click()
+    await detail.getByTestId('step-table').locator('tbody tr').first().waitFor()
+
+    const [csv] = await Promise.all([page.waitForEvent('download'), detail.getByTestId('run-export-csv').click()])
+    expect(csv.suggestedFilename()).toBe('speclab-run-1.csv')
+    const csvText = fs.readFileSync((await csv.path())!, 'utf8')
+    expect(csvText.split('\r\n')[0]).toMatch(/^run_id,method,prompt_index/)
+    expect(csvText.trim().split('\r\n')).toHaveLength(10)
+    const [json] = await Promise.all([page.waitForEvent('download'), detail.getByTestId('run-export-json').click()])
+    const exported = JSON.parse(fs.readFileSync((await json.path())!, 'utf8'))
+    expect(exported.runId).toBe(1)
+    expect(exported.results).toHaveLength(9)
+    expect(exported.results[1].steps.length).toBeGreaterThan(0)
+    await shot('runs')
+
+    await page.getByTestId('run-pick-1').check()
+    await page.getByTestId('run-pick-2').check()
+    await page.getByTestId('runs-diff').click()
+    await waitForText(page.getByTestId('diff-config'), /gamma/)
+    expect(await page.getByTestId('config-diff-row').count()).toBeGreaterThanOrEqual(2) // gamma, methods, limit
+    await waitForText(page.getByTestId('diff-metrics'), /tokens\/s/)
+    await page.getByTestId('diff-gamma-chart').waitFor()
+    await waitForText(page.getByTestId('diff-outputs'), /prompt 1/)
+    await shot('diff')
+
+    await page.getByTestId('nav-runs').click()
+    await page.getByTestId('run-open-3').click()
+    await page.getByTestId('run-delete').click()
+    await page.getByTestId('run-delete-confirm').click()
+    await rowCount(2)
+    expect(pageErrors).toEqual([])
+  })
+})
