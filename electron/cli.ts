@@ -9,6 +9,7 @@ import { diffCommand, runsCommand, showCommand } from './cli/runs-commands'
 import { benchCommand } from './cli/bench-command'
 import { ablationCommand } from './cli/ablation-command'
 import { dsbdBenchCommand } from './cli/dsbd-bench-command'
+import { reportCommand, suiteCommand, suitesCommand } from './cli/suite-command'
 
 const program = new Command('speclab')
   .description('SpecLab: speculative decoding of local GGUF models — run, store, compare')
@@ -16,7 +17,7 @@ const program = new Command('speclab')
   .exitOverride()
   .configureOutput({ outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`) })
 
-for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand(), benchCommand(), ablationCommand(), dsbdBenchCommand()]) {
+for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand(), benchCommand(), ablationCommand(), dsbdBenchCommand(), suiteCommand(), reportCommand(), suitesCommand()]) {
   program.addCommand(command.exitOverride().configureOutput({
     outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`)
   }))

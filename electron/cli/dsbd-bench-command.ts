@@ -19,8 +19,8 @@
  * untimed warm-up per configuration.
  */
 import path from 'node:path'
-import { Command, InvalidArgumentError } from 'commander'
-import { RAW_WARP } from '../engine/decoders/beam'
+import { Command } from 'commander'
+import { RAW_WARP, openSessions } from '../engine/decoders/beam'
 import { MAX_SEQUENCES, findMethod } from '../engine/decoders/registry'
 import type { DecodeEvent, MethodParams, StepRecord } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
@@ -94,7 +94,7 @@ function parseSettings(list: string, option: string): number[][] {
     .map((s) => {
       const parts = s.split(':').map(Number)
       if (parts.length !== 3 || parts.some((x) => !Number.isFinite(x)))
-        throw new InvalidArgumentError(`${option}: expected γ:W_S:x items, got ${JSON.stringify(s)}`)
+        throw new UserInputError(`${option}: expected γ:W_S:x items, got ${JSON.stringify(s)}`)
       return parts
     })
 }
@@ -139,8 +139,10 @@ interface Row {
 
 interface TimingNote {
   t1Ms: number
-  batched: { sequences: number; batchedMs: number; sequentialMs: number }[]
+  batched: { sequences: number; ids: string; batchedMs: number; sequentialMs: number }[]
   pathMs: { tokens: number; ms: number }[]
+  /** Two sequences in one decode, 4 + 1 tokens (llama.cpp splits unequal lengths into micro-batches). */
+  unequalPathsMs: number
   copyMs: number
   copyDecodeOverheadMs: number
 }
@@ -268,10 +270,12 @@ const median = (values: number[]): number => {
   return sorted[Math.floor(sorted.length / 2)]
 }
 
-/** What one sequence per path costs on this machine: batched vs sequential decodes, path length, KV copy. */
+/**
+ * What one sequence per path costs on this machine: batched vs sequential decodes (consecutive sequence ids, as the
+ * pool opens them, and scattered ids, which llama.cpp cannot put into one micro-batch), path length, KV copy.
+ */
 async function measureTiming(target: LlamaCppModel, prompt: number[]): Promise<TimingNote> {
-  const sessions: ModelSession[] = []
-  for (let i = 0; i < 8; i++) sessions.push(await target.createSession(RAW_WARP))
+  const sessions: ModelSession[] = await openSessions(target, RAW_WARP, 8)
   try {
     await sessions[0].append(prompt, prompt.length - 1)
     for (const s of sessions.slice(1)) await s.copyFrom?.(sessions[0], prompt.length)
@@ -289,16 +293,21 @@ async function measureTiming(target: LlamaCppModel, prompt: number[]): Promise<T
       return median(samples)
     }
     const t1Ms = await time(() => sessions[0].append([300], 0))
-    const batched = []
-    for (const n of [2, 4, 8]) {
-      const batchedMs = await time(() => Promise.all(sessions.slice(0, n).map((s, i) => s.append([300 + i], 0))))
-      const sequentialMs = await time(async () => {
-        for (const [i, s] of sessions.slice(0, n).entries()) await s.append([300 + i], 0)
-      })
-      batched.push({ sequences: n, batchedMs, sequentialMs })
+    const batched: TimingNote['batched'] = []
+    const together = (group: ModelSession[]) => () => Promise.all(group.map((s, i) => s.append([300 + i], 0)))
+    const oneByOne = (group: ModelSession[]) => async () => {
+      for (const [i, s] of group.entries()) await s.append([300 + i], 0)
     }
+    for (const n of [2, 4, 8]) {
+      const group = sessions.slice(0, n)
+      batched.push({ sequences: n, ids: 'consecutive', batchedMs: await time(together(group)), sequentialMs: await time(oneByOne(group)) })
+    }
+    const scattered = sessions.filter((_, i) => i % 2 === 0)
+    if (scattered.length === 4)
+      batched.push({ sequences: 4, ids: 'every other', batchedMs: await time(together(scattered)), sequentialMs: await time(oneByOne(scattered)) })
     const pathMs = []
     for (const tokens of [2, 4]) pathMs.push({ tokens, ms: await time(() => sessions[0].append(Array.from({ length: tokens }, (_, i) => 300 + i), 0)) })
+    const twoPaths = await time(() => Promise.all([sessions[0].append([300, 301, 302, 303], 0), sessions[1].append([304], 0)]))
     // A copy: its own call, plus the buffer copy llama.cpp performs at the next decode.
     const copies: number[] = []
     const after: number[] = []
@@ -311,7 +320,7 @@ async function measureTiming(target: LlamaCppModel, prompt: number[]): Promise<T
       await sessions[0].append([300], 0)
       after.push(performance.now() - decodeStarted)
     }
-    return { t1Ms, batched, pathMs, copyMs: median(copies), copyDecodeOverheadMs: Math.max(0, median(after) - t1Ms) }
+    return { t1Ms, batched, pathMs, unequalPathsMs: twoPaths, copyMs: median(copies), copyDecodeOverheadMs: Math.max(0, median(after) - t1Ms) }
   } finally {
     for (const s of sessions) await s.dispose()
   }
@@ -370,10 +379,11 @@ function printBench(r: {
       [
         ['1 token, 1 sequence', n(t.t1Ms)],
         ...t.batched.flatMap((b) => [
-          [`${b.sequences} sequences × 1 token, one batched decode`, n(b.batchedMs)],
-          [`${b.sequences} sequences × 1 token, ${b.sequences} decodes`, n(b.sequentialMs)]
+          [`${b.sequences} sequences (${b.ids} ids) × 1 token, one batched decode`, n(b.batchedMs)],
+          [`${b.sequences} sequences (${b.ids} ids) × 1 token, ${b.sequences} decodes`, n(b.sequentialMs)]
         ]),
         ...t.pathMs.map((p) => [`${p.tokens} tokens, 1 sequence (a tree path)`, n(p.ms)]),
+        ['2 sequences, 4 + 1 tokens, one batched decode', n(t.unequalPathsMs)],
         ['KV copy between sequences (call)', n(t.copyMs, 3)],
         ['KV copy (buffer copy in the next decode)', n(t.copyDecodeOverheadMs)]
       ]

@@ -169,8 +169,8 @@ function createSuiteProgressBar() {
       bar.update(Math.min(p.unitsDone, p.unitsTotal), payload)
     },
     log(message: string) {
-      if (started && process.stderr.isTTY) bar.log(`${message}\n`)
-      else process.stderr.write(`${message}\n`)
+      // Clear the bar's line first; it redraws on the next update.
+      process.stderr.write(`${started && process.stderr.isTTY ? '\r\x1b[K' : ''}${message}\n`)
     },
     stop() {
       if (started) bar.stop()

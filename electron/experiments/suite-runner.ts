@@ -232,11 +232,18 @@ function cellPrompts(cell: PlannedCell, target: LanguageModel, contextSize: numb
 const units = (cell: PlannedCell) => cell.promptCount * cell.methods.length * cell.maxTokens
 
 /** Scores every done output of a run under the raw target: NLL and token count per prompt result. */
-export async function scoreRunOutputs(store: RunStore, suites: SuiteStore, runId: number, target: LanguageModel): Promise<void> {
+export async function scoreRunOutputs(
+  store: RunStore,
+  suites: SuiteStore,
+  runId: number,
+  target: LanguageModel,
+  methods: boolean | readonly string[] = true
+): Promise<void> {
   const existing = suites.scoresOfRun(runId)
   const bos = target.info.bos
+  const wanted = (method: string) => methods === true || (Array.isArray(methods) && methods.includes(method))
   for (const result of store.getPromptResults(runId)) {
-    if (result.status !== 'done' || result.outputTokens.length === 0 || existing.has(result.id)) continue
+    if (result.status !== 'done' || result.outputTokens.length === 0 || existing.has(result.id) || !wanted(result.method)) continue
     const prompt = [...(bos === null ? [] : [bos]), ...target.tokenize(result.promptText)]
     const logProbabilities = await target.logProbabilities([...prompt, ...result.outputTokens])
     const outputPart = logProbabilities.slice(prompt.length - 1)
@@ -331,7 +338,7 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
 
     // Finished cells whose outputs still lack scores (a run stopped while scoring).
     for (const cell of plan)
-      if (cell.score && finished.has(cell.key)) await scoreRunOutputs(store, suites, finished.get(cell.key)!, trio.models.target)
+      if (cell.score && finished.has(cell.key)) await scoreRunOutputs(store, suites, finished.get(cell.key)!, trio.models.target, cell.score)
 
     const executed: string[] = []
     let unitsBefore = 0
@@ -355,7 +362,7 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
       if (report.status !== 'done') break
       if (cell.score) {
         emit({ phase: 'scoring' })
-        await scoreRunOutputs(store, suites, report.runId, trio.models.target)
+        await scoreRunOutputs(store, suites, report.runId, trio.models.target, cell.score)
         emit({ phase: 'running' })
       }
       unitsBefore += units(cell)

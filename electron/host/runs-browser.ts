@@ -108,7 +108,9 @@ export class RunsBrowser {
       'runs:steps': ({ resultId }) => this.runs().getSteps(resultId).map(({ levels: _levels, ...row }): StepRow => row),
       'runs:delete': ({ runId }) => {
         if (this.activeRunId() === runId) throw new UserInputError(`run ${runId} is in progress; cancel it before deleting`)
-        if (!this.runs().getRun(runId)) return { deleted: false }
+        const run = this.runs().getRun(runId)
+        if (!run) return { deleted: false }
+        if (run.summary.status === 'running') throw new UserInputError(`run ${runId} is still running (in another SpecLab process?)`)
         this.runs().deleteRun(runId)
         return { deleted: true }
       },

@@ -115,7 +115,7 @@ export class WorkbenchService {
     const limited = request.limit ? prompts.slice(0, request.limit) : prompts
     const config = this.buildConfig(request, entries)
     validateMethods(config) // missing models and bad parameters, before anything loads
-    const release = this.lock.acquire('a workbench run')
+    const release = await this.lock.acquireSoon('a workbench run', this.lock.busy === 'computing perplexities' ? 15_000 : 0)
     const job: Job = {
       id: randomUUID(),
       abort: new AbortController(),

@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { app, BrowserWindow, dialog, ipcMain, Menu, shell, type IpcMainInvokeEvent } from 'electron'
+import { app, BrowserWindow, dialog, ipcMain, Menu, session, shell, type IpcMainInvokeEvent } from 'electron'
 import { z } from 'zod'
 import { ApiRequests, PRIVILEGED_CHANNELS, type ApiChannel, type HostEvent, type UiCommand } from '../api/contract'
 import { isApiChannel } from '../api/runs-service'
@@ -163,7 +163,8 @@ app.on('web-contents-created', (_event, contents) => {
 app.whenReady().then(() => {
   app.setAboutPanelOptions({ applicationName: 'SpecLab', applicationVersion: app.getVersion() })
   // No page of ours needs a permission (camera, notifications, …): refuse them all.
-  app.on('session-created', (session) => session.setPermissionRequestHandler((_c, _p, callback) => callback(false)))
+  session.defaultSession.setPermissionRequestHandler((_contents, _permission, callback) => callback(false))
+  session.defaultSession.setPermissionCheckHandler(() => false)
   const userData = app.getPath('userData')
   host = new HostProcess(
     hostEntry,

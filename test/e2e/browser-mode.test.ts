@@ -67,6 +67,22 @@ async function waitForAttribute(locator: Locator, name: string, pattern: RegExp,
   throw new Error(`timed out waiting for ${name}=${pattern} (last: ${last})`)
 }
 
+/** Clicks Run and waits for that job (a new job id) to finish; returns its final status. */
+async function runWorkbench(): Promise<string | null> {
+  const progress = page.getByTestId('wb-progress')
+  const before = await progress.getAttribute('data-job')
+  await page.getByTestId('wb-run').click()
+  await page.waitForFunction(
+    (previous) => {
+      const panel = document.querySelector('[data-testid="wb-progress"]')
+      return !!panel && panel.getAttribute('data-job') !== previous && panel.getAttribute('data-phase') === 'finished'
+    },
+    before,
+    { timeout: STEP_TIMEOUT }
+  )
+  return progress.getAttribute('data-status')
+}
+
 /** The whole screen, not just the viewport: the app scrolls inside <main>, so let the page grow for the shot. */
 async function shot(name: string): Promise<void> {
   const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
@@ -197,9 +213,10 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     for (const file of [trio.target, trio.mid, trio.draft, trio.foreign]) {
       await page.getByTestId('model-path').fill(file)
       await page.getByTestId('model-add').click()
-      await waitForText(page.getByTestId('model-added'), new RegExp(path.basename(file).replace(/\./g, '\\.')))
+      const name = new RegExp(path.basename(file).replace(/\./g, '\\.'))
+      await waitForText(page.getByTestId('model-added'), name)
+      await waitForText(page.getByTestId('model-table'), name)
     }
-    await waitForText(page.getByTestId('model-table'), /stories-mid1M-f32\.gguf/)
     expect(await page.getByTestId('model-table').locator('tbody tr').count()).toBe(4)
 
     await page.getByTestId('trio-target').selectOption({ label: 'stories-target5M-f32.gguf' })
@@ -224,6 +241,8 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await page.getByTestId('chat-method').selectOption('sd')
     await page.getByTestId('chat-input').fill('Once upon a time, there was a little girl named Lily.')
     await page.getByTestId('chat-send').click()
+    // Tokens appear while the answer is generated, not only at the end.
+    await page.getByTestId('message-streaming').locator('.tok').first().waitFor()
     const answer = page.getByTestId('message-assistant')
     await answer.waitFor({ state: 'visible' })
     expect(await answer.locator('.tok-draft').count()).toBeGreaterThan(0)
@@ -267,44 +286,67 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await page.getByTestId('chart-entropy').waitFor()
     await shot('workbench')
 
-    // A second, different run (γ 3, two prompts, no hsddw) to diff against.
+    // A second, different run (γ 3, sampled, two prompts, no hsddw) to diff against.
     await page.getByTestId('wb-method-hsddw').uncheck()
     await page.getByTestId('wb-limit').fill('2')
     await page.getByTestId('gamma').fill('3')
-    await page.getByTestId('wb-run').click()
-    await waitForAttribute(progress, 'data-phase', /running/)
-    await waitForAttribute(progress, 'data-phase', /finished/)
-    expect(await progress.getAttribute('data-status')).toBe('done')
+    await page.getByTestId('temperature').fill('1')
+    expect(await runWorkbench()).toBe('done')
 
     // A long run, cancelled while it decodes.
     await page.getByTestId('wb-limit').fill('')
     await page.getByTestId('max-tokens').fill('300')
+    const before = await progress.getAttribute('data-job')
     await page.getByTestId('wb-run').click()
-    await waitForAttribute(page.getByTestId('wb-progress-cells').getByRole('progressbar'), 'aria-valuenow', /^[1-9]/)
+    await page.waitForFunction((previous) => {
+      const panel = document.querySelector('[data-testid="wb-progress"]')!
+      return panel.getAttribute('data-job') !== previous && panel.getAttribute('data-phase') === 'running' && Number(panel.getAttribute('data-cells')) >= 1
+    }, before)
     await page.getByTestId('wb-cancel').click()
     await waitForAttribute(progress, 'data-phase', /finished/)
     expect(await progress.getAttribute('data-status')).toBe('cancelled')
+
+    // A suite from the registry (electron/experiments/suites.ts): choosing it pre-fills the form with its preset.
+    const suites = await page.getByTestId('wb-suite').locator('option').evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value))
+    expect(suites).toContain('smoke')
+    await page.getByTestId('wb-suite').selectOption('smoke')
+    const checked = await page.getByTestId('wb-methods').locator('input:checked').count()
+    expect(checked).toBeGreaterThanOrEqual(2)
+    await page.getByTestId('wb-limit').fill('1')
+    await page.getByTestId('max-tokens').fill('32')
+    expect(await runWorkbench()).toBe('done')
+    await waitForText(page.getByTestId('wb-results'), /run #4/)
+    expect(await page.getByTestId('wb-results').getByTestId('metrics-table').locator('tbody tr').count()).toBe(checked)
+    if (await page.getByTestId('wb-method-dsbd').isChecked()) await page.getByTestId('chart-ppl').waitFor() // beam methods: PPL vs speed
+    await shot('workbench-suite')
   })
 
   it('Runs: filter, open (config, metrics, charts, outputs, steps), export CSV/JSON, diff two runs, delete', async () => {
     await page.getByTestId('nav-runs').click()
     const rows = page.getByTestId('runs-table').getByTestId('run-row')
-    await waitForText(page.getByTestId('runs-table'), /#3/)
-    expect(await rows.count()).toBe(3)
     const rowCount = (n: number) =>
       page.waitForFunction((count) => document.querySelectorAll('[data-testid="run-row"]').length === count, n)
+    await rowCount(4)
+    await page.getByTestId('runs-suite').selectOption('smoke')
+    await rowCount(1)
+    expect(await rows.first().textContent()).toContain('#4')
+    await page.getByTestId('runs-suite').selectOption('')
     await page.getByTestId('runs-status').selectOption('cancelled')
     await rowCount(1)
     expect(await rows.first().textContent()).toContain('cancelled')
     await page.getByTestId('runs-status').selectOption('')
-    await page.getByTestId('runs-method').selectOption('hsddw')
-    await rowCount(1)
-    expect(await rows.first().textContent()).toContain('#1')
+    await rowCount(4)
+    await page.getByTestId('runs-method').selectOption('hsddw') // run 1 and the smoke suite's run, not runs 2 and 3
+    await page.waitForFunction(() => {
+      const rows = [...document.querySelectorAll('[data-testid="run-row"]')]
+      return rows.length > 0 && rows.length < 4 && rows.every((row) => row.textContent!.includes('hsddw'))
+    })
+    expect(await rows.last().textContent()).toContain('#1')
     await page.getByTestId('runs-method').selectOption('')
     await page.getByTestId('runs-search').fill('no-such-thing-anywhere')
     await page.getByTestId('runs-empty').waitFor()
     await page.getByTestId('runs-search').fill('')
-    await rowCount(3)
+    await rowCount(4)
 
     await page.getByTestId('run-open-1').click()
     const detail = page.getByTestId('run-detail')
@@ -331,17 +373,18 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await page.getByTestId('run-pick-2').check()
     await page.getByTestId('runs-diff').click()
     await waitForText(page.getByTestId('diff-config'), /gamma/)
-    expect(await page.getByTestId('config-diff-row').count()).toBeGreaterThanOrEqual(2) // gamma, methods, limit
+    expect(await page.getByTestId('config-diff-row').count()).toBeGreaterThanOrEqual(4) // gamma, methods, limit, temperature
     await waitForText(page.getByTestId('diff-metrics'), /tokens\/s/)
     await page.getByTestId('diff-gamma-chart').waitFor()
     await waitForText(page.getByTestId('diff-outputs'), /prompt 1/)
+    expect(await page.getByTestId('output-diff').locator('.diff-add').count()).toBeGreaterThan(0)
     await shot('diff')
 
     await page.getByTestId('nav-runs').click()
     await page.getByTestId('run-open-3').click()
     await page.getByTestId('run-delete').click()
     await page.getByTestId('run-delete-confirm').click()
-    await rowCount(2)
+    await rowCount(3)
     expect(pageErrors).toEqual([])
   })
 })

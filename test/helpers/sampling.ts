@@ -21,16 +21,18 @@ export interface SamplingRun {
   samples: number
   /** Decode i draws from PRNG stream (seed, i), so every decode is independent and the whole test reproducible. */
   seed: number
-  /** Each decode's full result, for the statistics that show a branch really ran (rejections, γ, provenance…). */
-  onResult?: (result: DecodeResult) => void
 }
 
 /**
  * Decodes `samples` times from [TOY_BOS] and returns, per group, the counts keyed by the tokens at its positions
  * joined with ',' (the keys of exactSequenceDistribution/marginal). Every output must have exactly `maxTokens`
- * tokens: the toy models have no end of sequence, so a short output is a decoder bug, not a sample.
+ * tokens: the toy models sampled here have no end of sequence, so a short output is a decoder bug. `onResult` sees
+ * each decode's full result, for the statistics that show a branch really ran (rejections, γ, provenance…).
  */
-export async function sampleTokenGroups(run: SamplingRun): Promise<Map<string, number>[]> {
+export async function sampleTokenGroups(
+  run: SamplingRun,
+  onResult?: (result: DecodeResult) => void
+): Promise<Map<string, number>[]> {
   const counts = run.groups.map(() => new Map<string, number>())
   for (let i = 0; i < run.samples; i++) {
     const result = await decode(run.decoder(), run.models, {
@@ -42,7 +44,7 @@ export async function sampleTokenGroups(run: SamplingRun): Promise<Map<string, n
     })
     expect(result.tokens.length).toBe(run.maxTokens)
     run.groups.forEach((positions, g) => tally(counts[g], positions.map((p) => result.tokens[p]).join(',')))
-    run.onResult?.(result)
+    onResult?.(result)
   }
   return counts
 }

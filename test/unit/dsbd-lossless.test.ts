@@ -11,6 +11,8 @@
 import { describe, expect, it } from 'vitest'
 import { beamDecoder, type Beam } from '../../electron/engine/decoders/beam'
 import { dsbdDecoder, dsbdOptions, verifyLayer } from '../../electron/engine/decoders/dsbd'
+import { findMethod, sessionsNeeded } from '../../electron/engine/decoders/registry'
+import { UserInputError } from '../../electron/engine/errors'
 import type { Decoder, DecoderModels, Provenance } from '../../electron/engine/decoders/types'
 import { ToyModel } from '../../electron/engine/model/toy-model'
 import type { LanguageModel, ModelSession } from '../../electron/engine/model/types'
@@ -22,7 +24,7 @@ import { chiSquareGoodnessOfFit, tally, type ChiSquareResult } from '../helpers/
 import { decode, PLAIN } from '../helpers/decode'
 import { exactSequenceDistribution, TOY_BOS, toyDraft, toyDraftClose, toyTarget } from '../helpers/toy-models'
 
-const SAMPLES = 12_000
+const SAMPLES = 10_000
 const SEED = 20250105
 const P_MIN = 0.001
 
@@ -344,9 +346,22 @@ describe('beam with W = 1 is multinomial sampling', () => {
 // ---------------------------------------------------------------------------------------------------------------
 // KV sequences
 
-/** Wraps a toy model to count live sessions (created − disposed) and optionally hide copyFrom / limit sessions. */
+/**
+ * Wraps a toy model to count its sessions — open (created − disposed) and live (holding KV: non-empty) — and
+ * optionally hide copyFrom or limit the sessions.
+ */
 function instrumented(model: ToyModel, options: { copy?: boolean; maxSessions?: number } = {}) {
-  const counter = { live: 0, peak: 0, created: 0 }
+  const open = new Set<ModelSession>()
+  const counter = {
+    peakOpen: 0,
+    peakLive: 0,
+    get open() {
+      return open.size
+    },
+    get live() {
+      return [...open].filter((s) => s.tokens.length > 0).length
+    }
+  }
   const inner = new WeakMap<ModelSession, ModelSession>()
   const wrapped: LanguageModel = {
     info: model.info,
@@ -356,25 +371,28 @@ function instrumented(model: ToyModel, options: { copy?: boolean; maxSessions?: 
     isEndOfGeneration: (token) => model.isEndOfGeneration(token),
     logProbabilities: (tokens) => model.logProbabilities(tokens),
     dispose: async () => {},
-    sessionsLeft: options.maxSessions === undefined ? undefined : () => options.maxSessions! - counter.live,
+    sessionsLeft: options.maxSessions === undefined ? undefined : () => options.maxSessions! - open.size,
     async createSession(warp) {
       const session = await model.createSession(warp)
-      counter.live += 1
-      counter.created += 1
-      counter.peak = Math.max(counter.peak, counter.live)
       const outer: ModelSession = {
         get tokens() {
           return session.tokens
         },
-        append: (tokens, from) => session.append(tokens, from),
+        append: async (tokens, from) => {
+          const out = await session.append(tokens, from)
+          counter.peakLive = Math.max(counter.peakLive, counter.live)
+          return out
+        },
         truncate: (length) => session.truncate(length),
         copyFrom: options.copy === false ? undefined : (source, length) => session.copyFrom!(inner.get(source) ?? source, length),
         dispose: async () => {
-          counter.live -= 1
+          open.delete(outer)
           await session.dispose()
         }
       }
       inner.set(outer, session)
+      open.add(outer)
+      counter.peakOpen = Math.max(counter.peakOpen, open.size)
       return outer
     }
   }
@@ -402,7 +420,7 @@ describe('KV sequences', () => {
           const decision = event.record.decision!
           seen.push({ target: t.counter.live, draft: d.counter.live, liveSequences: decision.liveSequences, outputBeams: Number(decision.outputBeams) })
         }
-        // Every iteration but the last (which ends decoding and releases everything) is "between iterations".
+        // Between iterations (every step but the last, after which decoding ends).
         for (const s of seen.slice(0, -1)) {
           iterations += 1
           if (oneBeam) {
@@ -411,15 +429,17 @@ describe('KV sequences', () => {
             expect(s.liveSequences).toBe(1)
           } else {
             expect(s.target).toBeLessThanOrEqual(s.outputBeams)
+            expect(s.liveSequences).toBe(s.target)
             maxInputs = Math.max(maxInputs, s.target)
           }
         }
-        expect(t.counter.live).toBe(0)
-        expect(d.counter.live).toBe(0)
+        // Everything is released at the end of the prompt.
+        expect(t.counter.open).toBe(0)
+        expect(d.counter.open).toBe(0)
       }
       expect(iterations).toBeGreaterThan(50)
       // The forest itself needs many sequences at once (one per path) — the memory mode bounds what is KEPT.
-      expect(t.counter.peak).toBeGreaterThan(2)
+      expect(t.counter.peakLive).toBeGreaterThan(2)
       if (!oneBeam) expect(maxInputs).toBeGreaterThan(1)
     }
   })
@@ -434,9 +454,37 @@ describe('KV sequences', () => {
       const few = instrumented(toyTarget(), { maxSessions: 2 })
       expect(await run({ target: noCopy.model, draft: instrumented(toyDraft(), { copy: false }).model }, dsbdDecoder(options), seed)).toEqual(reference)
       expect(await run({ target: few.model, draft: instrumented(toyDraft(), { maxSessions: 2 }).model }, dsbdDecoder(options), seed)).toEqual(reference)
-      expect(few.counter.peak).toBeLessThanOrEqual(2)
+      expect(few.counter.peakOpen).toBeLessThanOrEqual(2)
       const beamReference = await run({ target: toyTarget() }, beamDecoder({ width: 3, deterministic: false }), seed)
       expect(await run({ target: instrumented(toyTarget(), { copy: false }).model }, beamDecoder({ width: 3, deterministic: false }), seed)).toEqual(beamReference)
     }
+  })
+})
+
+describe('registry: beam / dsbd / dsbd-1beam parameters', () => {
+  const forRun = (id: string, gamma: number, params: Record<string, number | string | boolean>) => () => findMethod(id)!.forRun({ gamma, params })
+
+  it('validates --set values with a UserInputError naming the key', () => {
+    expect(forRun('beam', 5, { 'beam.width': 2, 'beam.deterministic': true })).not.toThrow()
+    expect(forRun('beam', 5, { 'beam.width': 0 })).toThrow(UserInputError)
+    expect(forRun('beam', 5, { 'beam.widht': 2 })).toThrow(/beam\.widht/)
+    expect(forRun('beam', 5, { 'beam.deterministic': 'yes' })).toThrow(UserInputError)
+    expect(forRun('dsbd', 3, { 'dsbd.ws': 4, 'dsbd.t': 0.7, 'dsbd.wmin': 2, 'dsbd.fixedWidth': 0 })).not.toThrow()
+    expect(forRun('dsbd', 3, { 'dsbd.t': 1.5 })).toThrow(/dsbd\.t/)
+    expect(forRun('dsbd', 3, { 'dsbd.ws': 2, 'dsbd.fixedWidth': 3 })).toThrow(/dsbd\.fixedWidth/)
+    expect(forRun('dsbd-1beam', 3, { 'dsbd.wmin': 9 })).toThrow(/dsbd\.wmin/)
+    expect(forRun('dsbd', 3, { 'dsbd.layers': 2 })).toThrow(/dsbd\.layers/)
+    // Other methods' keys are left to them (one --set list serves every method of a run).
+    expect(forRun('dsbd', 3, { 'svip.h': 0.3, 'beam.width': 2 })).not.toThrow()
+  })
+
+  it('declares the KV sequences it needs; a run opens max(4, …) up to 16', () => {
+    expect(findMethod('beam')!.sessions!({ gamma: 5, params: { 'beam.width': 6 } })).toBe(6)
+    // dsbd: W_S input beams + γ·W_S tree paths; dsbd-1beam: 1 + γ·W_S.
+    expect(findMethod('dsbd')!.sessions!({ gamma: 2, params: { 'dsbd.ws': 3 } })).toBe(9)
+    expect(findMethod('dsbd-1beam')!.sessions!({ gamma: 2, params: { 'dsbd.ws': 3 } })).toBe(7)
+    expect(sessionsNeeded(['ar', 'sd'], { gamma: 5, params: {} })).toBe(4)
+    expect(sessionsNeeded(['ar', 'dsbd'], { gamma: 2, params: { 'dsbd.ws': 3 } })).toBe(9)
+    expect(sessionsNeeded(['dsbd'], { gamma: 8, params: { 'dsbd.ws': 6 } })).toBe(16)
   })
 })

@@ -89,18 +89,10 @@ async function sampleMethod(
 ): Promise<Sampled> {
   const steps: StepRecord[] = []
   const provenance = new Map<string, number>()
-  const byPositions = await sampleTokenGroups({
-    decoder: findMethod(method)!.forRun({ gamma, params }),
-    models,
-    warp,
-    maxTokens,
-    groups,
-    samples: SAMPLES,
-    seed: SEED,
-    onResult: (result) => {
-      for (const p of result.provenances) tally(provenance, p)
-      steps.push(...result.steps)
-    }
+  const decoder = findMethod(method)!.forRun({ gamma, params })
+  const byPositions = await sampleTokenGroups({ decoder, models, warp, maxTokens, groups, samples: SAMPLES, seed: SEED }, (result) => {
+    for (const p of result.provenances) tally(provenance, p)
+    steps.push(...result.steps)
   })
   return { byPositions, steps, provenance }
 }

@@ -11,8 +11,9 @@ import { findMethod } from '../../electron/engine/decoders/registry'
 import type { DecoderModels, MethodParams } from '../../electron/engine/decoders/types'
 import { createPrng } from '../../electron/engine/sampling/prng'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
-import { chiSquareGoodnessOfFit, tally } from '../helpers/chi-square'
+import { chiSquareGoodnessOfFit } from '../helpers/chi-square'
 import { decode, GREEDY, makeRequest, PLAIN } from '../helpers/decode'
+import { report, sampleTokenGroups } from '../helpers/sampling'
 import { exactSequenceDistribution, marginal, TOY_BOS, toyDraft, toyDraftClose, toyTarget } from '../helpers/toy-models'
 
 const SAMPLES = 20_000
@@ -37,28 +38,18 @@ describe('adaptive policies are lossless: output law = target warped law (chi-sq
       [0, 1],
       [4, 5]
     ]
-    const counts = groups.map(() => new Map<string, number>())
     const gammas = new Map<number, number>()
     let rounds = 0
     let rejections = 0
-    const factory = findMethod(method)!.forRun({ gamma: 3, params: PARAMS })
-    for (let i = 0; i < SAMPLES; i++) {
-      const result = await decode(factory(), models, {
-        promptTokens: [TOY_BOS],
-        maxTokens,
-        warp,
-        rng: createPrng(SEED, i),
-        params: {}
-      })
-      expect(result.tokens.length).toBe(maxTokens)
-      groups.forEach((positions, g) => tally(counts[g], positions.map((p) => result.tokens[p]).join(',')))
+    const decoder = findMethod(method)!.forRun({ gamma: 3, params: PARAMS })
+    const counts = await sampleTokenGroups({ decoder, models, warp, maxTokens, groups, samples: SAMPLES, seed: SEED }, (result) => {
       for (const step of result.steps) {
         rounds += 1
         if (step.resampled) rejections += 1
         const gamma = Number(step.decision?.gamma ?? step.proposed)
         gammas.set(gamma, (gammas.get(gamma) ?? 0) + 1)
       }
-    }
+    })
     const trajectory = [...gammas].sort((a, b) => a[0] - b[0]).map(([g, n]) => `γ${g}×${n}`).join(' ')
     console.log(`${method} ${label}: ${rounds} rounds, rejection rounds ${(rejections / rounds).toFixed(3)}, ${trajectory}`)
     // The policy really adapted (several γ values), and the draft really got rejected.
@@ -69,10 +60,7 @@ describe('adaptive policies are lossless: output law = target warped law (chi-sq
     const law = exactSequenceDistribution(target, [TOY_BOS], maxTokens, warp)
     groups.forEach((positions, g) => {
       const fit = chiSquareGoodnessOfFit(counts[g], marginal(law, positions))
-      console.log(
-        `${method} ${label} tokens ${positions.join('+')}: χ² = ${fit.statistic.toFixed(2)}, df = ${fit.df}, ` +
-          `p = ${fit.pValue.toExponential(3)}`
-      )
+      report(`${method} ${label} tokens ${positions.join('+')}`, fit)
       expect(fit.df).toBeGreaterThanOrEqual(10)
       expect(fit.pValue).toBeGreaterThan(P_MIN)
     })

@@ -66,7 +66,7 @@ describe('the policies are lossless: chi-square against the exact target law (20
   const target = toyTarget()
   const draft = toyDraft()
   const models: DecoderModels = { target, draft }
-  const sampling = { models, maxTokens: MAX_TOKENS, groups: GROUPS, samples: SAMPLES, seed: SEED }
+  const sampling = { maxTokens: MAX_TOKENS, groups: GROUPS, samples: SAMPLES, seed: SEED }
 
   it.each(CASES)('$label', async ({ label, id, params, warp, shared, ruleReason }) => {
     const method = findMethod(id)!
@@ -76,18 +76,13 @@ describe('the policies are lossless: chi-square against the exact target law (20
     const reasons = new Map<string, number>()
     let rounds = 0
     let rejections = 0
-    const counts = await sampleTokenGroups({
-      ...sampling,
-      decoder,
-      warp,
-      onResult: (result) => {
-        for (const step of result.steps) {
-          rounds += 1
-          if (step.resampled) rejections += 1
-          lengths.set(step.proposed, (lengths.get(step.proposed) ?? 0) + 1)
-          const reason = String(step.decision?.reason)
-          reasons.set(reason, (reasons.get(reason) ?? 0) + 1)
-        }
+    const counts = await sampleTokenGroups({ ...sampling, models, decoder, warp }, (result) => {
+      for (const step of result.steps) {
+        rounds += 1
+        if (step.resampled) rejections += 1
+        lengths.set(step.proposed, (lengths.get(step.proposed) ?? 0) + 1)
+        const reason = String(step.decision?.reason)
+        reasons.set(reason, (reasons.get(reason) ?? 0) + 1)
       }
     })
     console.log(

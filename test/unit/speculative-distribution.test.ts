@@ -43,22 +43,13 @@ async function sampleDecoder(
   groups: number[][]
 ): Promise<Sampled> {
   const stats = { rounds: 0, proposed: 0, accepted: 0, rejections: 0, bonuses: 0 }
-  const byPositions = await sampleTokenGroups({
-    decoder,
-    models,
-    warp,
-    maxTokens,
-    groups,
-    samples: SAMPLES,
-    seed: SEED,
-    onResult: (result) => {
-      for (const step of result.steps) {
-        stats.rounds += 1
-        stats.proposed += step.proposed
-        stats.accepted += step.accepted
-        if (step.resampled) stats.rejections += 1
-        if (step.bonus) stats.bonuses += 1
-      }
+  const byPositions = await sampleTokenGroups({ decoder, models, warp, maxTokens, groups, samples: SAMPLES, seed: SEED }, (result) => {
+    for (const step of result.steps) {
+      stats.rounds += 1
+      stats.proposed += step.proposed
+      stats.accepted += step.accepted
+      if (step.resampled) stats.rejections += 1
+      if (step.bonus) stats.bonuses += 1
     }
   })
   return { byPositions, ...stats }

@@ -27,22 +27,27 @@
  * coalesce quickly) and emit the rest of the chosen beam when decoding ends. A committed prefix token carries the
  * provenance recorded on the first beam holding it (identical when the beams share that ancestor, the usual case).
  *
- * KV state (node-llama-cpp has no tree attention masks). One context sequence per distinct beam; the evaluations
- * of one layer are issued together (Promise.all) so they share one llama.cpp decode. Between layers a beam's
- * session is rolled back to the longest prefix it shares with the beam that takes it over (truncate); a beam that
- * forks from another gets a KV copy of it (ModelSession.copyFrom: node-llama-cpp's internal sequence copy, a
- * whole-stream buffer copy in llama.cpp, ~0.1–3 ms on the inflated target) and, where copying is unavailable, the
- * shared prefix is re-evaluated in the session it lands in. Duplicate beams share one session. The pool reports
- * batched calls, evaluated vs requested positions (the re-evaluation and duplicated-ancestor overhead), copies,
- * live sequences and KV cells, which land in each step's `decision`.
+ * KV state (node-llama-cpp has no tree attention masks). One context sequence per distinct beam (DSBD: per tree
+ * path); the evaluations of one step are issued together (Promise.all) so they share one llama.cpp decode. Between
+ * steps a beam's session is rolled back to the longest prefix it shares with the beam that takes it over
+ * (truncate); a beam that forks from another gets a KV copy of it (ModelSession.copyFrom: node-llama-cpp's internal
+ * sequence copy — llama.cpp copies the whole KV stream of the sequence at the next decode, ~1–11 ms on the inflated
+ * target at context 512, so it is used only when it saves ≥ 2 tokens of re-evaluation) and, where copying is
+ * unavailable, the shared prefix is re-evaluated in the session it lands in. Duplicate beams share one session.
+ * node-llama-cpp creates contexts with one KV stream per sequence, and llama.cpp then puts only sequences with
+ * CONSECUTIVE ids, in increasing order, into one micro-batch (and takes equally many tokens of each): 4 sequences
+ * × 1 token cost ~67 ms with consecutive ids and ~136 ms scattered on the inflated target, ~4 single decodes. So the
+ * pool opens its sequences once per decode as a block of consecutive ids, issues each step's appends in id order,
+ * moves a step onto adjacent sequences (forking by copy), and releases a sequence by emptying it rather than
+ * closing it. The pool reports batched calls, evaluated vs requested positions (the re-evaluation and
+ * duplicated-ancestor overhead), copies, live sequences (holding KV) and KV cells, in each step's `decision`.
  */
 import type { LanguageModel, ModelSession } from '../model/types'
 import type { Distribution } from '../sampling/distribution'
 import { fromWeights, probabilityOf, sample } from '../sampling/distribution'
 import { warp, type WarpConfig } from '../sampling/warp'
-import { UserInputError } from '../errors'
+import { booleanParam, integerParam, rejectUnknownParams } from '../params'
 import { OutputBuffer } from './output'
-import { integerParam, rejectUnknownParams } from './pre-verify'
 import { now } from './session-sync'
 import type { Decoder, DecodeEvent, MethodParams, Provenance, StepRecord } from './types'
 
@@ -445,6 +450,7 @@ export class SessionPool {
       assigned[pair.path] = pair.session
       taken.add(pair.session)
     }
+    this.packAssignment(assigned, (session, p) => usable(session, round[p]))
     // Fork by KV copy where another session holds a longer usable prefix (sources keep their state: a copy
     // destination is never a source in the same round, and copies run before any rollback or append).
     if (!this.copyUnavailable) {
@@ -487,12 +493,43 @@ export class SessionPool {
       this.stats.evaluated += tokens.length
       return assigned[p]!.append(tokens, round[p].maxKeep - keeps[p])
     })
-    this.peak = Math.max(this.peak, this.liveSessions)
     const settled = await Promise.all(pending)
+    this.peak = Math.max(this.peak, this.liveSessions)
     this.stats.calls += 1
     const results: Distribution[][] = new Array(round.length)
     order.forEach((p, i) => (results[p] = settled[i]))
     return results
+  }
+
+  /**
+   * Moves the round onto a run of adjacent sessions (consecutive sequence ids): llama.cpp batches only consecutive
+   * ids together, and on the inflated target 4 scattered sequences cost ~2× 4 consecutive ones. Paths outside the
+   * best window move to free sessions inside it; the copy step then forks their old session's KV (or re-evaluates).
+   */
+  private packAssignment(assigned: (ModelSession | undefined)[], usable: (session: ModelSession, path: number) => number): void {
+    const rankOf = new Map(this.sessions.map((s, i) => [s, i]))
+    const ranks = assigned.map((s) => rankOf.get(s!)!)
+    const size = ranks.length
+    // Without KV copies a moved path would re-evaluate its whole prefix: not worth a micro-batch.
+    if (this.copyUnavailable || !this.sessions[0].copyFrom) return
+    if (size <= 1 || Math.max(...ranks) - Math.min(...ranks) + 1 === size) return
+    let bestStart = 0
+    let bestScore = -1
+    for (let start = 0; start + size <= this.sessions.length; start++) {
+      let score = 0
+      ranks.forEach((rank, p) => {
+        if (rank >= start && rank < start + size) score += 1 + usable(this.sessions[rank], p) / 1e6
+      })
+      if (score > bestScore) {
+        bestStart = start
+        bestScore = score
+      }
+    }
+    const inWindow = (rank: number) => rank >= bestStart && rank < bestStart + size
+    const free = this.sessions.filter((_, rank) => inWindow(rank) && !ranks.includes(rank))
+    ranks.forEach((rank, p) => {
+      if (!inWindow(rank)) assigned[p] = free.shift()
+    })
   }
 
   /**
@@ -538,10 +575,10 @@ export const BEAM_DEFAULTS: BeamOptions = { width: 3, deterministic: false }
 
 export function beamOptions(params: MethodParams): BeamOptions {
   rejectUnknownParams(params, 'beam', BEAM_PARAMS, 'beam')
-  const deterministic = params['beam.deterministic'] ?? BEAM_DEFAULTS.deterministic
-  if (typeof deterministic !== 'boolean')
-    throw new UserInputError(`--set beam.deterministic=${String(deterministic)}: expected true or false`)
-  return { width: integerParam(params, 'beam.width', BEAM_DEFAULTS.width, 1, 64), deterministic }
+  return {
+    width: integerParam(params, 'beam.width', BEAM_DEFAULTS.width, 1, 64),
+    deterministic: booleanParam(params, 'beam.deterministic', BEAM_DEFAULTS.deterministic)
+  }
 }
 
 /** Child of `parent` by candidate token (STAY keeps a finished beam as it is). */

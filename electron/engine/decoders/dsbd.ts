@@ -36,12 +36,14 @@
  *
  * Forest-based parallel verification on node-llama-cpp (§3.3). node-llama-cpp exposes no tree attention masks, so
  * the forest is decomposed into root-to-leaf paths, one context sequence per path (decoders/beam.ts SessionPool);
- * all paths' evaluations are issued together (Promise.all) and share one llama.cpp decode — fewer when the context
- * has too few free sequences (more rounds, each counted as a target call). The price of no tree masks: ancestors
- * shared by several paths are evaluated once per path, and a path needs its input beam's KV in its own sequence
- * (forked by KV copy, see beam.ts). Step records carry `evaluated` vs `requested` positions (the duplication) and
- * the copies; `speclab dsbd-bench` prints them. KV between iterations: one sequence per distinct next input beam
- * (§3.3 "the caches for b5 and b6 are kept"); the others are released.
+ * all paths' evaluations are issued together (Promise.all, consecutive sequence ids) and share one llama.cpp decode
+ * — more when the context has too few free sequences (each round counted as a target call). The price of no tree
+ * masks: ancestors shared by several paths are evaluated once per path, each path needs its input beam's KV in its
+ * own sequence (forked by KV copy), and llama.cpp splits a multi-sequence batch into micro-batches of equally many
+ * tokens per sequence, so paths of different lengths cost several passes. Step records carry `evaluated` vs
+ * `requested` positions and the copies; `speclab dsbd-bench` prints them with a timing note. KV between
+ * iterations: one sequence per distinct next input beam (§3.3 "the caches for b5 and b6 are kept"); the others are
+ * emptied.
  *
  * Streaming and output as in `beam` (decoders/beam.ts): the common prefix of the input beams is emitted as it
  * becomes fixed; at the end the output beam with the lowest perplexity. dsbd-1beam commits its chosen beam every
@@ -61,6 +63,7 @@ import type { Prng } from '../sampling/prng'
 import { acceptSampling, residual } from '../sampling/verify'
 import type { WarpConfig } from '../sampling/warp'
 import { UserInputError } from '../errors'
+import { integerParam, numericParam, rejectUnknownParams } from '../params'
 import {
   BeamStream,
   CandidateKeys,
@@ -74,7 +77,6 @@ import {
   type Beam
 } from './beam'
 import { dynamicWidth, type LayerWidth } from './dsbd-width'
-import { integerParam, rejectUnknownParams } from './pre-verify'
 import { now } from './session-sync'
 import type { Decoder, DecodeEvent, DecodeRequest, DecoderModels, MethodParams, Provenance, StepRecord } from './types'
 
@@ -102,12 +104,10 @@ export function dsbdOptions(gamma: number, params: MethodParams, oneBeam: boolea
   rejectUnknownParams(params, 'dsbd', DSBD_PARAMS, method)
   if (!Number.isInteger(gamma) || gamma < 1) throw new UserInputError(`${method}: --gamma must be a positive integer`)
   const ws = integerParam(params, 'dsbd.ws', DSBD_DEFAULTS.ws, 1, 64)
-  const rawT = params['dsbd.t'] ?? DSBD_DEFAULTS.t
-  if (typeof rawT !== 'number' || !(rawT >= 0 && rawT <= 1))
-    throw new UserInputError(`--set dsbd.t=${String(rawT)}: expected a number in [0, 1]`)
+  const t = numericParam(params, 'dsbd.t', DSBD_DEFAULTS.t, { min: 0, max: 1 })
   const wMin = integerParam(params, 'dsbd.wmin', DSBD_DEFAULTS.wMin, 1, ws)
   const fixedWidth = integerParam(params, 'dsbd.fixedWidth', DSBD_DEFAULTS.fixedWidth, 0, ws)
-  return { gamma, ws, t: rawT, wMin, fixedWidth, oneBeam }
+  return { gamma, ws, t, wMin, fixedWidth, oneBeam }
 }
 
 /** KV sequences a run should open per model so one iteration fits one decode (the pool works with fewer). */
@@ -270,8 +270,8 @@ async function* runDsbd(
     const unique = [...new Set(need)]
     const dists = await draftPool.distributions(unique.map((n) => n.tokens))
     unique.forEach((n, i) => (n.qNext = dists[i]))
-    // Parents before children: the chain was collected child first.
-    for (const node of unknownQ.reverse()) {
+    // Parents before children.
+    for (const node of unknownQ.sort((a, b) => a.tokens.length - b.tokens.length)) {
       const parent = node.parent
       if (!parent || parent.logQ === null || !parent.qNext) throw new Error('dsbd: cannot score a beam under the draft')
       node.logQ = parent.logQ + Math.log(probabilityOf(parent.qNext, node.token))

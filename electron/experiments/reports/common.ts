@@ -78,6 +78,5 @@ export function histogram(values: readonly number[], max: number, bins = 20): { 
   const counts = new Array<number>(bins).fill(0)
   for (const v of values) counts[Math.min(bins - 1, Math.max(0, Math.floor(v / width)))] += 1
   const total = values.length
-  // A step line needs the right edge of the last bin too.
-  return [...counts.map((c, i) => ({ x: i * width, y: total > 0 ? c / total : 0 })), { x: bins * width, y: total > 0 ? counts[bins - 1] / total : 0 }]
+  return counts.map((c, i) => ({ x: i * width, y: total > 0 ? c / total : 0 }))
 }

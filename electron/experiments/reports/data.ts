@@ -7,7 +7,7 @@
 import type { MethodSummary, RunReport } from '../../api/contract'
 import { buildRunReport } from '../../api/runs-service'
 import type { StepRecord } from '../../engine/decoders/types'
-import { foldSteps, summarizeMethod, type PromptOutcome } from '../../engine/metrics/fold'
+import { beamWidthTotals, foldSteps, summarizeMethod, type PromptOutcome } from '../../engine/metrics/fold'
 import { UserInputError } from '../../engine/errors'
 import type { DraftChoiceRow, RunStore } from '../../store/run-store'
 import { SuiteStore, type OutputScore, type SuiteRunRow } from '../../store/suite-store'
@@ -142,19 +142,8 @@ export function draftLengths(steps: readonly StepRecord[]): { draftLength: numbe
   }
 }
 
-/** Average accepted width W̄ of beam methods: Σ widthSum / Σ layers over the steps' decisions (DSBD App. C.1). */
-export function meanWidth(steps: readonly StepRecord[]): number | null {
-  let width = 0
-  let layers = 0
-  for (const step of steps) {
-    const d = step.decision
-    if (d && typeof d.widthSum === 'number' && typeof d.layers === 'number') {
-      width += d.widthSum
-      layers += d.layers
-    }
-  }
-  return layers > 0 ? width / layers : null
-}
+/** Average accepted width W̄ of beam methods (DSBD App. C.1): metrics/fold.ts beamWidthTotals over the steps. */
+export const meanWidth = (steps: readonly StepRecord[]): number | null => beamWidthTotals(steps).meanWidth
 
 export const mean = (values: readonly number[]): number | null =>
   values.length > 0 ? values.reduce((a, b) => a + b, 0) / values.length : null

@@ -35,8 +35,11 @@ export interface ChartPoint {
 export interface ChartSeries {
   name: string
   points: ChartPoint[]
-  /** line: joined points; points: markers only; line+points; step: a step line (histograms); bar: grouped bars. */
+  /** line: joined points; points: markers only; line+points; step: a step line whose points are the left edges of
+   * equal bins (histograms); bar: grouped bars; dashed: a dashed line. */
   style: 'line' | 'points' | 'line+points' | 'step' | 'bar' | 'dashed'
+  /** Palette index, to draw related series (points and their front) in one colour; default: the series index. */
+  color?: number
 }
 
 export interface ChartAxis {
@@ -47,6 +50,8 @@ export interface ChartAxis {
   categories?: string[]
   /** Start the axis at zero (default for y). */
   zero?: boolean
+  /** Only whole-number ticks (rounds, window sizes). */
+  integer?: boolean
 }
 
 export interface ReportChart {
@@ -58,6 +63,8 @@ export interface ReportChart {
   series: ChartSeries[]
   /** A vertical marker (e.g. the measured β). */
   marker?: { x: number; label: string }
+  /** A horizontal reference line (e.g. speedup 1 = ar). */
+  reference?: { y: number; label: string }
   caption?: string
 }
 

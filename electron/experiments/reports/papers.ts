@@ -289,18 +289,18 @@ export const DSBD_TABLE1: PaperReference = {
 
 // ─── Headlines for the smoke suite ──────────────────────────────────────────────────────────────────────────────
 export const HEADLINES: PaperReference = {
-  file: 'several (see each row)',
+  file: '',
   lines: 'per row',
   setup: "Each row is one paper's own setup (7B–70B models on data-centre GPUs); see the suites named in the last column.",
   table: table(
     'headlines',
     'Headline numbers of the papers (theirs, not ours)',
-    [text('method'), text('paper'), text('result'), text('where'), text('suite')],
+    [text('method'), text('paper'), text('result'), text('source (../shared/papers)'), text('suite')],
     [
-      ['sd', 'HSDDW Table 2 (70b-7b)', '2.40× on MT-Bench', 'hsddw…txt:159', 'hsddw-ablation'],
-      ['svip', 'SVIP Table 1 (Qwen2.5 14B/0.5B)', '1.29× avg on Spec-Bench vs 1.07× constant γ', 'svip…txt:152–154', 'svip'],
-      ['hsddw', 'HSDDW Table 2', '2.95× on MT-Bench', 'hsddw…txt:163', 'hsddw-ablation'],
-      ['dsbd', 'DSBD Table 1 (Llama-2, memory-constrained)', 'PPL 1.54 vs 1.82 multinomial at 26.67 vs 21.14 tok/s', 'dsbd…txt:261–264', 'dsbd']
+      ['sd', 'HSDDW Table 2 (70b-7b)', '2.40× on MT-Bench', `${HSDDW_FILE}:159`, 'hsddw-ablation'],
+      ['svip', 'SVIP Table 1 (Qwen2.5 14B/0.5B)', '1.29× avg on Spec-Bench vs 1.07× constant γ', `${SVIP_FILE}:152–154`, 'svip'],
+      ['hsddw', 'HSDDW Table 2', '2.95× on MT-Bench', `${HSDDW_FILE}:163`, 'hsddw-ablation'],
+      ['dsbd', 'DSBD Table 1 (Llama-2, memory-constrained)', 'PPL 1.54 vs 1.82 multinomial at 26.67 vs 21.14 tok/s', `${DSBD_FILE}:261–264`, 'dsbd']
     ]
   ),
   statements: []

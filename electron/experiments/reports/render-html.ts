@@ -19,7 +19,9 @@ h3{font-size:.95rem;margin:0 0 8px;text-transform:uppercase;letter-spacing:.04em
 section{background:#fff;border:1px solid #e3e3e3;border-radius:8px;padding:16px 18px;margin:18px 0}
 .pair{display:grid;grid-template-columns:minmax(0,1.25fr) minmax(0,1fr);gap:18px}
 @media (max-width:1100px){.pair{grid-template-columns:1fr}}
-.paper{background:#f3f1ea;border-left:4px solid #c9b87a;padding:10px 12px;border-radius:4px;font-size:.92rem}
+.single{display:block}
+.scroll{overflow-x:auto}
+.paper{align-self:start;background:#f3f1ea;border-left:4px solid #c9b87a;padding:10px 12px;border-radius:4px;font-size:.92rem}
 .paper .label{font-weight:600;color:#6b5a1e}
 table{border-collapse:collapse;font-size:.86rem;margin:6px 0 12px;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #ddd;padding:3px 8px}
@@ -72,10 +74,10 @@ function setupTable(report: SuiteReport): string {
 
 function renderSection(section: ReportSection): string {
   const measured = section.measured.map((item) => (item.kind === 'table' ? renderTable(item) : renderChart(item)))
-  const paper = section.paper ? renderPaper(section.paper) : '<div class="paper"><span class="label">No paper counterpart.</span></div>'
+  const paper = section.paper ? renderPaper(section.paper) : ''
   return [
     `<section id="${sectionAnchor(section.id)}" data-section="${escapeXml(section.id)}"><h2>${escapeXml(section.title)}</h2>`,
-    '<div class="pair"><div class="ours"><h3>Measured here</h3>',
+    `<div class="${section.paper ? 'pair' : 'single'}"><div class="ours"><h3>Measured here${section.paper ? '' : ' (no paper counterpart)'}</h3>`,
     measured.length > 0 ? measured.join('\n') : '<p class="missing">No finished cell feeds this section.</p>',
     '</div>',
     paper,
@@ -92,7 +94,7 @@ export function renderTable(table: ReportTable): string {
       `<tr>${row.map((v, i) => `<td${table.columns[i].format === 'text' ? '' : ' class="n"'}>${escapeXml(formatValue(v, table.columns[i]))}</td>`).join('')}</tr>`
   )
   const caption = table.caption ? `<caption>${escapeXml(table.caption)}</caption>` : ''
-  return `<table id="${escapeXml(table.id)}" data-title="${escapeXml(table.title)}"><thead><tr>${head}</tr></thead><tbody>${rows.join('')}</tbody>${caption}</table>`
+  return `<div class="scroll"><table id="${escapeXml(table.id)}" data-title="${escapeXml(table.title)}"><thead><tr>${head}</tr></thead><tbody>${rows.join('')}</tbody>${caption}</table></div>`
 }
 
 function renderChart(chart: ReportChart): string {
@@ -106,7 +108,7 @@ function renderPaper(paper: PaperReference): string {
     `<p><span class="label">Setup:</span> ${escapeXml(paper.setup)}</p>`,
     paper.table ? renderTable(paper.table) : '',
     ...paper.statements.map((s) => `<p>${escapeXml(s)}</p>`),
-    `<p class="meta">Source: ../shared/papers/${escapeXml(paper.file)}, lines ${escapeXml(paper.lines)}</p>`,
+    paper.file ? `<p class="meta">Source: ../shared/papers/${escapeXml(paper.file)}, lines ${escapeXml(paper.lines)}</p>` : '',
     '</div>'
   ].join('\n')
 }

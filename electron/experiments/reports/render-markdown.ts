@@ -79,14 +79,16 @@ function chartData(chart: ReportChart): string[] {
     `| ${cell(chart.x.label)} | ${chart.series.map((s) => cell(s.name)).join(' | ')} |`,
     `|---|${chart.series.map(() => '---:').join('|')}|`,
     ...xs.map((x) => `| ${typeof x === 'number' ? formatAxisNumber(x) : cell(x)} | ${chart.series.map((s) => cell(value(s, x)) || '–').join(' | ')} |`),
+    ...(chart.reference ? ['', `_Reference line: ${chart.reference.label}._`] : []),
     ...(chart.caption ? ['', `_${chart.caption}_`] : []),
     ''
   ]
 }
 
 function paperBlock(paper: PaperReference | null): string[] {
-  if (!paper) return ['### The paper', '', '_No paper counterpart._', '']
-  const out = [`### The paper (its numbers, not ours) — ../shared/papers/${paper.file}, lines ${paper.lines}`, '', `_Setup:_ ${paper.setup}`, '']
+  if (!paper) return ['_No paper counterpart._', '']
+  const source = paper.file ? ` — ../shared/papers/${paper.file}, lines ${paper.lines}` : ''
+  const out = [`### The paper (its numbers, not ours)${source}`, '', `_Setup:_ ${paper.setup}`, '']
   if (paper.table) out.push(...markdownTable(paper.table))
   for (const s of paper.statements) out.push(`- ${s}`)
   if (paper.statements.length > 0) out.push('')

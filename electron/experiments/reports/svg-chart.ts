@@ -36,6 +36,7 @@ export function renderChartSvg(chart: ReportChart, size: ChartSize = { width: 70
 
   // y: linear, from zero unless told otherwise.
   const ys = allPoints.map((p) => p.y).filter(Number.isFinite)
+  if (chart.reference) ys.push(chart.reference.y)
   const yMin = Math.min(...ys)
   const yMax = Math.max(...ys)
   const zero = chart.y.zero ?? true
@@ -64,7 +65,7 @@ export function renderChartSvg(chart: ReportChart, size: ChartSize = { width: 70
 
   parts.push(open, `<g transform="translate(${MARGIN.left},${MARGIN.top})">`)
   // Grid and y axis.
-  for (const tick of y.ticks(6)) {
+  for (const tick of y.ticks(6).filter((t) => !chart.y.integer || Number.isInteger(t))) {
     const ty = y(tick)
     parts.push(
       `<line x1="0" x2="${plotWidth}" y1="${ty}" y2="${ty}" stroke="#e5e5e5"/>`,
@@ -82,7 +83,7 @@ export function renderChartSvg(chart: ReportChart, size: ChartSize = { width: 70
       )
     })
   } else {
-    for (const tick of xLinear.ticks(8)) {
+    for (const tick of xLinear.ticks(8).filter((t) => !chart.x.integer || Number.isInteger(t))) {
       const tx = xLinear(tick)
       parts.push(
         `<line x1="${tx}" x2="${tx}" y1="${plotHeight}" y2="${plotHeight + 4}" stroke="#888"/>`,
@@ -102,7 +103,7 @@ export function renderChartSvg(chart: ReportChart, size: ChartSize = { width: 70
       .domain(barSeries.map(({ s }) => s.name))
       .range([0, band ? xBand.bandwidth() : Math.max(8, plotWidth / Math.max(1, categories.length) / 2)])
       .padding(0.08)
-    for (const { s, i } of barSeries)
+    for (const { s, i } of barSeries.map(({ s, i }) => ({ s, i: s.color ?? i })))
       for (const p of s.points) {
         const left = (band ? (xBand(String(p.x)) ?? 0) : xLinear(Number(p.x)) - inner.range()[1] / 2) + (inner(s.name) ?? 0)
         const top = y(Math.max(0, p.y))
@@ -115,10 +116,15 @@ export function renderChartSvg(chart: ReportChart, size: ChartSize = { width: 70
   // Lines and points.
   chart.series.forEach((s, i) => {
     if (s.style === 'bar') return
-    const color = seriesColor(i)
+    const color = seriesColor(s.color ?? i)
     const points = s.points.filter((p) => Number.isFinite(p.y))
     if (s.style !== 'points' && points.length > 1) {
       const sorted = band ? points : [...points].sort((a, b) => Number(a.x) - Number(b.x))
+      // A step series (histogram) lists the left edges of its bins: close the last bin at the next edge.
+      if (s.style === 'step' && !band) {
+        const last = sorted[sorted.length - 1]
+        sorted.push({ ...last, x: Number(last.x) + (Number(last.x) - Number(sorted[sorted.length - 2].x)) })
+      }
       const path = line<{ x: number | string; y: number }>()
         .x((p) => xOf(p.x))
         .y((p) => y(p.y))
@@ -132,11 +138,20 @@ export function renderChartSvg(chart: ReportChart, size: ChartSize = { width: 70
           `<circle cx="${xOf(p.x).toFixed(2)}" cy="${y(p.y).toFixed(2)}" r="4" fill="${color}" stroke="#fff" stroke-width="1"><title>${escapeXml(`${s.name}${p.label ? ` (${p.label})` : ''}: ${formatAxisNumber(Number(p.x))}, ${formatAxisNumber(p.y)}`)}</title></circle>`
         )
   })
+  if (chart.reference) {
+    const ry = y(chart.reference.y)
+    parts.push(
+      `<line x1="0" x2="${plotWidth}" y1="${ry}" y2="${ry}" stroke="#555" stroke-dasharray="5 4"/>`,
+      `<text x="4" y="${ry - 4}" fill="#555">${escapeXml(chart.reference.label)}</text>`
+    )
+  }
   if (chart.marker && !band) {
     const mx = xLinear(chart.marker.x)
     parts.push(
       `<line x1="${mx}" x2="${mx}" y1="0" y2="${plotHeight}" stroke="#333" stroke-dasharray="3 3"/>`,
-      `<text x="${mx + 4}" y="10" fill="#333">${escapeXml(chart.marker.label)}</text>`
+      mx > plotWidth * 0.6
+        ? `<text x="${mx - 4}" y="10" text-anchor="end" fill="#333">${escapeXml(chart.marker.label)}</text>`
+        : `<text x="${mx + 4}" y="10" fill="#333">${escapeXml(chart.marker.label)}</text>`
     )
   }
   parts.push('</g>')
@@ -144,7 +159,7 @@ export function renderChartSvg(chart: ReportChart, size: ChartSize = { width: 70
   const legendX = MARGIN.left + plotWidth + 16
   chart.series.forEach((s, i) => {
     const ly = MARGIN.top + 6 + i * 17
-    const color = seriesColor(i)
+    const color = seriesColor(s.color ?? i)
     const swatch =
       s.style === 'points'
         ? `<circle cx="${legendX + 7}" cy="${ly}" r="4" fill="${color}"/>`

@@ -38,14 +38,14 @@ export function adaptiveWindowReport(data: SuiteData): { sections: ReportSection
       chart({
         id: `fig3-${id}-throughput`,
         title: `Throughput, ${name}`,
-        x: { label: 'γ (sd) / γ_max (adaptive)', type: 'linear' },
+        x: { label: 'γ (sd) / γ_max (adaptive)', type: 'linear', integer: true },
         y: { label: 'tokens/s', type: 'linear' },
         series: [...series(tps), { name: 'ar (target alone)', style: 'dashed', points: gammas.flatMap((g) => (tps('ar', g) === null ? [] : [{ x: g, y: tps('ar', g)! }])) }]
       }),
       chart({
         id: `fig3-${id}-acceptance`,
         title: `Acceptance rate, ${name}`,
-        x: { label: 'γ (sd) / γ_max (adaptive)', type: 'linear' },
+        x: { label: 'γ (sd) / γ_max (adaptive)', type: 'linear', integer: true },
         y: { label: 'accepted / drafted', type: 'linear' },
         series: series((method, g) => methodOf(at(g), method)?.acceptanceRate ?? null)
       })

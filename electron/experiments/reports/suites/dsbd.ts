@@ -6,7 +6,9 @@
  *   table1                      ar, sd, dsbd-1beam
  * Quality is perplexity under the target (the paper's Figure 6 measure): exp(Σ NLL / Σ tokens) of the stored scores.
  */
-import { meanWidth, methodOf, perplexityOf, stepsOf, type CellData, type SuiteData } from '../data'
+import { beamWidthTotals } from '../../../engine/metrics/fold'
+import { dsbdExpectedSteps } from '../../../engine/theory/dsbd'
+import { methodOf, perplexityOf, stepsOf, type CellData, type SuiteData } from '../data'
 import { chart, col, table } from '../common'
 import type { ReportSection } from '../model'
 import { DSBD_FIGURES, DSBD_TABLE1 } from '../papers'
@@ -60,13 +62,13 @@ export function dsbdReport(data: SuiteData): { sections: ReportSection[]; notes:
     x: { label: 'tokens/s', type: 'linear' },
     y: { label: 'perplexity under the target', type: 'linear', zero: false },
     series: [
-      { name: 'DSBD configurations', style: 'points', points: strip(dsbdPoints) },
-      { name: 'DSBD Pareto front', style: 'line', points: strip(paretoFront(dsbdPoints)) },
-      { name: 'beam sampling W = 1…', style: 'line+points', points: strip(beamPoints) },
-      { name: 'beam Pareto front', style: 'dashed', points: strip(paretoFront(beamPoints)) },
-      { name: 'sd', style: 'points', points: strip([sdPoint]) },
-      { name: 'ar (multinomial)', style: 'points', points: strip([arPoint]) },
-      { name: 'dsbd-1beam', style: 'points', points: strip([onePoint]) }
+      { name: 'DSBD configurations', style: 'points', points: strip(dsbdPoints), color: 0 },
+      { name: 'DSBD Pareto front', style: 'line', points: strip(paretoFront(dsbdPoints)), color: 0 },
+      { name: 'beam sampling W = 1…', style: 'line+points', points: strip(beamPoints), color: 1 },
+      { name: 'beam Pareto front', style: 'dashed', points: strip(paretoFront(beamPoints)), color: 1 },
+      { name: 'sd', style: 'points', points: strip([sdPoint]), color: 2 },
+      { name: 'ar (multinomial)', style: 'points', points: strip([arPoint]), color: 3 },
+      { name: 'dsbd-1beam', style: 'points', points: strip([onePoint]), color: 4 }
     ],
     caption: 'Each point is one cell (its own run); perplexity of the outputs under the raw target.'
   })
@@ -74,6 +76,9 @@ export function dsbdReport(data: SuiteData): { sections: ReportSection[]; notes:
   const rows = [...dsbdCells, ...beamCells].map((c) => {
     const method = c.cell.key.startsWith('dsbd/') ? 'dsbd' : 'beam'
     const m = methodOf(c, method)
+    const beams = beamWidthTotals(stepsOf(c, method))
+    const gamma = Number(c.cell.labels.gamma)
+    const t = Number(c.cell.labels.t)
     return [
       method,
       method === 'dsbd' ? Number(c.cell.labels.gamma) : null,
@@ -82,16 +87,18 @@ export function dsbdReport(data: SuiteData): { sections: ReportSection[]; notes:
       method === 'beam' ? Number(c.cell.labels.W) : null,
       m?.tokensPerSecond ?? null,
       perplexityOf(c, method),
-      meanWidth(stepsOf(c, method)),
-      m?.acceptanceRate ?? null
+      beams.meanWidth,
+      m?.acceptanceRate ?? null,
+      method === 'dsbd' ? beams.layersPerStep : null,
+      method === 'dsbd' && beams.meanBeta !== null ? dsbdExpectedSteps(t, beams.meanBeta, gamma) : null
     ]
   })
   const pointsTable = table(
     'points',
     'Every configuration',
-    [col.text('method'), col.int('γ'), col.int('W_S'), col.num('t', 1), col.int('W'), col.num('tok/s', 1), col.num('PPL', 3), col.num('W̄'), col.ratio('acceptance')],
+    [col.text('method'), col.int('γ'), col.int('W_S'), col.num('t', 1), col.int('W'), col.num('tok/s', 1), col.num('PPL', 3), col.num('W̄'), col.ratio('acceptance'), col.num('layers / iteration'), col.num('Thm 3.2')],
     rows,
-    'W̄: average accepted width (DSBD App. C.1) = Σ widths / Σ layers over the iterations; acceptance = accepted / tested draft beams.'
+    'W̄: average accepted width (DSBD App. C.1) = Σ widths / Σ layers over the iterations; acceptance = accepted / tested draft beams; Thm 3.2: expected layers per iteration (1 − min(t, β̄)^{γ+1}) / (1 − min(t, β̄)) with β̄ the measured mean β_{W_min}.'
   )
 
   const table1 = table(

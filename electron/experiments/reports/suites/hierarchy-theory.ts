@@ -130,12 +130,15 @@ export function hierarchyTheoryReport(data: SuiteData): { sections: ReportSectio
       if (v === null) continue
       byM.set(m, [...(byM.get(m) ?? []), { x: n, y: v, label: `m=${m}, n=${n}` }])
     }
-    return [...byM.entries()].sort(([a], [b]) => a - b).map(([m, points]) => ({ name: `measured, m = ${m}`, style: 'points' as const, points }))
+    // Same colour as the theory curve of the same m.
+    return [...byM.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([m, points]) => ({ name: `measured, m = ${m}`, style: 'points' as const, points, color: Math.max(0, M_CURVES.indexOf(m)) }))
   }
   const tokensChart = chart({
     id: 'fig1-tokens',
     title: 'Expected tokens per target call over n (Theorem 3.2)',
-    x: { label: 'n (small-model guesses per mid guess)', type: 'linear' },
+    x: { label: 'n (small-model guesses per mid guess)', type: 'linear', integer: true },
     y: { label: 'tokens per target call', type: 'linear' },
     series: [...curve((m, n) => chenExpectedTokens(alpha!, beta!, m, n)), ...measuredSeries((p) => p.tokensPerCall)],
     caption: haveTheory ? `α = ${alpha!.toFixed(3)}, β = ${beta!.toFixed(3)} measured; n = 0 is sd with M_q2 at γ = m.` : undefined
@@ -143,13 +146,13 @@ export function hierarchyTheoryReport(data: SuiteData): { sections: ReportSectio
   const speedupChart = chart({
     id: 'fig1-speedup',
     title: 'Expected time improvement over n (Theorem 3.4)',
-    x: { label: 'n (small-model guesses per mid guess)', type: 'linear' },
+    x: { label: 'n (small-model guesses per mid guess)', type: 'linear', integer: true },
     y: { label: 'time improvement over ar (×)', type: 'linear' },
     series: [
       ...(c !== null && cs !== null ? curve((m, n) => chenTimeImprovement(alpha!, beta!, m, n, c, cs)) : []),
-      ...measuredSeries((p) => p.speedup),
-      { name: 'ar = 1', style: 'dashed', points: [{ x: 0, y: 1 }, { x: N_MAX, y: 1 }] }
+      ...measuredSeries((p) => p.speedup)
     ],
+    reference: { y: 1, label: 'ar = 1' },
     caption: c !== null && cs !== null ? `c = ${c.toFixed(3)}, c_s = ${cs.toFixed(3)} measured.` : undefined
   })
   const betas = Array.from({ length: 20 }, (_, i) => 0.05 + i * 0.05)
@@ -167,7 +170,8 @@ export function hierarchyTheoryReport(data: SuiteData): { sections: ReportSectio
             points: betas.map((b) => ({ x: b, y: chenTimeImprovement(alpha, b, mMid, n, c, cs) }))
           }))
         : [],
-    marker: beta !== null ? { x: beta, label: `measured β = ${beta.toFixed(2)}` } : undefined
+    marker: beta !== null ? { x: beta, label: `measured β = ${beta.toFixed(2)}` } : undefined,
+    reference: { y: 1, label: 'ar = 1' }
   })
 
   return {

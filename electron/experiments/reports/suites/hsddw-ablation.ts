@@ -125,7 +125,7 @@ export function hsddwAblationReport(data: SuiteData): { sections: ReportSection[
   const fig7 = chart({
     id: 'fig7',
     title: 'Decoding speed across window sizes K',
-    x: { label: 'window size K', type: 'linear' },
+    x: { label: 'window size K', type: 'linear', integer: true },
     y: { label: 'tokens/s', type: 'linear' },
     series: [
       { name: 'sd M_q2→M_p (70b-7b)', style: 'line+points', points: speedAt('mid', 'sd') },
@@ -155,8 +155,8 @@ export function hsddwAblationReport(data: SuiteData): { sections: ReportSection[
   const fig8 = chart({
     id: 'fig8',
     title: `Window size per round, prompt ${promptIndex + 1} of ${first?.name ?? '–'}`,
-    x: { label: 'verification round', type: 'linear' },
-    y: { label: 'tokens verified by M_p', type: 'linear' },
+    x: { label: 'verification round', type: 'linear', integer: true },
+    y: { label: 'tokens verified by M_p', type: 'linear', integer: true },
     series: [
       { name: 'sd M_q2→M_p (70b-7b)', style: 'line+points', points: windows(first?.mid, 'sd') },
       { name: 'sd M_q1→M_p (70b-68m)', style: 'line+points', points: windows(first?.trio, 'sd') },

@@ -12,7 +12,7 @@ export function smokeReport(data: SuiteData): { sections: ReportSection[]; notes
     'Every method on the same prompts (speedup vs ar of the same run)',
     [col.text('method'), col.int('prompts'), col.int('tokens'), col.num('tok/s', 1), col.x('speedup'), col.ratio('acceptance'), col.num('mean accepted'), col.ratio('σ'), col.ratio('η'), col.int('target calls'), col.num('PPL', 3)],
     methods.map((m) => [m.method, m.prompts, m.outputTokens, m.tokensPerSecond, m.speedup, m.acceptanceRate, m.meanAcceptedLength, m.sigma, m.eta, m.targetCalls, perplexityOf(cell, m.method)]),
-    'PPL: exp(mean NLL) of the outputs under the raw target (temperature 1). σ = 1 − accepted/drafted, η = target calls / output tokens (HSDDW §4.4).'
+    'PPL: exp(mean NLL) of the outputs under the raw target (temperature 1), for ar and dsbd (beam quality vs multinomial sampling; the lossless methods sample ar\'s law). σ = 1 − accepted/drafted, η = target calls / output tokens (HSDDW §4.4).'
   )
   const others = methods.filter((m) => m.method !== 'ar')
   const speedup = chart({
@@ -20,14 +20,15 @@ export function smokeReport(data: SuiteData): { sections: ReportSection[]; notes
     title: 'Speedup over ar (same run, same prompts)',
     x: { label: 'method', type: 'band', categories: others.map((m) => m.method) },
     y: { label: 'speedup (×)', type: 'linear' },
-    series: [{ name: 'speedup', style: 'bar', points: others.map((m) => ({ x: m.method, y: m.speedup ?? 0 })) }, { name: 'ar = 1', style: 'dashed', points: others.length > 0 ? [{ x: others[0].method, y: 1 }, { x: others[others.length - 1].method, y: 1 }] : [] }]
+    series: [{ name: 'speedup', style: 'bar', points: others.flatMap((m) => (m.speedup === null ? [] : [{ x: m.method, y: m.speedup }])) }],
+    reference: { y: 1, label: 'ar = 1' }
   })
   const firstPrompt = (r: { promptIndex: number }) => r.promptIndex === 0
   const gamma = chart({
     id: 'gamma',
     title: 'Tokens proposed to the target per round, first prompt',
-    x: { label: 'round', type: 'linear' },
-    y: { label: 'γ (proposed)', type: 'linear' },
+    x: { label: 'round', type: 'linear', integer: true },
+    y: { label: 'γ (proposed)', type: 'linear', integer: true },
     series: others.map((m) => ({
       name: label(m.method),
       style: 'line+points' as const,
@@ -55,7 +56,8 @@ export function smokeReport(data: SuiteData): { sections: ReportSection[]; notes
   )
   return {
     sections: [
-      { id: 'summary', title: 'Every method on the same prompts', measured: [summary, speedup], paper: null, notes: [] },
+      { id: 'summary', title: 'Every method on the same prompts', measured: [summary], paper: null, notes: [] },
+      { id: 'speedup', title: 'Speedup over ar', measured: [speedup], paper: null, notes: [] },
       { id: 'gamma', title: 'Draft length per round (first prompt)', measured: [gamma], paper: null, notes: ['dsbd: proposed = draft beams that reached a test in the iteration.'] },
       { id: 'categories', title: 'Speedup per prompt category', measured: [perCategory], paper: null, notes: [] },
       {

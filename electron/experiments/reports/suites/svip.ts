@@ -88,6 +88,7 @@ export function svipReport(data: SuiteData): { sections: ReportSection[]; notes:
     title: 'Speedup across generation lengths',
     x: { label: 'generated tokens', type: 'linear' },
     y: { label: 'speedup (×)', type: 'linear' },
+    reference: { y: 1, label: 'ar = 1' },
     series: table2Methods.map(([name, method]) => ({
       name,
       style: 'line+points' as const,
