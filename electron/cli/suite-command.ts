@@ -223,7 +223,10 @@ export function suitesCommand(): Command {
           process.stdout.write(`${JSON.stringify({ suites: definitions, runs })}\n`)
           return
         }
-        process.stdout.write(`${formatTable(['suite', 'name', 'full', '--quick'], SUITES.map((s) => [s.id, s.name, s.estimate.full, s.estimate.quick]))}\n\n`)
+        const widest = Math.max(...SUITES.map((s) => s.id.length))
+        process.stdout.write(
+          `${SUITES.map((s) => `${s.id.padEnd(widest)}  ${s.name}  (full ${s.estimate.full}, --quick ${s.estimate.quick})`).join('\n')}\n\n`
+        )
         process.stdout.write(
           runs.length === 0
             ? 'no suite runs yet — try: npm run speclab -- suite smoke --quick\n'

@@ -115,7 +115,8 @@ const TRIO = { target: MODEL_FILES.inflated, quickTarget: MODEL_FILES.target, mi
 const PAIR = { ...TRIO, mid: null }
 
 const builtin = (id: string, extra: Partial<DatasetSpec> = {}): DatasetSpec => ({ id, label: id, builtin: id, ...extra })
-const MT_BENCH = (limit: number): DatasetSpec => ({ id: 'mt-bench', label: 'MT-Bench', shared: 'mt_bench.jsonl', limit })
+/** MT-Bench lists its 8 categories in blocks of 10: one per category covers writing … math, coding, humanities. */
+const MT_BENCH = (limit?: number): DatasetSpec => ({ id: 'mt-bench', label: 'MT-Bench', shared: 'mt_bench.jsonl', perCategory: 1, limit })
 const HUMANEVAL = (limit: number): DatasetSpec => ({ id: 'humaneval', label: 'HumanEval', shared: 'humaneval.jsonl', limit })
 const GSM8K = (limit: number): DatasetSpec => ({ id: 'gsm8k', label: 'GSM8K', shared: 'gsm8k_test.jsonl', limit })
 
@@ -182,7 +183,7 @@ const hsddwAblation: SuiteDefinition = {
   },
   paper: { file: 'hsddw-hierarchical-sd-dynamic-window.txt', title: 'Hierarchical Speculative Decoding with Dynamic Windows (HSDDW)' },
   models: TRIO,
-  datasets: (quick) => (quick ? [builtin('mixed', { perCategory: 1 })] : [MT_BENCH(6), HUMANEVAL(4), GSM8K(4)]),
+  datasets: (quick) => (quick ? [builtin('mixed', { perCategory: 1 })] : [MT_BENCH(), HUMANEVAL(4), GSM8K(4)]),
   cells: (context) => {
     const maxTokens = tokens(context, 128, 12)
     const sampling = { temperature: 1, topK: 64 }

@@ -6,11 +6,12 @@
  * node-llama-cpp's real downloader from a local HTTP server (progress, done, cancel), switching databases, and the
  * utility-process entry over a message port.
  */
+import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ApiChannel, ApiRequest, ApiResponses, ChatMessage, HostEvent, WorkbenchProgress } from '../../electron/api/contract'
 import { EngineHost } from '../../electron/host/host'
@@ -153,6 +154,13 @@ describe.skipIf(!haveModels)('engine host', () => {
     const arDone = await chatDone(ar.generationId)
     expect(arDone.message!.text).toBe(sdMessage.text) // lossless: greedy sd reproduces greedy ar
     expect(arDone.message!.segments!.every((s) => s.provenance === 'target')).toBe(true)
+
+    // Forcing the chat format on a base model goes through node-llama-cpp's chat wrappers (a general template here).
+    const chat = await call('chat:send', { conversationId: null, text: 'Tell me a story.', settings: settings({ maxTokens: 24 }), format: 'chat', systemPrompt: 'You tell stories.' })
+    const chatDoneEvent = await chatDone(chat.generationId)
+    expect(chatDoneEvent.error).toBeNull()
+    expect(chatDoneEvent.message!.format).toBe('chat')
+    await call('chat:delete-conversation', { conversationId: chat.conversationId })
 
     const reopened = await call('chat:conversation', { conversationId })
     expect(reopened!.messages.map((m) => m.role)).toEqual(['user', 'assistant'])
@@ -357,6 +365,38 @@ describe('utility-process entry', () => {
     await until(() => (exitCode === null ? undefined : exitCode))
     expect(exitCode).toBe(0)
     fs.rmSync(tmp, { recursive: true, force: true })
+  })
+
+  it('the built entry (out/main/host.js, what Electron forks) starts and serves over its port', async () => {
+    const built = path.join(root, 'out/main/host.js')
+    if (!fs.existsSync(built)) return console.warn('!!! out/main/host.js missing: run `npm run build` (npm test does) !!!')
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-built-host-'))
+    // A stand-in for Electron's process.parentPort and MessagePortMain, in a plain Node child process.
+    const script = `
+      const sent = []
+      let onMessage
+      const port = { on: (e, l) => { if (e === 'message') onMessage = l }, postMessage: (m) => sent.push(m), start() {}, close() {} }
+      process.parentPort = { once: (_e, l) => setTimeout(() => l({ data: { kind: 'init', options: ${JSON.stringify({
+        databasePath: path.join(tmp, 'db.sqlite'),
+        nativeBinding: null,
+        downloadDirectory: tmp,
+        version: 'built',
+        mode: 'electron'
+      })} }, ports: [port] })) }
+      await import(${JSON.stringify(pathToFileURL(built).href)})
+      await new Promise((r) => setTimeout(r, 100))
+      onMessage({ data: { kind: 'request', id: 1, channel: 'app:info', payload: {} } })
+      onMessage({ data: { kind: 'request', id: 2, channel: 'models:catalog', payload: {} } })
+      const deadline = Date.now() + 20000
+      while (sent.filter((m) => m.kind === 'response').length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      process.stdout.write(JSON.stringify(sent))
+      process.exit(0)`
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', timeout: 60_000 })
+    fs.rmSync(tmp, { recursive: true, force: true })
+    const sent = JSON.parse(result.stdout) as { kind: string; id?: number; ok?: boolean; result?: unknown; event?: unknown }[]
+    expect(sent[0]).toEqual({ kind: 'event', event: { type: 'host:status', state: 'ready', message: null } })
+    expect(sent.find((m) => m.id === 1)).toMatchObject({ ok: true, result: { version: 'built', mode: 'electron' } })
+    expect((sent.find((m) => m.id === 2)?.result as unknown[]).length).toBeGreaterThan(0)
   })
 
   it('answers every request with the reason when the database cannot open', async () => {

@@ -7,7 +7,7 @@ import fs from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import {
   ApiRequests,
   HostEvent,
@@ -109,6 +109,7 @@ describe('contract', () => {
 
 describe('rpc', () => {
   it('client matches responses to calls, dispatches valid events and drops malformed messages', async () => {
+    const reported = vi.spyOn(console, 'error').mockImplementation(() => {})
     const sent: unknown[] = []
     const client = new RpcClient((message) => sent.push(message))
     const events: HostEvent[] = []
@@ -130,6 +131,8 @@ describe('rpc', () => {
     const third = client.call('runs:list', {})
     client.failAll('gone')
     await expect(third).rejects.toThrow('gone')
+    expect(reported).toHaveBeenCalledTimes(2)
+    reported.mockRestore()
   })
 
   it('server refuses privileged channels to untrusted peers and answers malformed requests', async () => {

@@ -12,6 +12,15 @@ import { chart, col, table } from '../common'
 import type { ReportChart, ReportSection } from '../model'
 import { SVIP_FIGURE5, SVIP_TABLE1, SVIP_TABLE2 } from '../papers'
 
+/** MT-Bench's eight categories, which Spec-Bench (and SVIP Table 1) report as one "MT-Bench" column. */
+const MT_BENCH_CATEGORIES = new Set(['writing', 'roleplay', 'reasoning', 'math', 'coding', 'extraction', 'stem', 'humanities'])
+
+/** The column a prompt counts in: Spec-Bench groups MT-Bench's categories; any other dataset keeps its own. */
+function columnOf(category: string | null, specBench: boolean): string | null {
+  if (category === null) return null
+  return specBench && MT_BENCH_CATEGORIES.has(category) ? 'MT-Bench' : category
+}
+
 interface Row {
   name: string
   cell: CellData | undefined
@@ -32,20 +41,23 @@ export function svipReport(data: SuiteData): { sections: ReportSection[]; notes:
       { name: 'Heuristics (HF)', cell: base, method: 'sd-heuristic', h: null },
       ...hs.map((h) => ({ name: `SVIP h = ${h}`, cell: data.cells.get(`table1/${id}/h=${h}`), method: 'svip', h }))
     ]
-    const categories = categoriesOf(base ?? rows.find((r) => r.cell)?.cell)
+    const specBench = plan.find((c) => c.key.startsWith(`table1/${id}/`))?.dataset.shared === 'spec_bench.jsonl'
+    const inColumn = (c: string) => (x: { category: string | null }) => columnOf(x.category, specBench) === c
+    const categories = [...new Set(categoriesOf(base ?? rows.find((r) => r.cell)?.cell).map((c) => columnOf(c, specBench)!))]
     table1Tables.push(
       table(
         `table1-${id}`,
         `Speedup over ar per category, ${name} (temperature 0)`,
         [col.text('method'), ...categories.map((c) => col.x(c)), col.x('all prompts')],
-        rows.map((r) => [r.name, ...categories.map((c) => summaryWhere(r.cell, r.method, (x) => x.category === c)?.speedup ?? null), methodOf(r.cell, r.method)?.speedup ?? null]),
-        'Per category: tokens/s over the category\'s prompts ÷ ar\'s over the same prompts in the same run; "all prompts" is the run report\'s speedup (the paper\'s "Avg." averages the categories instead).'
+        rows.map((r) => [r.name, ...categories.map((c) => summaryWhere(r.cell, r.method, inColumn(c))?.speedup ?? null), methodOf(r.cell, r.method)?.speedup ?? null]),
+        'Per category: tokens/s over the category\'s prompts ÷ ar\'s over the same prompts in the same run; "all prompts" is the run report\'s speedup (the paper\'s "Avg." averages the categories instead).' +
+          (specBench ? ' Spec-Bench\'s eight MT-Bench categories form one MT-Bench column, as in the paper.' : '')
       )
     )
     // Figure 5: SVIP at the paper's h (or the first h of the grid).
     const svipRow = rows.find((r) => r.h === SVIP_H_MAIN) ?? rows.find((r) => r.h !== null)
     const figureRows = [rows[0], rows[1], ...(svipRow ? [svipRow] : [])]
-    const lengths = (r: Row, c: string) => draftLengths(stepsOf(r.cell, r.method, (x) => x.category === c))
+    const lengths = (r: Row, c: string) => draftLengths(stepsOf(r.cell, r.method, inColumn(c)))
     for (const [key, title, axis, pick] of [
       ['draft', 'Average draft length per round', 'draft tokens per round', (v: ReturnType<typeof draftLengths>) => v.draftLength],
       ['accepted', 'Average accepted draft length per round', 'accepted tokens per round', (v: ReturnType<typeof draftLengths>) => v.acceptedLength],
