@@ -14,10 +14,7 @@ export const autoregressive: Decoder = async function* (models, request) {
   const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
   try {
     for (let step = 0; !output.done; step++) {
-      if (request.signal?.aborted) {
-        output.stopReason = 'cancelled'
-        break
-      }
+      if (output.cancelledBy(request.signal)) break
       yield* targetOnlyRound(session, output, step, request, 'ar')
     }
     yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }

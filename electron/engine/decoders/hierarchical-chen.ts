@@ -62,10 +62,7 @@ export function chenDecoder(options: ChenOptions): Decoder {
     const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
     try {
       for (let step = 0; !output.done; step++) {
-        if (request.signal?.aborted) {
-          output.stopReason = 'cancelled'
-          break
-        }
+        if (output.cancelledBy(request.signal)) break
         const started = now()
         h.newRound(false)
         const remaining = request.maxTokens - output.tokens.length

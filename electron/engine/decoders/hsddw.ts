@@ -67,10 +67,7 @@ export function hsddwDecoder(options: HsddwOptions): Decoder {
     try {
       for (let step = 0; !output.done; step++) {
         // line 2: while len(x) < L (OutputBuffer applies L = --max-tokens and end-of-generation)
-        if (request.signal?.aborted) {
-          output.stopReason = 'cancelled'
-          break
-        }
+        if (output.cancelledBy(request.signal)) break
         const started = now()
         h.newRound()
         const tauQ2InForce = tauQ2.tau

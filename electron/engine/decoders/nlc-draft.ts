@@ -52,10 +52,7 @@ export const nlcDraft: Decoder = async function* (models, request) {
     let previous = { ...sequence.tokenPredictions }
     let started = now()
     for (let step = 0; !output.done; step++) {
-      if (request.signal?.aborted) {
-        output.stopReason = 'cancelled'
-        break
-      }
+      if (output.cancelledBy(request.signal)) break
       const next = await iterator.next()
       if (next.done) break
       const counters = { ...sequence.tokenPredictions }

@@ -19,6 +19,12 @@ export class OutputBuffer {
     return this.stopReason !== null
   }
 
+  /** Decoders ask once per round: a fired signal ends the output as `cancelled` (what was committed stays). */
+  cancelledBy(signal: AbortSignal | undefined): boolean {
+    if (signal?.aborted) this.stopReason = 'cancelled'
+    return this.stopReason === 'cancelled'
+  }
+
   /** Commits what fits; returns the token events of the tokens actually committed. */
   commit(candidates: readonly { token: number; provenance: Provenance }[], step: number): DecodeEvent[] {
     const events: DecodeEvent[] = []

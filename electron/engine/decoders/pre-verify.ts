@@ -373,10 +373,7 @@ export function preVerifyDecoder(options: PreVerifyOptions): Decoder {
     const tauQ2 = options.selfVerify ? new EntropyThreshold() : null
     try {
       for (let step = 0; !output.done; step++) {
-        if (request.signal?.aborted) {
-          output.stopReason = 'cancelled'
-          break
-        }
+        if (output.cancelledBy(request.signal)) break
         const started = now()
         h.newRound()
         const tauQ2InForce = tauQ2?.tau ?? null

@@ -67,10 +67,7 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
     policy.startPrompt?.(request.promptTokens)
     try {
       for (let step = 0; !output.done; step++) {
-        if (request.signal?.aborted) {
-          output.stopReason = 'cancelled'
-          break
-        }
+        if (output.cancelledBy(request.signal)) break
         const started = now()
         const limit = Math.min(policy.draftLength(), request.maxTokens - output.tokens.length)
         if (limit <= 0) {
