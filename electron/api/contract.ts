@@ -3,6 +3,7 @@
  * that crosses a process boundary, and the TypeScript types are inferred from them.
  */
 import { z } from 'zod'
+import type { StepRecord } from '../engine/decoders/types'
 
 /** Method ids (DESIGN.md CLI contract — keep stable). */
 export const METHOD_IDS = [
@@ -317,6 +318,42 @@ export const WorkbenchProgress = z.object({
 })
 export type WorkbenchProgress = z.infer<typeof WorkbenchProgress>
 
+/** A whole experiment suite (experiments/suites.ts) run from the app, as `speclab suite <id> [--quick] [--resume]`. */
+export const SuiteStart = z.object({
+  suite: Text(100).min(1),
+  /** The reduced grid (`--quick`). */
+  quick: z.boolean(),
+  /** Continue this suite run (finished cells are kept, not recomputed); null = a new suite run. */
+  resume: Id.nullable(),
+  /** Library models to run on (roles left null fall back to the suite's files); null = the suite's default files. */
+  models: TrioSelection.nullable()
+})
+export type SuiteStart = z.infer<typeof SuiteStart>
+
+export const SuiteJobProgress = z.object({
+  jobId: z.string(),
+  suite: z.string(),
+  /** null until the suite run row exists (models load first). */
+  suiteRunId: Id.nullable(),
+  quick: z.boolean(),
+  phase: z.enum(['loading', 'running', 'scoring', 'finished']),
+  cellKey: z.string().nullable(),
+  /** 1-based cell in progress among the cells this invocation executes. */
+  cellIndex: z.number().int().min(0),
+  cellCount: z.number().int().min(0),
+  /** Cells kept from before (a resume). */
+  cellsSkipped: z.number().int().min(0),
+  /** Work in token-budget units (prompts × methods × max tokens). */
+  unitsDone: z.number().min(0),
+  unitsTotal: z.number().min(0),
+  elapsedMs: z.number().min(0),
+  etaMs: z.number().min(0).nullable(),
+  method: z.string().nullable(),
+  status: RunStatus.nullable(),
+  error: z.string().nullable()
+})
+export type SuiteJobProgress = z.infer<typeof SuiteJobProgress>
+
 export const UiCommand = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('navigate'), view: View }),
   z.object({ kind: z.literal('add-model') }),
@@ -352,6 +389,7 @@ export const HostEvent = z.discriminatedUnion('type', [
     error: z.string().nullable()
   }),
   z.object({ type: z.literal('workbench:progress'), progress: WorkbenchProgress }),
+  z.object({ type: z.literal('suite:progress'), progress: SuiteJobProgress }),
   z.object({ type: z.literal('runs:changed') }),
   z.object({ type: z.literal('host:status'), state: z.enum(['ready', 'restarting', 'failed']), message: z.string().nullable() }),
   z.object({ type: z.literal('ui:command'), command: UiCommand })
@@ -517,25 +555,8 @@ export interface RunDetails {
   results: PromptResultInfo[]
   entropy: EntropyHistogram[]
 }
-export interface StepRow {
-  index: number
-  stage: string
-  proposed: number
-  accepted: number
-  resampled: boolean
-  bonus: boolean
-  emitted: number
-  draftTokens: number
-  acceptedDraftTokens: number
-  draftEntropies: number[]
-  threshold: number | null
-  decision: Record<string, number | string | boolean | null> | null
-  targetCalls: number
-  draftCalls: number
-  draftMs: number
-  verifyMs: number
-  totalMs: number
-}
+/** A stored step as the UI shows it: the engine's step record (per-level counters are read through `levels`). */
+export type StepRow = StepRecord
 export interface RunExport {
   fileName: string
   mimeType: string
@@ -548,6 +569,29 @@ export interface RunDiffDetails {
   methods: { method: string; inA: boolean; inB: boolean; metrics: Record<string, { a: number | null; b: number | null; delta: number | null }> }[]
   /** Per (method, prompt index): both outputs, for the text diff. */
   outputs: { method: string; promptIndex: number; promptText: string; a: string | null; b: string | null }[]
+}
+export interface SuiteRunInfo {
+  id: number
+  suite: string
+  /** The suite's display name (the id when the suite is no longer registered). */
+  name: string
+  createdAt: string
+  finishedAt: string | null
+  quick: boolean
+  status: RunStatus
+  error: string | null
+  cells: number
+  finishedCells: number
+}
+/** A suite run's report, re-rendered from the store (the same renderer as `speclab report`). */
+export interface SuiteReportFiles {
+  suiteRunId: number
+  suite: string
+  /** `<suite>-<suiteRunId>`: the file names are this plus .md / .html. */
+  baseName: string
+  markdown: string
+  /** Self-contained HTML (inline CSS and SVG, no script). */
+  html: string
 }
 export interface PerplexityPoint {
   method: string
@@ -595,6 +639,12 @@ export const ApiRequests = {
   'workbench:cancel': z.object({ jobId: Text(100).min(1) }),
   'workbench:status': z.object({}),
 
+  'suites:start': SuiteStart,
+  'suites:cancel': z.object({ jobId: Text(100).min(1) }),
+  'suites:status': z.object({}),
+  'suites:runs': z.object({ limit: z.number().int().positive().max(1000).optional() }),
+  'suites:report': z.object({ suiteRunId: Id }),
+
   'runs:search': RunFilter,
   'runs:details': z.object({ runId: Id }),
   'runs:steps': z.object({ resultId: Id }),
@@ -634,6 +684,12 @@ export interface ApiResponses {
   'workbench:start': { jobId: string }
   'workbench:cancel': { cancelled: boolean }
   'workbench:status': WorkbenchProgress | null
+
+  'suites:start': { jobId: string }
+  'suites:cancel': { cancelled: boolean }
+  'suites:status': SuiteJobProgress | null
+  'suites:runs': SuiteRunInfo[]
+  'suites:report': SuiteReportFiles
 
   'runs:search': RunListItem[]
   'runs:details': RunDetails | null

@@ -356,7 +356,9 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
           signal: hooks.signal,
           draftCandidates: cell.selectDraft ? [trio.models.draft!, trio.models.mid!] : undefined,
           onRunCreated: (runId) => suites.linkRun(runId, suiteRunId, cell.key),
-          onProgress: (run) => emit({ run, unitsDone: unitsBefore + run.cellsDone * cell.maxTokens + Math.min(run.tokens, cell.maxTokens) })
+          // The last cell's tokens still count after it is done: never past this run's share.
+          onProgress: (run) =>
+            emit({ run, unitsDone: unitsBefore + Math.min(units(cell), run.cellsDone * cell.maxTokens + Math.min(run.tokens, cell.maxTokens)) })
         }
       )
       if (report.status !== 'done') break

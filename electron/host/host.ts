@@ -1,6 +1,6 @@
 /**
  * The engine host: owns the run store, the model library, the loaded trio and every running job (chat generation,
- * workbench run, downloads), and serves the api contract — requests in, pushed events out. Plain Node: Electron
+ * workbench run, suite run, downloads), and serves the api contract — requests in, pushed events out. Plain Node: Electron
  * runs it in a utilityProcess (./utility-entry.ts), browser mode in the server's own process (./server.ts), tests
  * in-process. Every request goes through `handleApiRequest`, which validates the payload with the contract.
  */
@@ -23,6 +23,7 @@ import { LoadedModels } from './loaded-models'
 import { methodInfos } from './method-info'
 import { ModelLibrary } from './model-library'
 import { RunsBrowser } from './runs-browser'
+import { SuiteService } from './suites'
 import { WorkbenchService } from './workbench'
 
 export const HostOptions = z.object({
@@ -71,6 +72,7 @@ export class EngineHost {
   private readonly library: ModelLibrary
   private readonly chat: ChatService
   private readonly workbench: WorkbenchService
+  private readonly suites: SuiteService
   private readonly downloads: DownloadManager
   private readonly service: ApiService
 
@@ -92,6 +94,7 @@ export class EngineHost {
     this.library = new ModelLibrary(app)
     this.chat = new ChatService(app, this.loaded, this.lock, emit)
     this.workbench = new WorkbenchService(runs, this.library, this.loaded, this.lock, emit)
+    this.suites = new SuiteService(runs, this.library, this.lock, emit)
     this.downloads = new DownloadManager(options.downloadDirectory, this.library, emit, extras.createDownloader)
     const browser = new RunsBrowser(runs, app, this.loaded, this.lock, () => this.workbench.activeRunId)
     this.service = {
@@ -106,6 +109,7 @@ export class EngineHost {
       ...this.downloads.handlers(),
       ...this.chat.handlers(),
       ...this.workbench.handlers(),
+      ...this.suites.handlers(),
       ...browser.handlers()
     }
   }
@@ -197,6 +201,7 @@ export class EngineHost {
   async close(): Promise<void> {
     this.chat.stopAll()
     this.workbench.stopAll()
+    this.suites.stopAll()
     await this.downloads.stopAll()
     // Give running decoders a moment to see the abort and finish their rows.
     for (let i = 0; i < 50 && this.lock.busy; i++) await new Promise((resolve) => setTimeout(resolve, 20))

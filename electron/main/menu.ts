@@ -1,6 +1,7 @@
 /**
  * The application menu as data (no Electron import at runtime, so it is unit-tested): File (add model, open
- * database), Experiments (the Workbench, then every registered suite by name), View (the screens), Help.
+ * database), Experiments (the Workbench, then every registered suite by name: it opens the Workbench with the suite
+ * selected and its "Run whole suite" button, which runs the whole grid and stores its report), View (the screens), Help.
  */
 import type { MenuItemConstructorOptions } from 'electron'
 import type { View } from '../api/contract'

@@ -333,7 +333,7 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await page.getByTestId('runs-suite').selectOption('')
     await page.getByTestId('runs-status').selectOption('cancelled')
     await rowCount(1)
-    expect(await rows.first().textContent()).toContain('cancelled')
+    await waitForText(rows, /cancelled/) // the smoke filter's one row may still be shown for a moment
     await page.getByTestId('runs-status').selectOption('')
     await rowCount(4)
     await page.getByTestId('runs-method').selectOption('hsddw') // run 1 and the smoke suite's run, not runs 2 and 3
@@ -387,4 +387,52 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await rowCount(3)
     expect(pageErrors).toEqual([])
   })
+
+  it('Suites: the smoke suite (quick) runs from the Workbench with progress, ETA and completion; Runs opens its report', async () => {
+    await page.getByTestId('nav-workbench').click()
+    await page.getByTestId('wb-suite').selectOption('smoke')
+    await page.getByTestId('wb-suite-quick').check()
+    // Record every phase and ETA the progress panel shows (the quick grid is over in seconds).
+    await page.evaluate(() => {
+      const seen = { phases: [] as string[], eta: [] as string[] }
+      ;(window as unknown as { suiteSeen: typeof seen }).suiteSeen = seen
+      new MutationObserver(() => {
+        const panel = document.querySelector('[data-testid="wb-suite-progress"]')
+        if (!panel) return
+        const phase = panel.getAttribute('data-phase') ?? ''
+        if (seen.phases.at(-1) !== phase) seen.phases.push(phase)
+        const eta = panel.querySelector('[data-testid="wb-suite-eta"]')?.textContent
+        if (eta && !seen.eta.includes(eta)) seen.eta.push(eta)
+      }).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true })
+    })
+    await page.getByTestId('wb-suite-run').click()
+    const panel = page.getByTestId('wb-suite-progress')
+    await waitForAttribute(panel, 'data-phase', /finished/, 90_000)
+    expect(await panel.getAttribute('data-status')).toBe('done')
+    const seen = await page.evaluate(() => (window as unknown as { suiteSeen: { phases: string[]; eta: string[] } }).suiteSeen)
+    expect(seen.phases).toContain('running')
+    expect(seen.phases.at(-1)).toBe('finished')
+    expect(seen.eta.some((t) => /^ETA /.test(t))).toBe(true)
+    expect(await page.getByTestId('wb-suite-bar').getByRole('progressbar').getAttribute('aria-valuenow')).toBe('1')
+    const suiteRunId = Number(await panel.getAttribute('data-suite-run'))
+    expect(suiteRunId).toBeGreaterThan(0)
+    await shot('workbench-suite-run')
+
+    // Runs lists the suite run and opens its report (self-contained HTML in a sandboxed iframe).
+    await page.getByTestId('nav-runs').click()
+    await waitForText(page.getByTestId('suite-runs-table'), /Smoke test[\s\S]*quick[\s\S]*1\/1[\s\S]*done/)
+    await page.getByTestId(`suite-run-open-${suiteRunId}`).click()
+    const frameElement = page.getByTestId('suite-report-frame')
+    expect(await frameElement.getAttribute('sandbox')).toBe('')
+    const frame = page.frameLocator('[data-testid="suite-report-frame"]')
+    await frame.locator('h2', { hasText: 'Every method on the same prompts' }).waitFor()
+    expect(await frame.locator('table th').count()).toBeGreaterThan(3)
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('suite-report-md').click()])
+    expect(download.suggestedFilename()).toBe(`smoke-${suiteRunId}.md`)
+    expect(fs.readFileSync((await download.path())!, 'utf8')).toMatch(/^# /m)
+    const [html] = await Promise.all([page.waitForEvent('download'), page.getByTestId('suite-report-html').click()])
+    expect(html.suggestedFilename()).toBe(`smoke-${suiteRunId}.html`)
+    await shot('suite-report')
+    expect(pageErrors).toEqual([])
+  }, 120_000)
 })

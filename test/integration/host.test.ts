@@ -3,7 +3,8 @@
  * utility process and the browser server call): model library checks, the trio check, load with progress, chat
  * (streamed provenance, greedy sd = greedy ar, stop, persistence), the job lock, workbench runs with progress,
  * the runs browser (search, details, steps, export, diff, perplexity, delete), prompt-file import, downloads with
- * node-llama-cpp's real downloader from a local HTTP server (progress, done, cancel), switching databases, and the
+ * node-llama-cpp's real downloader from a local HTTP server (progress, done, cancel), switching databases, a whole
+ * suite run (progress, the job lock, cancel, resume, list, report), and the
  * utility-process entry over a message port.
  */
 import { spawnSync } from 'node:child_process'
@@ -13,7 +14,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { ApiChannel, ApiRequest, ApiResponses, ChatMessage, HostEvent, WorkbenchProgress } from '../../electron/api/contract'
+import { HostEvent, type ApiChannel, type ApiRequest, type ApiResponses, type ChatMessage, type WorkbenchProgress } from '../../electron/api/contract'
 import { EngineHost } from '../../electron/host/host'
 import { runUtilityHost, type PortLike } from '../../electron/host/utility-entry'
 
@@ -328,6 +329,49 @@ describe.skipIf(!haveModels)('engine host', () => {
     await call('app:open-database', { path: path.join(dir, 'db.sqlite') })
     expect((await call('runs:search', {})).length).toBe(1)
   })
+
+  it('runs a whole suite (smoke, quick) with progress and the job lock; cancel, resume, list and report', async () => {
+    const suiteFinished = (jobId: string) =>
+      until(
+        () =>
+          events.find(
+            (e): e is Extract<HostEvent, { type: 'suite:progress' }> =>
+              e.type === 'suite:progress' && e.progress.jobId === jobId && e.progress.phase === 'finished'
+          ),
+        120_000
+      ).then((e) => e.progress)
+    const models = { target: ids.target, mid: ids.mid, draft: ids.draft }
+    await expect(call('suites:start', { suite: 'nope', quick: true, resume: null, models })).rejects.toThrow(/unknown suite/)
+
+    // Cancelled at once: the suite run exists with no finished cell; a resume finishes it.
+    const first = await call('suites:start', { suite: 'smoke', quick: true, resume: null, models })
+    await expect(call('workbench:start', {
+      suite: null, methods: ['ar'], dataset: { kind: 'builtin', id: 'stories' }, limit: 1, models, load: LOAD,
+      settings: { maxTokens: 4, temperature: 0, topK: 64, topP: 1, gamma: 4, seed: 1, params: {} }
+    })).rejects.toThrow(/busy/)
+    expect((await call('suites:cancel', { jobId: first.jobId })).cancelled).toBe(true)
+    const cancelled = await suiteFinished(first.jobId)
+    expect(cancelled.status).toBe('cancelled')
+    expect(cancelled.suiteRunId).not.toBeNull()
+
+    const second = await call('suites:start', { suite: 'smoke', quick: true, resume: cancelled.suiteRunId, models: null })
+    const done = await suiteFinished(second.jobId)
+    expect(done).toMatchObject({ status: 'done', suiteRunId: cancelled.suiteRunId, error: null })
+    const progress = events.filter((e): e is Extract<HostEvent, { type: 'suite:progress' }> => e.type === 'suite:progress' && e.progress.jobId === second.jobId)
+    expect(progress.some((e) => e.progress.phase === 'running' && e.progress.cellKey === 'smoke/stories')).toBe(true)
+    expect(progress.some((e) => e.progress.etaMs !== null)).toBe(true)
+    for (const e of progress) expect(HostEvent.safeParse(e).error?.message, JSON.stringify(e)).toBeUndefined()
+    expect(await call('suites:status', {})).toMatchObject({ jobId: second.jobId, phase: 'finished' })
+
+    const [listed] = await call('suites:runs', {})
+    expect(listed).toMatchObject({ id: cancelled.suiteRunId, suite: 'smoke', quick: true, status: 'done', cells: 1, finishedCells: 1 })
+    const report = await call('suites:report', { suiteRunId: listed.id })
+    expect(report.baseName).toBe(`smoke-${listed.id}`)
+    expect(report.html).toMatch(/<h2>Every method on the same prompts<\/h2>/)
+    expect(report.html).not.toMatch(/<script/i)
+    expect(report.markdown).toMatch(/\| *method/i)
+    await expect(call('suites:report', { suiteRunId: 9999 })).rejects.toThrow(/no suite run/)
+  }, 180_000)
 })
 
 describe('utility-process entry', () => {

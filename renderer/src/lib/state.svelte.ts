@@ -22,6 +22,8 @@ export const ui = $state({
   pendingSuite: null as string | null,
   /** A run the Runs screen should open. */
   openRun: null as number | null,
+  /** A suite run whose report the Runs screen should open. */
+  openSuiteRun: null as number | null,
   globalError: null as string | null
 })
 

@@ -1,0 +1,172 @@
+/**
+ * Experiment suites from the app: the same `runSuite` as `speclab suite <id>` (experiments/suite-runner.ts), on
+ * library models or the suite's default files, holding the host's one-model-job lock for the whole suite. Progress
+ * (cell, token-budget units, ETA) is pushed as `suite:progress`; cancel aborts the cell in progress (finished cells
+ * stay, a resume skips them). Reports are re-rendered from the store with the CLI's renderer on every request.
+ */
+import { randomUUID } from 'node:crypto'
+import type { HostEvent, SuiteJobProgress, SuiteRunInfo, SuiteStart } from '../api/contract'
+import type { ApiHandlers } from '../api/runs-service'
+import { UserInputError } from '../engine/errors'
+import { renderSuiteReport } from '../experiments/reports/index'
+import { runSuite, type SuiteProgress, type SuiteRunRequest } from '../experiments/suite-runner'
+import { findSuite } from '../experiments/suites'
+import type { RunStore } from '../store/run-store'
+import { SuiteStore } from '../store/suite-store'
+import type { JobLock } from './job-lock'
+import type { ModelLibrary } from './model-library'
+
+/** Progress events at most this often (phase and cell changes are always sent). */
+const PROGRESS_MS = 150
+
+interface Job {
+  id: string
+  abort: AbortController
+  progress: SuiteJobProgress
+  sent: number
+}
+
+export class SuiteService {
+  private job: Job | null = null
+  /** The last job's final state, so a reopened Workbench shows how it ended. */
+  private last: SuiteJobProgress | null = null
+
+  constructor(
+    private readonly store: () => RunStore,
+    private readonly library: ModelLibrary,
+    private readonly lock: JobLock,
+    private readonly emit: (event: HostEvent) => void
+  ) {}
+
+  handlers(): ApiHandlers<'suites:start' | 'suites:cancel' | 'suites:status' | 'suites:runs' | 'suites:report'> {
+    return {
+      'suites:start': (request) => this.start(request),
+      'suites:cancel': ({ jobId }) => {
+        if (this.job?.id !== jobId) return { cancelled: false }
+        this.job.abort.abort()
+        return { cancelled: true }
+      },
+      'suites:status': () => this.job?.progress ?? this.last,
+      'suites:runs': ({ limit }) => this.list(limit ?? 200),
+      'suites:report': ({ suiteRunId }) => {
+        const suites = new SuiteStore(this.store().database)
+        if (!suites.getSuiteRun(suiteRunId)) throw new UserInputError(`no suite run with id ${suiteRunId}`)
+        const { report, html, markdown } = renderSuiteReport(this.store(), suiteRunId)
+        return { suiteRunId, suite: report.suite, baseName: `${report.suite}-${suiteRunId}`, markdown, html }
+      }
+    }
+  }
+
+  private list(limit: number): SuiteRunInfo[] {
+    const suites = new SuiteStore(this.store().database)
+    return suites.listSuiteRuns<unknown, unknown[]>({ limit }).map((r) => ({
+      id: r.id,
+      suite: r.suite,
+      name: findSuite(r.suite)?.name ?? r.suite,
+      createdAt: r.createdAt,
+      finishedAt: r.finishedAt,
+      quick: r.quick,
+      status: r.status,
+      error: r.error,
+      cells: Array.isArray(r.plan) ? r.plan.length : 0,
+      finishedCells: suites.finishedCells(r.id).size
+    }))
+  }
+
+  private async start(request: SuiteStart): Promise<{ jobId: string }> {
+    const suite = findSuite(request.suite)
+    if (!suite) throw new UserInputError(`unknown suite '${request.suite}'`)
+    let models: SuiteRunRequest['models']
+    if (request.models) {
+      const { target, mid, draft } = request.models
+      models = {
+        target: (await this.library.get(target)).path,
+        mid: mid === null ? undefined : (await this.library.get(mid)).path,
+        draft: draft === null ? undefined : (await this.library.get(draft)).path
+      }
+    }
+    const release = await this.lock.acquireSoon(`the suite ${suite.id}`, this.lock.busy === 'computing perplexities' ? 15_000 : 0)
+    const job: Job = {
+      id: randomUUID(),
+      abort: new AbortController(),
+      sent: 0,
+      progress: {
+        jobId: '',
+        suite: suite.id,
+        suiteRunId: request.resume,
+        quick: request.quick,
+        phase: 'loading',
+        cellKey: null,
+        cellIndex: 0,
+        cellCount: 0,
+        cellsSkipped: 0,
+        unitsDone: 0,
+        unitsTotal: 0,
+        elapsedMs: 0,
+        etaMs: null,
+        method: null,
+        status: null,
+        error: null
+      }
+    }
+    job.progress.jobId = job.id
+    this.job = job
+    this.emit({ type: 'suite:progress', progress: job.progress })
+    void this.run(job, { suite: suite.id, quick: request.quick, models, resume: request.resume ?? undefined }, release)
+    return { jobId: job.id }
+  }
+
+  private update(job: Job, p: SuiteProgress): void {
+    const previous = job.progress
+    job.progress = {
+      ...previous,
+      suiteRunId: p.suiteRunId > 0 ? p.suiteRunId : previous.suiteRunId,
+      phase: p.phase === 'finished' ? previous.phase : p.phase, // 'finished' goes out once, from run()
+      cellKey: p.cellKey,
+      cellIndex: p.cellIndex,
+      cellCount: p.cellCount,
+      cellsSkipped: p.cellsSkipped,
+      unitsDone: p.unitsDone,
+      unitsTotal: p.unitsTotal,
+      elapsedMs: p.elapsedMs,
+      etaMs: p.etaMs === null ? null : Math.max(0, p.etaMs),
+      method: p.phase === 'scoring' ? 'scoring outputs' : (p.run?.method ?? null)
+    }
+    const now = performance.now()
+    const boundary = previous.phase !== job.progress.phase || previous.cellKey !== job.progress.cellKey || previous.suiteRunId !== job.progress.suiteRunId
+    if (boundary || now - job.sent >= PROGRESS_MS) {
+      job.sent = now
+      this.emit({ type: 'suite:progress', progress: job.progress })
+    }
+  }
+
+  private async run(job: Job, request: SuiteRunRequest, release: () => void): Promise<void> {
+    try {
+      const result = await runSuite(this.store(), request, {
+        signal: job.abort.signal,
+        onProgress: (p) => this.update(job, p),
+        onSuiteRunCreated: () => this.emit({ type: 'runs:changed' })
+      })
+      job.progress = { ...job.progress, suiteRunId: result.suiteRunId, phase: 'finished', status: result.status, etaMs: null }
+    } catch (error) {
+      const cancelled = job.abort.signal.aborted
+      job.progress = {
+        ...job.progress,
+        phase: 'finished',
+        status: cancelled ? 'cancelled' : 'failed',
+        error: cancelled ? null : error instanceof Error ? error.message : String(error),
+        etaMs: null
+      }
+    } finally {
+      this.last = job.progress
+      this.job = null
+      release()
+      this.emit({ type: 'suite:progress', progress: job.progress })
+      this.emit({ type: 'runs:changed' })
+    }
+  }
+
+  stopAll(): void {
+    this.job?.abort.abort()
+  }
+}
