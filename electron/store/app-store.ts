@@ -10,10 +10,10 @@ import {
   TokenPiece,
   type ConversationSummary,
   type RunFilter,
-  type RunListItem,
-  type RunStatus
+  type RunListItem
 } from '../api/contract'
 import { z } from 'zod'
+import { toRunSummary, type RunRow } from './run-store'
 
 export interface ModelRow {
   id: number
@@ -44,18 +44,6 @@ interface MessageDbRow {
   stop_reason: string | null
   format: 'chat' | 'completion' | null
   created_at: string
-}
-
-interface RunSearchRow {
-  id: number
-  created_at: string
-  finished_at: string | null
-  suite: string | null
-  methods: string
-  config: string
-  status: RunStatus
-  error: string | null
-  prompt_count: number
 }
 
 const now = (): string => new Date().toISOString()
@@ -248,7 +236,7 @@ export class AppStore {
          FROM runs r ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
          ORDER BY r.id DESC LIMIT ?`
       )
-      .all(...args, filter.limit ?? 500) as RunSearchRow[]
+      .all(...args, filter.limit ?? 500) as RunRow[]
     return rows.map(toRunListItem)
   }
 }
@@ -268,7 +256,7 @@ function toMessage(row: MessageDbRow): ChatMessage {
   }
 }
 
-function toRunListItem(row: RunSearchRow): RunListItem {
+function toRunListItem(row: RunRow): RunListItem {
   let config: Record<string, unknown> = {}
   try {
     config = JSON.parse(row.config) as Record<string, unknown>
@@ -278,14 +266,7 @@ function toRunListItem(row: RunSearchRow): RunListItem {
   const models = (config.models ?? {}) as { target?: string; mid?: string; draft?: string }
   const prompts = (config.prompts ?? {}) as { dataset?: string; file?: string }
   return {
-    id: row.id,
-    createdAt: row.created_at,
-    finishedAt: row.finished_at,
-    suite: row.suite,
-    methods: JSON.parse(row.methods) as string[],
-    status: row.status,
-    error: row.error,
-    promptCount: row.prompt_count,
+    ...toRunSummary(row),
     models: { target: models.target ?? '', mid: models.mid ?? null, draft: models.draft ?? null },
     dataset: prompts.dataset ?? prompts.file ?? null,
     gamma: typeof config.gamma === 'number' ? config.gamma : 0,

@@ -61,7 +61,8 @@ export interface PromptResultRow {
   finishedAt: string | null
 }
 
-interface RunRow {
+/** A `runs` row with its prompt-result count, as listRuns and the app's run search select it. */
+export interface RunRow {
   id: number
   created_at: string
   finished_at: string | null
@@ -399,7 +400,7 @@ function checkProvenance(provenance: string, tokenCount: number): void {
   }
 }
 
-function toRunSummary(row: RunRow): RunSummary {
+export function toRunSummary(row: RunRow): RunSummary {
   return {
     id: row.id,
     createdAt: row.created_at,
