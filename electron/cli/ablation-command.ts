@@ -29,7 +29,7 @@ import { executeRun } from '../experiments/runner'
 import { analyseAblation, collectAblationRows, type AblationResult } from '../experiments/reports/hsddw-analysis'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
-import { sharedModelsDirectory } from './bench-command'
+import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { formatNumber, formatTable } from './format'
 import { createProgressBar, parseInteger, parseNumber } from './run-command'
 

@@ -5,7 +5,6 @@
  * the draft cost ratio is realistic) with stories260K as the draft.
  */
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { Command } from 'commander'
 import { RunConfig, type MethodSummary, type RunReport } from '../api/contract'
 import { defaultThreads } from '../engine/model/llama-cpp-model'
@@ -13,14 +12,11 @@ import { loadTrio } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
 import { measureRawTimings, speedupBound, type RawTimings } from '../experiments/raw-timings'
 import { executeRun, tokenizePrompts } from '../experiments/runner'
+import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
 import { formatNumber, formatTable, methodTable } from './format'
 import { createProgressBar, parseInteger, parseNumber } from './run-command'
-
-export function sharedModelsDirectory(): string {
-  return process.env.SPECLAB_MODELS ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/models')
-}
 
 /** Every draft-length policy of issue 3 — `--policies` benchmarks them against sd (γ = --gamma) and ar. */
 export const POLICY_METHODS = [

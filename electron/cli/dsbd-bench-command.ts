@@ -32,7 +32,7 @@ import { createPrng } from '../engine/sampling/prng'
 import type { WarpConfig } from '../engine/sampling/warp'
 import { dsbdExpectedSteps } from '../engine/theory/dsbd'
 import { loadPrompts } from '../experiments/prompts'
-import { sharedModelsDirectory } from './bench-command'
+import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { formatNumber, formatTable } from './format'
 import { parseInteger, parseNumber } from './run-command'
 

@@ -343,9 +343,6 @@ export class Hierarchy {
   }
 }
 
-// beam.ts and dsbd.ts still import these from here.
-export { integerParam, rejectUnknownParams } from '../params'
-
 export interface PreVerifyOptions {
   /** K: M_q1's draft window per pre-verify round (--gamma). */
   gamma: number
