@@ -71,6 +71,7 @@ export const PromptSource = z.object({
 export type PromptSource = z.infer<typeof PromptSource>
 
 export const ParamValue = z.union([z.number(), z.string(), z.boolean()])
+export type ParamValue = z.infer<typeof ParamValue>
 
 export const RunConfig = z.object({
   suite: z.string().nullable(),
@@ -418,21 +419,23 @@ export interface DatasetInfo {
   categories: string[]
   preview: string[]
 }
+/** What the Workbench pre-fills when a suite is chosen (electron/experiments/suites.ts): its main cell as one run. */
+export interface SuitePreset {
+  methods: MethodId[]
+  /** A built-in prompt set id (resources/prompts). */
+  dataset: string
+  limit?: number
+  maxTokens?: number
+  temperature?: number
+  topK?: number
+  gamma?: number
+  params?: Record<string, ParamValue>
+}
 export interface SuiteInfo {
   id: string
   name: string
   description: string
-  /** What the Workbench pre-fills when the suite is chosen (electron/experiments/suites.ts). */
-  preset: {
-    methods: MethodId[]
-    dataset: string
-    limit?: number
-    maxTokens?: number
-    temperature?: number
-    topK?: number
-    gamma?: number
-    params?: Record<string, number | string | boolean>
-  }
+  preset: SuitePreset
 }
 export interface AppInfo {
   version: string

@@ -17,11 +17,11 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { RunConfig, type ModelFingerprint, type RunStatus } from '../api/contract'
+import { RunConfig, type ModelFingerprint, type ModelPaths, type RunStatus } from '../api/contract'
 import { sessionsNeeded } from '../engine/decoders/registry'
 import type { DecoderModels } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
-import { defaultThreads } from '../engine/model/llama-cpp-model'
+import { defaultThreads, type LlamaLoadOptions } from '../engine/model/llama-cpp-model'
 import type { LanguageModel } from '../engine/model/types'
 import type { RunStore } from '../store/run-store'
 import { SuiteStore } from '../store/suite-store'
@@ -101,6 +101,11 @@ export interface SuiteRunHooks {
   onCellStart?(cell: PlannedCell): void
   /** Called once the suite run row exists. */
   onSuiteRunCreated?(suiteRunId: number): void
+  /**
+   * Loads the suite's models (default: loadTrio). The app passes one that lends the trio it already holds when it
+   * is the same files with compatible settings, so a suite never keeps a second copy of the weights in memory.
+   */
+  loadModels?(paths: ModelPaths, options: LlamaLoadOptions & { sequences: number; threads: number }): Promise<LoadedTrio>
 }
 
 export interface SuiteRunResult {
@@ -311,7 +316,7 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
   }
   emit({})
 
-  const trio = await loadTrio(
+  const trio = await (hooks.loadModels ?? loadTrio)(
     { target: options.models.target, mid: options.models.mid ?? undefined, draft: options.models.draft },
     { threads: options.threads, contextSize: options.contextSize, sequences }
   )

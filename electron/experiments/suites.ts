@@ -14,21 +14,8 @@
  * the same function at 1/14 of the cost, so CI runs every suite in seconds. Every file can be replaced with
  * --target/--mid/--draft. This file is pure data (the Electron main process imports it for the menu).
  */
-import type { MethodId, ParamValue } from '../api/contract'
+import type { MethodId, ParamValue, SuitePreset } from '../api/contract'
 import { UserInputError } from '../engine/errors'
-import type { z } from 'zod'
-
-export interface SuitePreset {
-  methods: MethodId[]
-  /** A built-in prompt set id (resources/prompts). */
-  dataset: string
-  limit?: number
-  maxTokens?: number
-  temperature?: number
-  topK?: number
-  gamma?: number
-  params?: Record<string, z.infer<typeof ParamValue>>
-}
 
 /** A prompt set of a suite: a built-in set, a file of ../shared/datasets, or any JSONL file. */
 export interface DatasetSpec {
@@ -63,7 +50,7 @@ export interface SuiteCell {
    * sweeping the generation length share one prompt set. */
   fitTokens?: number
   sampling: SamplingPreset
-  params?: Record<string, z.infer<typeof ParamValue>>
+  params?: Record<string, ParamValue>
   /** Score outputs under the raw target (perplexity, stored in result_scores): every method's, or the listed ones'
    * (scoring re-evaluates prompt + output on the target, as costly as a decode's prefill). */
   score?: boolean | MethodId[]

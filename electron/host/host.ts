@@ -94,7 +94,7 @@ export class EngineHost {
     this.library = new ModelLibrary(app)
     this.chat = new ChatService(app, this.loaded, this.lock, emit)
     this.workbench = new WorkbenchService(runs, this.library, this.loaded, this.lock, emit)
-    this.suites = new SuiteService(runs, this.library, this.lock, emit)
+    this.suites = new SuiteService(runs, this.library, this.loaded, this.lock, emit)
     this.downloads = new DownloadManager(options.downloadDirectory, this.library, emit, extras.createDownloader)
     const browser = new RunsBrowser(runs, app, this.loaded, this.lock, () => this.workbench.activeRunId)
     this.service = {

@@ -3,11 +3,11 @@
  * engine's adapter) one after the other with progress, checked to share one vocabulary, and fingerprinted for run
  * records. Loading a different trio first frees the current one (memory is the scarce resource).
  */
-import type { LoadedTrio, LoadSettings, ModelEntry, ModelFingerprint } from '../api/contract'
+import type { LoadedTrio, LoadSettings, ModelEntry, ModelFingerprint, ModelPaths } from '../api/contract'
 import type { DecoderModels } from '../engine/decoders/types'
-import { loadLlamaModel, type LlamaCppModel } from '../engine/model/llama-cpp-model'
+import { defaultThreads, loadLlamaModel, type LlamaCppModel } from '../engine/model/llama-cpp-model'
 import { assertSameVocabulary } from '../engine/model/vocabulary-check'
-import { fingerprintModel } from '../experiments/models'
+import { fingerprintModel, type LoadedTrio as SuiteTrio } from '../experiments/models'
 
 export type Role = 'target' | 'mid' | 'draft'
 
@@ -106,6 +106,33 @@ export class LoadedModels {
     } finally {
       this.loadingNow = false
     }
+  }
+
+  /**
+   * The held trio for a suite, when it is exactly the suite's files (paths.drafts, a selection between drafts, is
+   * never lent), loaded with the suite's threads and the default top-k transfer, with enough free KV sequences on
+   * every model. Its dispose does nothing: the Models screen still owns it. Anything else frees the held trio first
+   * and returns null, so the suite's own copy never sits in memory beside it.
+   */
+  async lendOrFree(paths: ModelPaths, needs: { threads: number; sequences: number }): Promise<SuiteTrio | null> {
+    const held = this.held
+    if (!held) return null
+    const sameFiles =
+      paths.drafts === undefined &&
+      held.entries.target.path === paths.target &&
+      (held.entries.mid?.path ?? undefined) === paths.mid &&
+      (held.entries.draft?.path ?? undefined) === paths.draft
+    const models = [held.models.target, held.models.mid, held.models.draft].filter((m): m is LlamaCppModel => m !== undefined)
+    const compatible =
+      !held.settings.fullVocabulary &&
+      (held.settings.threads ?? defaultThreads()) === needs.threads &&
+      models.every((model) => model.sessionsLeft() >= needs.sequences)
+    if (sameFiles && compatible) {
+      const drafts = held.models.draft ? [held.models.draft] : []
+      return { models: held.models, drafts, fingerprints: held.fingerprints, dispose: async () => {} }
+    }
+    await this.unload()
+    return null
   }
 
   async unload(): Promise<boolean> {

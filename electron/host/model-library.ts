@@ -18,13 +18,8 @@ import { assertGgufFile } from '../engine/model/llama-cpp-model'
 import type { AppStore, ModelRow } from '../store/app-store'
 
 /** What the header says, cached per (path, size, mtime). */
-export interface GgufSummary {
-  name: string
-  architecture: string
-  vocabularySize: number
-  quantization: string | null
-  parameters: number | null
-  contextLength: number | null
+export interface GgufSummary
+  extends Pick<ModelEntry, 'name' | 'architecture' | 'vocabularySize' | 'quantization' | 'parameters' | 'contextLength'> {
   layers: number | null
   embeddingLength: number | null
   headCount: number | null

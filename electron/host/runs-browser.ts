@@ -10,7 +10,7 @@ import { diffRuns } from '../api/run-diff'
 import { buildRunReport, type ApiHandlers } from '../api/runs-service'
 import type { StepRecord } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
-import { foldSteps, sigma, eta, acceptanceRate, tokensPerSecond } from '../engine/metrics/fold'
+import { foldSteps, sigma, eta, acceptanceRate, tokensPerSecond, entropySplit } from '../engine/metrics/fold'
 import type { AppStore } from '../store/app-store'
 import type { PromptResultRow, RunStore } from '../store/run-store'
 import type { JobLock } from './job-lock'
@@ -23,13 +23,7 @@ const HISTOGRAM_BINS = 20
  * (HSDDW Figure 6). Only rounds whose entropies line up one-to-one with the proposed tokens are used.
  */
 export function entropyHistogram(method: string, steps: readonly StepRecord[]): EntropyHistogram {
-  const accepted: number[] = []
-  const rejected: number[] = []
-  for (const step of steps) {
-    if (step.proposed === 0 || step.draftEntropies.length !== step.proposed) continue
-    accepted.push(...step.draftEntropies.slice(0, step.accepted))
-    if (step.accepted < step.proposed) rejected.push(step.draftEntropies[step.accepted])
-  }
+  const { accepted, rejected } = entropySplit(steps)
   const max = Math.max(0, ...accepted, ...rejected)
   const width = max > 0 ? max / HISTOGRAM_BINS : 1 / HISTOGRAM_BINS
   const bins = Array.from({ length: HISTOGRAM_BINS + 1 }, (_, i) => i * width)

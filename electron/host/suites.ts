@@ -1,6 +1,7 @@
 /**
  * Experiment suites from the app: the same `runSuite` as `speclab suite <id>` (experiments/suite-runner.ts), on
- * library models or the suite's default files, holding the host's one-model-job lock for the whole suite. Progress
+ * library models or the suite's default files, holding the host's one-model-job lock for the whole suite. The trio
+ * the Models screen holds is lent to the suite when it is the same files, and freed otherwise (never two copies). Progress
  * (cell, token-budget units, ETA) is pushed as `suite:progress`; cancel aborts the cell in progress (finished cells
  * stay, a resume skips them). Reports are re-rendered from the store with the CLI's renderer on every request.
  */
@@ -13,7 +14,9 @@ import { runSuite, type SuiteProgress, type SuiteRunRequest } from '../experimen
 import { findSuite } from '../experiments/suites'
 import type { RunStore } from '../store/run-store'
 import { SuiteStore } from '../store/suite-store'
+import { loadTrio } from '../experiments/models'
 import type { JobLock } from './job-lock'
+import type { LoadedModels } from './loaded-models'
 import type { ModelLibrary } from './model-library'
 
 /** Progress events at most this often (phase and cell changes are always sent). */
@@ -34,6 +37,7 @@ export class SuiteService {
   constructor(
     private readonly store: () => RunStore,
     private readonly library: ModelLibrary,
+    private readonly loaded: LoadedModels,
     private readonly lock: JobLock,
     private readonly emit: (event: HostEvent) => void
   ) {}
@@ -145,7 +149,12 @@ export class SuiteService {
       const result = await runSuite(this.store(), request, {
         signal: job.abort.signal,
         onProgress: (p) => this.update(job, p),
-        onSuiteRunCreated: () => this.emit({ type: 'runs:changed' })
+        onSuiteRunCreated: () => this.emit({ type: 'runs:changed' }),
+        loadModels: async (paths, options) => {
+          const lent = await this.loaded.lendOrFree(paths, options)
+          this.emit({ type: 'models:changed' }) // lent or freed: the Models screen re-reads what is loaded
+          return lent ?? (await loadTrio(paths, options))
+        }
       })
       job.progress = { ...job.progress, suiteRunId: result.suiteRunId, phase: 'finished', status: result.status, etaMs: null }
     } catch (error) {

@@ -15,6 +15,7 @@ import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { HostEvent, type ApiChannel, type ApiRequest, type ApiResponses, type ChatMessage, type WorkbenchProgress } from '../../electron/api/contract'
+import { defaultThreads } from '../../electron/engine/model/llama-cpp-model'
 import { EngineHost } from '../../electron/host/host'
 import { runUtilityHost, type PortLike } from '../../electron/host/utility-entry'
 
@@ -372,6 +373,32 @@ describe.skipIf(!haveModels)('engine host', () => {
     expect(report.markdown).toMatch(/\| *method/i)
     await expect(call('suites:report', { suiteRunId: 9999 })).rejects.toThrow(/no suite run/)
   }, 180_000)
+
+  it('lends the loaded trio to a suite on the same files; frees it for one that needs more KV sequences', async () => {
+    const suiteFinished = (jobId: string) =>
+      until(
+        () =>
+          events.find(
+            (e): e is Extract<HostEvent, { type: 'suite:progress' }> =>
+              e.type === 'suite:progress' && e.progress.jobId === jobId && e.progress.phase === 'finished'
+          ),
+        120_000
+      ).then((e) => e.progress)
+    const trio = { target: ids.target, mid: ids.mid, draft: ids.draft }
+    // The suite's own threads (its default) — a trio loaded with other threads is freed, not lent.
+    await call('models:load', { trio, settings: { ...LOAD, threads: defaultThreads() ?? 4 } })
+    const loadsBefore = events.filter((e) => e.type === 'models:load-progress').length
+
+    const lent = await call('suites:start', { suite: 'hierarchy-theory', quick: true, resume: null, models: trio })
+    expect(await suiteFinished(lent.jobId)).toMatchObject({ status: 'done', error: null })
+    expect((await call('models:list', {})).loaded?.target.id).toBe(ids.target) // still held, never reloaded
+    expect(events.filter((e) => e.type === 'models:load-progress').length).toBe(loadsBefore)
+
+    // smoke runs DSBD with 12 KV sequences per model; the held trio has 4: it is freed before the suite loads its own.
+    const freed = await call('suites:start', { suite: 'smoke', quick: true, resume: null, models: trio })
+    expect(await suiteFinished(freed.jobId)).toMatchObject({ status: 'done', error: null })
+    expect((await call('models:list', {})).loaded).toBeNull()
+  }, 240_000)
 })
 
 describe('utility-process entry', () => {

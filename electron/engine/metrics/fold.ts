@@ -210,3 +210,18 @@ export function beamWidthTotals(steps: readonly StepRecord[]): BeamTotals {
   if (betaCount > 0) t.meanBeta = betaSum / betaCount
   return t
 }
+
+/**
+ * Draft entropies of the tokens the verifier accepted and of the first one it rejected (HSDDW Figure 6); rounds
+ * whose entropies do not line up one-to-one with the proposed tokens are left out.
+ */
+export function entropySplit(steps: readonly StepRecord[]): { accepted: number[]; rejected: number[] } {
+  const accepted: number[] = []
+  const rejected: number[] = []
+  for (const step of steps) {
+    if (step.proposed === 0 || step.draftEntropies.length !== step.proposed) continue
+    accepted.push(...step.draftEntropies.slice(0, step.accepted))
+    if (step.accepted < step.proposed) rejected.push(step.draftEntropies[step.accepted])
+  }
+  return { accepted, rejected }
+}

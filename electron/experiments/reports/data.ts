@@ -117,20 +117,6 @@ export function categoriesOf(cell: CellData | undefined): string[] {
   return [...new Set(cell.results.map((r) => r.category).filter((c): c is string => c !== null))]
 }
 
-/**
- * Draft entropies of the tokens the verifier accepted and of the first one it rejected (HSDDW Figure 6); rounds
- * whose entropies do not line up one-to-one with the proposed tokens are left out.
- */
-export function entropySplit(steps: readonly StepRecord[]): { accepted: number[]; rejected: number[] } {
-  const accepted: number[] = []
-  const rejected: number[] = []
-  for (const step of steps) {
-    if (step.proposed === 0 || step.draftEntropies.length !== step.proposed) continue
-    accepted.push(...step.draftEntropies.slice(0, step.accepted))
-    if (step.accepted < step.proposed) rejected.push(step.draftEntropies[step.accepted])
-  }
-  return { accepted, rejected }
-}
 
 /** Per verification round (proposed > 0): mean draft length, mean accepted length, acceptance. */
 export function draftLengths(steps: readonly StepRecord[]): { draftLength: number | null; acceptedLength: number | null; acceptance: number | null } {

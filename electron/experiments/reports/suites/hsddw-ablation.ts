@@ -6,7 +6,8 @@
  * through the shared ablation analysis (hsddw-analysis.ts, also `speclab ablation`).
  */
 import { analyseAblation, collectAblationRows, type AblationResult } from '../hsddw-analysis'
-import { entropySplit, mean, methodOf, stepsOf, summaryWhere, type CellData, type SuiteData } from '../data'
+import { entropySplit } from '../../../engine/metrics/fold'
+import { mean, methodOf, stepsOf, summaryWhere, type CellData, type SuiteData } from '../data'
 import { chart, col, histogram, table } from '../common'
 import type { ReportChart, ReportSection, ReportTable } from '../model'
 import { HSDDW_FIGURE6, HSDDW_FIGURE7, HSDDW_FIGURE8, HSDDW_TABLE2, HSDDW_TABLE3, HSDDW_TABLE4 } from '../papers'
