@@ -46,7 +46,7 @@ function appendPiece(segments: TokenPiece[], piece: TokenPiece): void {
 }
 
 /** Cuts the text (and its segments) at the first stop string; null when none occurs. */
-function cutAtStopString(segments: TokenPiece[], stopStrings: readonly string[]): TokenPiece[] | null {
+export function cutAtStopString(segments: TokenPiece[], stopStrings: readonly string[]): TokenPiece[] | null {
   const text = segments.map((s) => s.text).join('')
   const cut = Math.min(...stopStrings.map((s) => text.indexOf(s)).filter((i) => i >= 0))
   if (!Number.isFinite(cut)) return null

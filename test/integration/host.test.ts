@@ -18,6 +18,8 @@ import { HostEvent, type ApiChannel, type ApiRequest, type ApiResponses, type Ch
 import { defaultThreads } from '../../electron/engine/model/llama-cpp-model'
 import { EngineHost } from '../../electron/host/host'
 import { runUtilityHost, type PortLike } from '../../electron/host/utility-entry'
+import { CHATML_TEMPLATE } from '../helpers/chat-templates'
+import { writeGgufWithStringKey } from '../helpers/gguf-metadata'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
@@ -399,6 +401,23 @@ describe.skipIf(!haveModels)('engine host', () => {
     expect(await suiteFinished(freed.jobId)).toMatchObject({ status: 'done', error: null })
     expect((await call('models:list', {})).loaded).toBeNull()
   }, 240_000)
+
+  it("chats with an instruct model through its GGUF chat template (format 'auto')", async () => {
+    // The shared models are base models: a copy of target5M with a ChatML template in its metadata stands in for
+    // an instruct model. node-llama-cpp recognises the template (ChatMLChatWrapper).
+    const instruct = path.join(dir, 'stories-target5M-chatml.gguf')
+    writeGgufWithStringKey(files.target, instruct, 'tokenizer.chat_template', CHATML_TEMPLATE)
+    const entry = await call('models:add', { path: instruct })
+    expect(entry.hasChatTemplate).toBe(true)
+    expect((await call('models:list', {})).models.find((m) => m.id === ids.target)?.hasChatTemplate).toBe(false)
+
+    await call('models:load', { trio: { target: entry.id, mid: null, draft: null }, settings: LOAD })
+    const sent = await call('chat:send', { conversationId: null, text: 'Tell me a story.', settings: settings({ method: 'ar', maxTokens: 12 }), format: 'auto', systemPrompt: 'You tell stories.' })
+    const done = await chatDone(sent.generationId)
+    expect(done.error ?? null).toBeNull()
+    expect(done.message).toMatchObject({ role: 'assistant', format: 'chat' })
+    await call('models:unload', {})
+  }, 60_000)
 })
 
 describe('utility-process entry', () => {

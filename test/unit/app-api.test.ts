@@ -20,6 +20,7 @@ import { RpcClient } from '../../electron/api/rpc-client'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { availableMethods } from '../../electron/engine/decoders/registry'
 import { SUITES } from '../../electron/experiments/suites'
+import { cutAtStopString } from '../../electron/host/chat'
 import { IncrementalText } from '../../electron/host/incremental-text'
 import { documentedParams, methodInfos } from '../../electron/host/method-info'
 import { serveRequests } from '../../electron/host/rpc-server'
@@ -223,6 +224,26 @@ describe('IncrementalText', () => {
     const text = new IncrementalText(detokenize)
     expect([1, 2, 3, 4, 5].map((t) => text.push(t))).toEqual(['He', 'llo', '', 'é', ' world'])
     expect(text.value).toBe('Helloé world')
+  })
+})
+
+describe('chat stop strings', () => {
+  const segments = [
+    { text: 'Hello wor', provenance: 'draft' as const },
+    { text: 'ld<|im', provenance: 'target' as const },
+    { text: '_end|> more', provenance: 'bonus' as const }
+  ]
+
+  it("cuts the text at the template's stop string, across token pieces, keeping each piece's provenance", () => {
+    expect(cutAtStopString(segments, ['<|im_end|>'])).toEqual([
+      { text: 'Hello wor', provenance: 'draft' },
+      { text: 'ld', provenance: 'target' }
+    ])
+  })
+
+  it('cuts at the earliest of several stop strings, and says null when none occurs', () => {
+    expect(cutAtStopString(segments, [' more', 'world'])).toEqual([{ text: 'Hello ', provenance: 'draft' }])
+    expect(cutAtStopString(segments, ['</s>'])).toBeNull()
   })
 })
 
