@@ -61,6 +61,16 @@ const finished = (jobId: string) =>
     )
   ).then((e) => e.progress)
 
+const suiteFinished = (jobId: string) =>
+  until(
+    () =>
+      events.find(
+        (e): e is Extract<HostEvent, { type: 'suite:progress' }> =>
+          e.type === 'suite:progress' && e.progress.jobId === jobId && e.progress.phase === 'finished'
+      ),
+    120_000
+  ).then((e) => e.progress)
+
 const settings = (overrides: Partial<ApiRequest<'chat:send'>['settings']> = {}): ApiRequest<'chat:send'>['settings'] => ({
   method: 'sd',
   maxTokens: 40,
@@ -334,15 +344,6 @@ describe.skipIf(!haveModels)('engine host', () => {
   })
 
   it('runs a whole suite (smoke, quick) with progress and the job lock; cancel, resume, list and report', async () => {
-    const suiteFinished = (jobId: string) =>
-      until(
-        () =>
-          events.find(
-            (e): e is Extract<HostEvent, { type: 'suite:progress' }> =>
-              e.type === 'suite:progress' && e.progress.jobId === jobId && e.progress.phase === 'finished'
-          ),
-        120_000
-      ).then((e) => e.progress)
     const models = { target: ids.target, mid: ids.mid, draft: ids.draft }
     await expect(call('suites:start', { suite: 'nope', quick: true, resume: null, models })).rejects.toThrow(/unknown suite/)
 
@@ -377,15 +378,6 @@ describe.skipIf(!haveModels)('engine host', () => {
   }, 180_000)
 
   it('lends the loaded trio to a suite on the same files; frees it for one that needs more KV sequences', async () => {
-    const suiteFinished = (jobId: string) =>
-      until(
-        () =>
-          events.find(
-            (e): e is Extract<HostEvent, { type: 'suite:progress' }> =>
-              e.type === 'suite:progress' && e.progress.jobId === jobId && e.progress.phase === 'finished'
-          ),
-        120_000
-      ).then((e) => e.progress)
     const trio = { target: ids.target, mid: ids.mid, draft: ids.draft }
     // The suite's own threads (its default) — a trio loaded with other threads is freed, not lent.
     await call('models:load', { trio, settings: { ...LOAD, threads: defaultThreads() ?? 4 } })
