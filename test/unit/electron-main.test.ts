@@ -1,0 +1,237 @@
+/**
+ * Electron main (electron/main/index.ts + host-process.ts) without the Electron binary, which cannot be downloaded
+ * here: `electron` is replaced by a recording fake whose utilityProcess.fork runs the real utility entry
+ * (electron/host/utility-entry.ts) in-process over a real MessageChannel. What is checked is main's own code: the
+ * window's security preferences, the permission and navigation guards, the menu, and the IPC handler — calls only
+ * from our top frame, known non-privileged channels, zod-validated payloads — forwarding to a live engine host and
+ * relaying its events to the window, then a clean shutdown on quit.
+ */
+import { EventEmitter } from 'node:events'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import type { MessagePort } from 'node:worker_threads'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import type { HostEvent } from '../../electron/api/contract'
+import { SUITES } from '../../electron/experiments/suites'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+const rendererUrl = pathToFileURL(path.join(root, 'electron/renderer/index.html')).href
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-electron-main-'))
+
+/** What the fake records of main's calls into Electron. */
+const recorded = vi.hoisted(() => ({
+  windows: [] as { options: Record<string, any>; loaded: string | null; sent: { channel: string; payload: unknown }[] }[],
+  ipcHandlers: new Map<string, (event: unknown, ...args: unknown[]) => unknown>(),
+  appHandlers: new Map<string, (...args: any[]) => void>(),
+  menuTemplate: null as any[] | null,
+  permissionRequest: null as ((contents: unknown, permission: string, callback: (granted: boolean) => void) => void) | null,
+  permissionCheck: null as (() => boolean) | null,
+  hostExits: [] as number[],
+  ready: null as (() => void) | null,
+  /** The app's userData / appPath folder (set before main is imported). */
+  dir: ''
+}))
+
+// The factory is hoisted above the imports: it imports what it needs itself.
+vi.mock('electron', async () => {
+  const { EventEmitter } = await import('node:events')
+  const { MessageChannel } = await import('node:worker_threads')
+  const { runUtilityHost } = await import('../../electron/host/utility-entry')
+
+  /** Electron's MessagePortMain over a Node MessagePort: listeners get `{data}`. */
+  class FakePortMain {
+    constructor(readonly port: MessagePort) {}
+    on(event: 'message' | 'close', listener: (arg?: any) => void) {
+      if (event === 'message') this.port.on('message', (data) => listener({ data }))
+      else this.port.on('close', () => listener())
+      return this
+    }
+    postMessage(message: unknown) {
+      this.port.postMessage(message)
+    }
+    start() {
+      this.port.start()
+    }
+    close() {
+      this.port.close()
+    }
+  }
+
+  class FakeUtilityProcess extends EventEmitter {
+    postMessage(message: unknown, ports: FakePortMain[]) {
+      // What Electron's utilityProcess does with the first message: the child's process.parentPort receives it.
+      runUtilityHost(
+        { once: (_event, listener) => listener({ data: message, ports }) },
+        (code) => {
+          recorded.hostExits.push(code)
+          setImmediate(() => this.emit('exit', code))
+        }
+      )
+    }
+    kill() {
+      this.emit('exit', 1)
+    }
+  }
+
+  class FakeBrowserWindow extends EventEmitter {
+    static all: FakeBrowserWindow[] = []
+    static getAllWindows = () => FakeBrowserWindow.all
+    static fromWebContents = () => FakeBrowserWindow.all[0] ?? null
+    readonly record: (typeof recorded.windows)[number]
+    readonly webContents: { send: (channel: string, payload: unknown) => void }
+    constructor(options: Record<string, any>) {
+      super()
+      this.record = { options, loaded: null, sent: [] }
+      recorded.windows.push(this.record)
+      this.webContents = { send: (channel, payload) => this.record.sent.push({ channel, payload }) }
+      FakeBrowserWindow.all.push(this)
+    }
+    loadFile(file: string) {
+      this.record.loaded = file
+      return Promise.resolve()
+    }
+    loadURL(url: string) {
+      this.record.loaded = url
+      return Promise.resolve()
+    }
+    show() {}
+  }
+
+  const app = {
+    isPackaged: false,
+    on: (event: string, handler: (...args: any[]) => void) => recorded.appHandlers.set(event, handler),
+    whenReady: () => new Promise<void>((resolve) => (recorded.ready = resolve)),
+    getPath: () => recorded.dir,
+    getAppPath: () => recorded.dir,
+    getVersion: () => '0.0.0-test',
+    setAboutPanelOptions: () => {},
+    showAboutPanel: () => {},
+    quit: () => {}
+  }
+  return {
+    app,
+    BrowserWindow: FakeBrowserWindow,
+    MessageChannelMain: class {
+      readonly port1: FakePortMain
+      readonly port2: FakePortMain
+      constructor() {
+        const { port1, port2 } = new MessageChannel()
+        this.port1 = new FakePortMain(port1)
+        this.port2 = new FakePortMain(port2)
+      }
+    },
+    utilityProcess: { fork: () => new FakeUtilityProcess() },
+    ipcMain: { handle: (channel: string, handler: (event: unknown, ...args: unknown[]) => unknown) => recorded.ipcHandlers.set(channel, handler) },
+    Menu: { buildFromTemplate: (template: any[]) => (recorded.menuTemplate = template), setApplicationMenu: () => {} },
+    session: {
+      defaultSession: {
+        setPermissionRequestHandler: (handler: typeof recorded.permissionRequest) => (recorded.permissionRequest = handler),
+        setPermissionCheckHandler: (handler: typeof recorded.permissionCheck) => (recorded.permissionCheck = handler)
+      }
+    },
+    dialog: { showOpenDialog: async () => ({ canceled: true, filePaths: [] }), showErrorBox: () => {} },
+    shell: { openPath: async () => '' }
+  }
+})
+
+type Reply = { ok: true; result: unknown } | { ok: false; error: string }
+const ownFrame = { senderFrame: { parent: null, url: rendererUrl }, sender: {} }
+const api = (event: unknown, channel: unknown, payload: unknown) => recorded.ipcHandlers.get('speclab:api')!(event, channel, payload) as Promise<Reply>
+const hostEvents = () => recorded.windows[0].sent.filter((s) => s.channel === 'speclab:event').map((s) => s.payload as HostEvent)
+
+async function until<T>(find: () => T | undefined, timeout = 20_000): Promise<T> {
+  const deadline = Date.now() + timeout
+  for (;;) {
+    const found = find()
+    if (found !== undefined) return found
+    if (Date.now() > deadline) throw new Error('timed out')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+describe('Electron main with a fake electron module', () => {
+  beforeAll(async () => {
+    recorded.dir = dir
+    process.env['SPECLAB_DB'] = path.join(dir, 'main.sqlite')
+    delete process.env['ELECTRON_RENDERER_URL']
+    await import('../../electron/main/index')
+    recorded.ready!()
+    await until(() => (recorded.windows.length > 0 ? true : undefined))
+  })
+
+  afterAll(() => {
+    delete process.env['SPECLAB_DB']
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('opens one window with context isolation, the sandbox, no Node integration and the built page', () => {
+    const [window] = recorded.windows
+    expect(window.options.webPreferences).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false, webSecurity: true })
+    expect(window.options.webPreferences.preload).toMatch(/preload[\\/]index\.cjs$/)
+    expect(pathToFileURL(window.loaded!).href).toBe(rendererUrl)
+  })
+
+  it('refuses every permission and lists every suite in the Experiments menu', () => {
+    const granted: boolean[] = []
+    recorded.permissionRequest!({}, 'media', (g) => granted.push(g))
+    expect(granted).toEqual([false])
+    expect(recorded.permissionCheck!()).toBe(false)
+    const experiments = recorded.menuTemplate!.find((m) => m.label === 'Experiments')
+    const labels = experiments.submenu.map((item: { label?: string }) => item.label)
+    for (const suite of SUITES) expect(labels).toContain(suite.name)
+  })
+
+  it('keeps web contents on our page: no new windows, no navigation or redirect elsewhere, no webviews', () => {
+    const contents = new EventEmitter() as EventEmitter & { setWindowOpenHandler(h: () => unknown): void; openHandler?: () => unknown }
+    contents.setWindowOpenHandler = (handler) => (contents.openHandler = handler)
+    recorded.appHandlers.get('web-contents-created')!({}, contents)
+    expect(contents.openHandler!()).toEqual({ action: 'deny' })
+    const attempt = (event: string, url?: string) => {
+      let prevented = false
+      contents.emit(event, { url, preventDefault: () => (prevented = true) })
+      return prevented
+    }
+    expect(attempt('will-navigate', 'https://example.com/')).toBe(true)
+    expect(attempt('will-redirect', 'file:///etc/passwd')).toBe(true)
+    expect(attempt('will-navigate', rendererUrl)).toBe(false)
+    expect(attempt('will-attach-webview')).toBe(true)
+  })
+
+  it('validates every api call before it reaches the host, and forwards the valid ones', async () => {
+    const stranger = { senderFrame: { parent: null, url: 'https://example.com/' }, sender: {} }
+    const subframe = { senderFrame: { parent: {}, url: rendererUrl }, sender: {} }
+    expect(await api(stranger, 'app:info', {})).toEqual({ ok: false, error: 'api call from an unknown frame' })
+    expect(await api(subframe, 'app:info', {})).toEqual({ ok: false, error: 'api call from an unknown frame' })
+    expect(await api(ownFrame, 'fs:read', {})).toEqual({ ok: false, error: 'Unknown api channel: "fs:read"' })
+    expect(await api(ownFrame, 'app:open-database', { path: '/tmp/other.sqlite' })).toMatchObject({ ok: false, error: expect.stringMatching(/only available from the application menu/) })
+    expect(await api(ownFrame, 'models:add', { path: 42 })).toMatchObject({ ok: false, error: expect.stringMatching(/^Invalid request for models:add/) })
+
+    // A valid call crosses the MessageChannel to the utility entry's engine host and back.
+    const info = await api(ownFrame, 'app:info', {})
+    expect(info).toMatchObject({ ok: true, result: { mode: 'electron', version: '0.0.0-test', databasePath: path.join(dir, 'main.sqlite') } })
+    // The host's own errors come back as the page's error message.
+    expect(await api(ownFrame, 'models:add', { path: path.join(dir, 'missing.gguf') })).toMatchObject({ ok: false, error: expect.stringMatching(/model file not found/) })
+  })
+
+  it("relays the host's pushed events to the window", async () => {
+    const status = await until(() => hostEvents().find((e) => e.type === 'host:status'))
+    expect(status).toMatchObject({ type: 'host:status', state: 'ready' })
+  })
+
+  it('the native file picker only takes the kinds it knows, from our frame', async () => {
+    const pick = recorded.ipcHandlers.get('speclab:pick-file')!
+    expect(await pick(ownFrame, 'model')).toBeNull() // the fake dialog is cancelled
+    await expect(async () => pick(ownFrame, 'anything')).rejects.toThrow()
+    await expect(async () => pick({ senderFrame: { parent: null, url: 'https://example.com/' } }, 'model')).rejects.toThrow(/unknown frame/)
+  })
+
+  it('on quit, asks the host to close its database and waits for it to exit', async () => {
+    let prevented = false
+    recorded.appHandlers.get('will-quit')!({ preventDefault: () => (prevented = true) })
+    expect(prevented).toBe(true)
+    await until(() => (recorded.hostExits.length > 0 ? true : undefined))
+    expect(recorded.hostExits).toEqual([0])
+  })
+})
