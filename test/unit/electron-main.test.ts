@@ -4,7 +4,7 @@
  * (electron/host/utility-entry.ts) in-process over a real MessageChannel. What is checked is main's own code: the
  * window's security preferences, the permission and navigation guards, the menu, and the IPC handler — calls only
  * from our top frame, known non-privileged channels, zod-validated payloads — forwarding to a live engine host and
- * relaying its events to the window, then a clean shutdown on quit.
+ * relaying its events to the window, the preload's exposed api end to end, then a clean shutdown on quit.
  */
 import { EventEmitter } from 'node:events'
 import fs from 'node:fs'
@@ -31,7 +31,10 @@ const recorded = vi.hoisted(() => ({
   hostExits: [] as number[],
   ready: null as (() => void) | null,
   /** The app's userData / appPath folder (set before main is imported). */
-  dir: ''
+  dir: '',
+  /** What the preload exposed with contextBridge, and the page's ipcRenderer listeners. */
+  exposed: {} as Record<string, any>,
+  rendererListeners: new Map<string, Set<(event: unknown, payload: unknown) => void>>()
 }))
 
 // The factory is hoisted above the imports: it imports what it needs itself.
@@ -39,6 +42,9 @@ vi.mock('electron', async () => {
   const { EventEmitter } = await import('node:events')
   const { MessageChannel } = await import('node:worker_threads')
   const { runUtilityHost } = await import('../../electron/host/utility-entry')
+  const { pathToFileURL, fileURLToPath } = await import('node:url')
+  const pathModule = await import('node:path')
+  const pageUrl = pathToFileURL(pathModule.resolve(pathModule.dirname(fileURLToPath(import.meta.url)), '../../electron/renderer/index.html')).href
 
   /** Electron's MessagePortMain over a Node MessagePort: listeners get `{data}`. */
   class FakePortMain {
@@ -85,7 +91,12 @@ vi.mock('electron', async () => {
       super()
       this.record = { options, loaded: null, sent: [] }
       recorded.windows.push(this.record)
-      this.webContents = { send: (channel, payload) => this.record.sent.push({ channel, payload }) }
+      this.webContents = {
+        send: (channel, payload) => {
+          this.record.sent.push({ channel, payload })
+          for (const listener of recorded.rendererListeners.get(channel) ?? []) listener({ sender: 'main' }, payload)
+        }
+      }
       FakeBrowserWindow.all.push(this)
     }
     loadFile(file: string) {
@@ -132,6 +143,18 @@ vi.mock('electron', async () => {
       }
     },
     dialog: { showOpenDialog: async () => ({ canceled: true, filePaths: [] }), showErrorBox: () => {} },
+    // The preload's side: invoke reaches main's handler as a call from our own top frame.
+    contextBridge: { exposeInMainWorld: (key: string, api: unknown) => (recorded.exposed[key] = api) },
+    ipcRenderer: {
+      invoke: (channel: string, ...args: unknown[]) =>
+        recorded.ipcHandlers.get(channel)!({ senderFrame: { parent: null, url: pageUrl }, sender: {} }, ...args),
+      on: (channel: string, listener: (event: unknown, payload: unknown) => void) => {
+        if (!recorded.rendererListeners.has(channel)) recorded.rendererListeners.set(channel, new Set())
+        recorded.rendererListeners.get(channel)!.add(listener)
+      },
+      removeListener: (channel: string, listener: (event: unknown, payload: unknown) => void) =>
+        recorded.rendererListeners.get(channel)?.delete(listener)
+    },
     shell: { openPath: async () => '' }
   }
 })
@@ -218,6 +241,26 @@ describe('Electron main with a fake electron module', () => {
   it("relays the host's pushed events to the window", async () => {
     const status = await until(() => hostEvents().find((e) => e.type === 'host:status'))
     expect(status).toMatchObject({ type: 'host:status', state: 'ready' })
+  })
+
+  it('the preload exposes only the typed api: calls resolve or throw the message, events arrive without Electron\'s event', async () => {
+    await import('../../electron/preload/index')
+    const speclab = recorded.exposed['speclab']
+    expect(Object.keys(recorded.exposed)).toEqual(['speclab'])
+    expect(Object.keys(speclab).sort()).toEqual(['call', 'onEvent', 'pickFile'])
+    await expect(speclab.call('app:info', {})).resolves.toMatchObject({ mode: 'electron' })
+    await expect(speclab.call('models:add', { path: 42 })).rejects.toThrow(/^Invalid request for models:add/)
+    // models:unload pushes one models:changed event: the listener gets the bare payload, until it unsubscribes.
+    const seen: unknown[] = []
+    const unsubscribe = speclab.onEvent((event: unknown) => seen.push(event))
+    await speclab.call('models:unload', {})
+    await until(() => (seen.length > 0 ? true : undefined))
+    expect(seen).toEqual([{ type: 'models:changed' }])
+    unsubscribe()
+    await speclab.call('models:unload', {})
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(seen).toHaveLength(1)
+    await expect(speclab.pickFile('model')).resolves.toBeNull()
   })
 
   it('the native file picker only takes the kinds it knows, from our frame', async () => {
