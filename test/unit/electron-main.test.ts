@@ -20,6 +20,10 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const rendererUrl = pathToFileURL(path.join(root, 'electron/renderer/index.html')).href
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-electron-main-'))
 
+interface EventEmitterLike {
+  emit(event: string, ...args: unknown[]): boolean
+}
+
 /** What the fake records of main's calls into Electron. */
 const recorded = vi.hoisted(() => ({
   windows: [] as { options: Record<string, any>; loaded: string | null; sent: { channel: string; payload: unknown }[] }[],
@@ -29,6 +33,7 @@ const recorded = vi.hoisted(() => ({
   permissionRequest: null as ((contents: unknown, permission: string, callback: (granted: boolean) => void) => void) | null,
   permissionCheck: null as (() => boolean) | null,
   hostExits: [] as number[],
+  children: [] as EventEmitterLike[],
   ready: null as (() => void) | null,
   /** The app's userData / appPath folder (set before main is imported). */
   dir: '',
@@ -133,7 +138,13 @@ vi.mock('electron', async () => {
         this.port2 = new FakePortMain(port2)
       }
     },
-    utilityProcess: { fork: () => new FakeUtilityProcess() },
+    utilityProcess: {
+      fork: () => {
+        const child = new FakeUtilityProcess()
+        recorded.children.push(child)
+        return child
+      }
+    },
     ipcMain: { handle: (channel: string, handler: (event: unknown, ...args: unknown[]) => unknown) => recorded.ipcHandlers.set(channel, handler) },
     Menu: { buildFromTemplate: (template: any[]) => (recorded.menuTemplate = template), setApplicationMenu: () => {} },
     session: {
@@ -263,6 +274,17 @@ describe('Electron main with a fake electron module', () => {
     await expect(speclab.pickFile('model')).resolves.toBeNull()
   })
 
+  it('restarts a host process that died, tells the window, and serves calls again', async () => {
+    const statuses = () => hostEvents().filter((e) => e.type === 'host:status')
+    const before = statuses().length
+    recorded.children[0].emit('exit', 9) // as if the utility process crashed
+    expect(statuses()[before]).toMatchObject({ state: 'restarting', message: expect.stringMatching(/exit code 9/) })
+    await until(() => (statuses().length > before + 1 ? true : undefined))
+    expect(statuses()[before + 1]).toMatchObject({ state: 'ready' })
+    expect(recorded.children).toHaveLength(2)
+    expect(await api(ownFrame, 'app:info', {})).toMatchObject({ ok: true })
+  })
+
   it('the native file picker only takes the kinds it knows, from our frame', async () => {
     const pick = recorded.ipcHandlers.get('speclab:pick-file')!
     expect(await pick(ownFrame, 'model')).toBeNull() // the fake dialog is cancelled
@@ -274,7 +296,8 @@ describe('Electron main with a fake electron module', () => {
     let prevented = false
     recorded.appHandlers.get('will-quit')!({ preventDefault: () => (prevented = true) })
     expect(prevented).toBe(true)
-    await until(() => (recorded.hostExits.length > 0 ? true : undefined))
-    expect(recorded.hostExits).toEqual([0])
+    // Both hosts closed cleanly: the crashed one when main closed its port, the live one on the shutdown message.
+    await until(() => (recorded.hostExits.length >= 2 ? true : undefined))
+    expect(recorded.hostExits).toEqual([0, 0])
   })
 })
