@@ -9,11 +9,13 @@
  */
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
 
 const require = createRequire(import.meta.url)
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..') // fileURLToPath: Windows drive letters
 const target = path.join(root, 'node_modules/.speclab/electron-better-sqlite3')
 const stamp = path.join(target, '.electron-version')
 
@@ -24,13 +26,31 @@ const source = path.dirname(require.resolve('better-sqlite3/package.json'))
 fs.rmSync(target, { recursive: true, force: true })
 fs.cpSync(source, target, { recursive: true, filter: (file) => !file.includes(`${path.sep}build${path.sep}`) })
 console.error(`speclab: building better-sqlite3 for Electron ${electronVersion} (one time)…`)
-const run = (command, args) => execFileSync(command, args, { cwd: target, stdio: 'inherit' })
+const run = (command, args, env = {}) => execFileSync(command, args, { cwd: target, stdio: 'inherit', env: { ...process.env, ...env } })
+const devDir = path.join(os.homedir(), '.cache', 'speclab-electron-headers')
 try {
   // The maintainers publish prebuilt Electron binaries; fetching one takes seconds.
   run(process.execPath, [require.resolve('prebuild-install/bin.js'), '--runtime', 'electron', '--target', electronVersion])
 } catch {
   // No prebuilt for this platform: compile against Electron's headers (needs a C++ toolchain).
   const npx = process.platform === 'win32' ? 'npx.cmd' : 'npx'
-  run(npx, ['--yes', 'node-gyp', 'rebuild', '--release', `--target=${electronVersion}`, '--dist-url=https://electronjs.org/headers'])
+  try {
+    // Electron's headers are fetched first and then named as the node dir. An npm `nodedir` setting (npmrc) would
+    // otherwise make node-gyp build against the system Node's headers, a binary Electron refuses to load; node-gyp
+    // lets npm_config_* outrank its own flags, and npm_package_config_node_gyp_* outrank those.
+    const headers = ['--target=' + electronVersion, '--dist-url=https://electronjs.org/headers', '--devdir=' + devDir]
+    run(npx, ['--yes', 'node-gyp', 'install', ...headers])
+    run(npx, ['--yes', 'node-gyp', 'rebuild', '--release', ...headers], {
+      npm_package_config_node_gyp_nodedir: path.join(devDir, electronVersion)
+    })
+  } catch {
+    fs.rmSync(target, { recursive: true, force: true }) // the next start tries again from scratch
+    console.error(
+      `speclab: could not get better-sqlite3 for Electron ${electronVersion}: neither a prebuilt binary (github.com) nor ` +
+        "Electron's headers (electronjs.org) could be fetched and compiled. Check the internet connection and, for " +
+        'the compile, a C++ toolchain (python3, make, g++ / Xcode / Visual Studio Build Tools); then run npm start again.'
+    )
+    process.exit(1)
+  }
 }
 fs.writeFileSync(stamp, electronVersion)
