@@ -475,6 +475,8 @@ export interface LoadedTrio {
   settings: LoadSettings
   /** Context size actually in effect (capped by the target's training context). */
   contextSize: number
+  /** KV sequences per model (4; more after a beam / DSBD run asked for them). */
+  sequences: number
 }
 export interface ModelLibrary {
   models: ModelEntry[]

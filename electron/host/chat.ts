@@ -6,7 +6,7 @@
 import { randomInt, randomUUID } from 'node:crypto'
 import type { ApiRequest, ChatMessage, HostEvent, TokenPiece } from '../api/contract'
 import type { ApiHandlers } from '../api/runs-service'
-import { findMethod } from '../engine/decoders/registry'
+import { findMethod, sessionsNeeded } from '../engine/decoders/registry'
 import type { Decoder, DecodeEvent, StopReason } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
 import { createPrng } from '../engine/sampling/prng'
@@ -121,6 +121,15 @@ export class ChatService {
     }
   }
 
+  /** The held trio, reloaded (same files and settings, with progress) when the method needs more KV sequences. */
+  private async withSequencesFor(held: HeldTrio, settings: ApiRequest<'chat:send'>['settings']): Promise<HeldTrio> {
+    const needed = sessionsNeeded([settings.method], { gamma: settings.gamma, params: settings.params })
+    if (held.sequences >= needed) return held
+    const reloaded = await this.models.load(held.entries, held.settings, (p) => this.emit({ type: 'models:load-progress', ...p }), needed)
+    this.emit({ type: 'models:changed' })
+    return reloaded
+  }
+
   private async generate(
     held: HeldTrio,
     decoder: Decoder,
@@ -129,8 +138,8 @@ export class ChatService {
     settings: ApiRequest<'chat:send'>['settings'] & { seed: number },
     release: () => void
   ): Promise<void> {
-    const target = held.models.target
-    const text = new IncrementalText((tokens) => target.detokenize(tokens))
+    // held may be replaced below (more KV sequences): detokenize with whichever trio is decoding.
+    const text = new IncrementalText((tokens) => held.models.target.detokenize(tokens))
     const stats = new LiveStatsFold()
     const segments: TokenPiece[] = []
     let pending: TokenPiece[] = []
@@ -167,6 +176,7 @@ export class ChatService {
         params: { ...settings.params, gamma: settings.gamma },
         signal: generation.abort.signal
       }
+      held = await this.withSequencesFor(held, settings)
       for await (const event of decoder(held.models, request)) onEvent(event)
       flush()
       const finalSegments = (end.reason === 'stop-string' ? cutAtStopString(segments, prompt.stopStrings) : null) ?? segments

@@ -4,6 +4,7 @@
  * records. Loading a different trio first frees the current one (memory is the scarce resource).
  */
 import type { LoadedTrio, LoadSettings, ModelEntry, ModelFingerprint, ModelPaths } from '../api/contract'
+import { DEFAULT_SEQUENCES } from '../engine/decoders/registry'
 import type { DecoderModels } from '../engine/decoders/types'
 import { defaultThreads, loadLlamaModel, type LlamaCppModel } from '../engine/model/llama-cpp-model'
 import { assertSameVocabulary } from '../engine/model/vocabulary-check'
@@ -32,6 +33,8 @@ export interface HeldTrio {
   fingerprints: ModelFingerprint[]
   /** The smallest context of the loaded models: prompt + generated tokens must fit all of them. */
   contextSize: number
+  /** KV sequences per model: beam and DSBD runs want one per path (engine/decoders/registry.ts sessionsNeeded). */
+  sequences: number
 }
 
 const sameSettings = (a: LoadSettings, b: LoadSettings) =>
@@ -51,14 +54,14 @@ export class LoadedModels {
 
   describe(): LoadedTrio | null {
     if (!this.held) return null
-    const { entries, settings, contextSize } = this.held
-    return { target: entries.target, mid: entries.mid, draft: entries.draft, settings, contextSize }
+    const { entries, settings, contextSize, sequences } = this.held
+    return { target: entries.target, mid: entries.mid, draft: entries.draft, settings, contextSize, sequences }
   }
 
-  /** True when exactly these files are loaded with these settings. */
-  matches(entries: TrioEntries, settings: LoadSettings): boolean {
+  /** True when exactly these files are loaded with these settings and at least `sequences` KV sequences. */
+  matches(entries: TrioEntries, settings: LoadSettings, sequences = DEFAULT_SEQUENCES): boolean {
     const held = this.held
-    if (!held) return false
+    if (!held || held.sequences < sequences) return false
     const same = (a: ModelEntry | null, b: ModelEntry | null) => (a?.path ?? null) === (b?.path ?? null)
     return (
       same(held.entries.target, entries.target) &&
@@ -68,8 +71,18 @@ export class LoadedModels {
     )
   }
 
-  async load(entries: TrioEntries, settings: LoadSettings, onProgress: (progress: LoadProgress) => void): Promise<HeldTrio> {
-    if (this.matches(entries, settings)) return this.held!
+  /**
+   * Loads the trio unless it is already held with enough KV sequences. Beam and DSBD runs ask for more than the
+   * default: with fewer, their session pool would evaluate the paths in several decodes — the same outputs, but not
+   * the method's cost. (Sequences cost memory — contextSize KV cells each — so the default stays small.)
+   */
+  async load(
+    entries: TrioEntries,
+    settings: LoadSettings,
+    onProgress: (progress: LoadProgress) => void,
+    sequences = DEFAULT_SEQUENCES
+  ): Promise<HeldTrio> {
+    if (this.matches(entries, settings, sequences)) return this.held!
     await this.unload()
     this.loadingNow = true
     const roles = (['target', 'mid', 'draft'] as const).filter((role) => entries[role] !== null)
@@ -85,6 +98,7 @@ export class LoadedModels {
           gpuLayers: settings.gpuLayers,
           threads: settings.threads ?? undefined,
           fullVocabulary: settings.fullVocabulary,
+          sequences,
           onLoadProgress: progress
         })
         progress(1)
@@ -97,7 +111,8 @@ export class LoadedModels {
         settings,
         models: { target: loaded.target!, mid: loaded.mid, draft: loaded.draft },
         fingerprints,
-        contextSize: Math.min(...models.map((m) => m.context.contextSize))
+        contextSize: Math.min(...models.map((m) => m.context.contextSize)),
+        sequences
       }
       return this.held
     } catch (error) {

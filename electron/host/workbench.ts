@@ -7,7 +7,7 @@ import { randomInt, randomUUID } from 'node:crypto'
 import path from 'node:path'
 import { METHOD_IDS, RunConfig, type DatasetInfo, type HostEvent, type LoadSettings, type WorkbenchProgress, type WorkbenchStart } from '../api/contract'
 import type { ApiHandlers } from '../api/runs-service'
-import { findMethod } from '../engine/decoders/registry'
+import { findMethod, sessionsNeeded } from '../engine/decoders/registry'
 import { UserInputError } from '../engine/errors'
 import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { BUILTIN_DATASETS, loadBuiltinDataset, loadPromptFile, type PromptItem } from '../experiments/prompts'
@@ -187,10 +187,16 @@ export class WorkbenchService {
   ): Promise<void> {
     try {
       this.update(job, { phase: 'loading', message: 'Loading models…' }, true)
-      const held = await this.models.load(entries, load, (p) => {
-        this.emit({ type: 'models:load-progress', ...p })
-        this.update(job, { message: `Loading ${p.fileName} (${p.index + 1}/${p.count}) ${(p.fraction * 100).toFixed(0)}%` })
-      })
+      const sequences = sessionsNeeded(config.methods, { gamma: config.gamma, params: config.params })
+      const held = await this.models.load(
+        entries,
+        load,
+        (p) => {
+          this.emit({ type: 'models:load-progress', ...p })
+          this.update(job, { message: `Loading ${p.fileName} (${p.index + 1}/${p.count}) ${(p.fraction * 100).toFixed(0)}%` })
+        },
+        sequences
+      )
       this.emit({ type: 'models:changed' })
       if (job.abort.signal.aborted) throw new UserInputError('cancelled before the run started')
       const effective = { ...config, contextSize: held.contextSize, modelFingerprints: held.fingerprints }

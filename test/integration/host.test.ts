@@ -15,6 +15,7 @@ import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { HostEvent, type ApiChannel, type ApiRequest, type ApiResponses, type ChatMessage, type WorkbenchProgress } from '../../electron/api/contract'
+import { DEFAULT_SEQUENCES, sessionsNeeded } from '../../electron/engine/decoders/registry'
 import { defaultThreads } from '../../electron/engine/model/llama-cpp-model'
 import { EngineHost } from '../../electron/host/host'
 import { runUtilityHost, type PortLike } from '../../electron/host/utility-entry'
@@ -393,6 +394,31 @@ describe.skipIf(!haveModels)('engine host', () => {
     expect(await suiteFinished(freed.jobId)).toMatchObject({ status: 'done', error: null })
     expect((await call('models:list', {})).loaded).toBeNull()
   }, 240_000)
+
+  it('loads the trio with the KV sequences a beam or DSBD run needs, from the Workbench and from chat', async () => {
+    const trio = { target: ids.target, mid: ids.mid, draft: ids.draft }
+    const loadedSequences = async () => (await call('models:list', {})).loaded?.sequences
+    await call('models:load', { trio, settings: LOAD })
+    expect(await loadedSequences()).toBe(DEFAULT_SEQUENCES)
+
+    const dsbdParams = { 'dsbd.ws': 6 }
+    const needed = sessionsNeeded(['dsbd'], { gamma: 2, params: dsbdParams })
+    expect(needed).toBeGreaterThan(DEFAULT_SEQUENCES)
+    const { jobId } = await call('workbench:start', {
+      suite: null, methods: ['dsbd'], dataset: { kind: 'builtin', id: 'stories' }, limit: 1, models: trio, load: LOAD,
+      settings: { maxTokens: 8, temperature: 1, topK: 10, topP: 1, gamma: 2, seed: 1, params: dsbdParams }
+    })
+    expect(await finished(jobId)).toMatchObject({ status: 'done', error: null })
+    expect(await loadedSequences()).toBe(needed)
+
+    await call('models:unload', {})
+    await call('models:load', { trio, settings: LOAD })
+    const sent = await call('chat:send', { conversationId: null, text: 'Once upon a time', settings: settings({ method: 'beam', maxTokens: 8, params: { 'beam.width': 7 } }), format: 'completion', systemPrompt: '' })
+    const done = await chatDone(sent.generationId)
+    expect(done.error).toBeNull()
+    expect(done.message?.text.length).toBeGreaterThan(0)
+    expect(await loadedSequences()).toBe(7)
+  }, 120_000)
 
   it("chats with an instruct model through its GGUF chat template (format 'auto')", async () => {
     // The shared models are base models: a copy of target5M with a ChatML template in its metadata stands in for
