@@ -1,14 +1,17 @@
 /**
  * `speclab suite` / `report` / `suites` end to end through the CLI (tsx): the quick smoke suite writes both report
- * files, --json prints the suite run, its cells and the report model, `report <id>` re-renders the same files, and
- * bad input exits 2 with one line.
+ * files, --json prints the suite run, its cells and the report model, `report <id>` re-renders the same files, a
+ * suite killed mid-way (SIGKILL) is marked interrupted with its finished cells kept and resumes, and bad input exits
+ * 2 with one line.
  */
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RunStore } from '../../electron/store/run-store'
+import { SuiteStore } from '../../electron/store/suite-store'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
@@ -60,6 +63,53 @@ describe.skipIf(!haveModels)('speclab suite / report / suites', () => {
     expect(suites.suites.map((s: { id: string }) => s.id)).toEqual(['smoke', 'hsddw-ablation', 'svip', 'adaptive-window', 'hierarchy-theory', 'dsbd'])
     expect(suites.runs[0]).toMatchObject({ id: result.suiteRunId, suite: 'smoke', status: 'done', cells: 1, finished: 1 })
   })
+
+  it('a suite killed mid-way is marked interrupted, keeps its finished cells, and --resume runs only the rest', async () => {
+    const crashDb = path.join(dir, 'crash.sqlite')
+    // node --import tsx keeps the CLI in this one process (the tsx binary would fork a child SIGKILL can't reach).
+    const child = spawn(process.execPath, ['--import', 'tsx', cli, 'suite', 'svip', '--quick', '--db', crashDb], { cwd: root, stdio: 'ignore' })
+    const finishedCells = () => {
+      if (!fs.existsSync(crashDb)) return new Map<string, number>()
+      try {
+        const peek = RunStore.open(crashDb)
+        try {
+          return new SuiteStore(peek.database).finishedCells(1)
+        } finally {
+          peek.close()
+        }
+      } catch {
+        return new Map<string, number>() // the writer may hold the schema lock while migrating; try again
+      }
+    }
+    const deadline = Date.now() + 90_000
+    let kept = finishedCells()
+    while (kept.size === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      kept = finishedCells()
+    }
+    child.kill('SIGKILL')
+    await new Promise((resolve) => child.once('exit', resolve))
+    expect(kept.size).toBeGreaterThan(0)
+
+    const store = RunStore.open(crashDb)
+    try {
+      const suiteRun = new SuiteStore(store.database).getSuiteRun<unknown, { key: string }[]>(1)!
+      expect(suiteRun.status).toBe('interrupted')
+      expect(suiteRun.plan.length).toBeGreaterThan(kept.size) // killed before the end
+      const stillKept = new SuiteStore(store.database).finishedCells(1)
+      for (const [cell, runId] of kept) expect(stillKept.get(cell)).toBe(runId)
+    } finally {
+      store.close()
+    }
+
+    const resumed = spawnSync(tsx, [cli, 'suite', 'svip', '--resume', '1', '--json', '--db', crashDb, '--out', path.join(dir, 'crash-reports')], { cwd: root, encoding: 'utf8' })
+    expect(resumed.status, resumed.stderr).toBe(0)
+    const result = JSON.parse(resumed.stdout)
+    expect(result).toMatchObject({ suiteRunId: 1, status: 'done' })
+    expect(result.skipped.slice().sort()).toEqual([...kept.keys()].sort())
+    expect(result.executed.some((cell: string) => kept.has(cell))).toBe(false)
+    for (const [cell, runId] of kept) expect(result.cells.find((c: { cellKey: string }) => c.cellKey === cell)).toMatchObject({ runId, status: 'done' })
+  }, 180_000)
 
   it('bad input exits 2 with one line', () => {
     for (const args of [
