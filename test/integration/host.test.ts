@@ -21,6 +21,7 @@ import { EngineHost } from '../../electron/host/host'
 import { runUtilityHost, type PortLike } from '../../electron/host/utility-entry'
 import { CHATML_TEMPLATE } from '../helpers/chat-templates'
 import { writeGgufWithStringKey } from '../helpers/gguf-metadata'
+import { until } from '../helpers/until'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
@@ -40,16 +41,6 @@ const ids = { target: 0, mid: 0, draft: 0, foreign: 0 }
 const LOAD = { contextSize: 512, gpuLayers: 0, threads: 1, fullVocabulary: false } as const
 
 const call = <C extends ApiChannel>(channel: C, payload: ApiRequest<C>) => host.request(channel, payload) as Promise<ApiResponses[C]>
-
-async function until<T>(find: () => T | undefined, timeout = 60_000): Promise<T> {
-  const deadline = Date.now() + timeout
-  for (;;) {
-    const found = find()
-    if (found !== undefined) return found
-    if (Date.now() > deadline) throw new Error('timed out')
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
 
 const chatDone = (generationId: string) =>
   until(() => events.find((e): e is Extract<HostEvent, { type: 'chat:done' }> => e.type === 'chat:done' && e.generationId === generationId))

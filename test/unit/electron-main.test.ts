@@ -15,6 +15,7 @@ import type { MessagePort } from 'node:worker_threads'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { HostEvent } from '../../electron/api/contract'
 import { SUITES } from '../../electron/experiments/suites'
+import { until } from '../helpers/until'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const rendererUrl = pathToFileURL(path.join(root, 'electron/renderer/index.html')).href
@@ -174,16 +175,6 @@ type Reply = { ok: true; result: unknown } | { ok: false; error: string }
 const ownFrame = { senderFrame: { parent: null, url: rendererUrl }, sender: {} }
 const api = (event: unknown, channel: unknown, payload: unknown) => recorded.ipcHandlers.get('speclab:api')!(event, channel, payload) as Promise<Reply>
 const hostEvents = () => recorded.windows[0].sent.filter((s) => s.channel === 'speclab:event').map((s) => s.payload as HostEvent)
-
-async function until<T>(find: () => T | undefined, timeout = 20_000): Promise<T> {
-  const deadline = Date.now() + timeout
-  for (;;) {
-    const found = find()
-    if (found !== undefined) return found
-    if (Date.now() > deadline) throw new Error('timed out')
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
 
 describe('Electron main with a fake electron module', () => {
   beforeAll(async () => {
