@@ -92,6 +92,20 @@ export interface SuiteProgress {
   status: RunStatus | null
 }
 
+/** The counters of a suite that is still loading its models (the app's job progress starts from them too). */
+export const LOADING_PROGRESS = {
+  phase: 'loading',
+  cellKey: null,
+  cellIndex: 0,
+  cellCount: 0,
+  cellsSkipped: 0,
+  unitsDone: 0,
+  unitsTotal: 0,
+  elapsedMs: 0,
+  etaMs: null,
+  status: null
+} as const satisfies Partial<SuiteProgress>
+
 export interface SuiteRunHooks {
   signal?: AbortSignal
   onProgress?(progress: SuiteProgress): void
@@ -291,19 +305,10 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
   const sequences = Math.max(...draftGrid.map((c) => sessionsNeeded(c.methods, { gamma: c.gamma, params: c.params ?? {} })))
   const started = performance.now()
   const progress: SuiteProgress = {
+    ...LOADING_PROGRESS,
     suiteRunId: resumed?.id ?? 0,
     suite: suite.id,
-    phase: 'loading',
-    cellKey: null,
-    cellIndex: 0,
-    cellCount: 0,
-    cellsSkipped: 0,
-    unitsDone: 0,
-    unitsTotal: 0,
-    elapsedMs: 0,
-    etaMs: null,
-    run: null,
-    status: null
+    run: null
   }
   /** The ETA extrapolates the rate since the first cell started (model loading is not part of the rate). */
   let runningSince: number | null = null

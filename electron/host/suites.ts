@@ -10,7 +10,7 @@ import type { HostEvent, SuiteJobProgress, SuiteRunInfo, SuiteStart } from '../a
 import type { ApiHandlers } from '../api/runs-service'
 import { UserInputError } from '../engine/errors'
 import { renderSuiteReport } from '../experiments/reports/index'
-import { runSuite, type SuiteProgress, type SuiteRunRequest } from '../experiments/suite-runner'
+import { LOADING_PROGRESS, runSuite, type SuiteProgress, type SuiteRunRequest } from '../experiments/suite-runner'
 import { findSuite } from '../experiments/suites'
 import type { RunStore } from '../store/run-store'
 import { SuiteStore } from '../store/suite-store'
@@ -95,21 +95,12 @@ export class SuiteService {
       abort: new AbortController(),
       sent: 0,
       progress: {
+        ...LOADING_PROGRESS,
         jobId: '',
         suite: suite.id,
         suiteRunId: request.resume,
         quick: request.quick,
-        phase: 'loading',
-        cellKey: null,
-        cellIndex: 0,
-        cellCount: 0,
-        cellsSkipped: 0,
-        unitsDone: 0,
-        unitsTotal: 0,
-        elapsedMs: 0,
-        etaMs: null,
         method: null,
-        status: null,
         error: null
       }
     }
