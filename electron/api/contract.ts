@@ -5,27 +5,14 @@
 import { z } from 'zod'
 import type { StepRecord } from '../engine/decoders/types'
 
-/** Method ids (DESIGN.md CLI contract — keep stable). */
-export const METHOD_IDS = [
-  'ar',
-  'sd',
-  'sd-heuristic',
-  'sd-pmin',
-  'svip',
-  'self-verify',
-  'adaptive-analytic',
-  'adaptive-fsm',
-  'adaptive-cache-fsm',
-  'adaptive-rl',
-  'pre-verify',
-  'pre-self-verify',
-  'hsddw',
-  'hier-chen',
-  'beam',
-  'dsbd',
-  'dsbd-1beam',
-  'nlc-draft'
-] as const
+import { METHOD_IDS } from '../engine/methods/ids'
+import { GAMMA_RANGE } from '../engine/methods/limits'
+import type { MethodInfo } from '../engine/methods/docs'
+import { MethodSummary } from '../engine/metrics/summary'
+
+/** Method ids (DESIGN.md CLI contract — keep stable): generated from the method catalog. */
+export { METHOD_IDS }
+export type { MethodInfo, MethodParamInfo } from '../engine/methods/docs'
 export const MethodId = z.enum(METHOD_IDS)
 export type MethodId = z.infer<typeof MethodId>
 
@@ -83,7 +70,7 @@ export const RunConfig = z.object({
   sampling: SamplingConfig,
   seed: z.number().int().min(0).max(2 ** 32 - 1),
   /** Draft length γ for fixed-window methods. */
-  gamma: z.number().int().min(1).max(128),
+  gamma: z.number().int().min(GAMMA_RANGE.min).max(GAMMA_RANGE.max),
   /** Method parameters given with --set key=value. */
   params: z.record(z.string(), ParamValue),
   threads: z.number().int().positive().max(256),
@@ -108,33 +95,8 @@ export const RunSummary = z.object({
 })
 export type RunSummary = z.infer<typeof RunSummary>
 
-/** Per-method aggregate — the `methods[]` entries of `speclab run --json` (DESIGN contract fields first). */
-export const MethodSummary = z.object({
-  method: z.string(),
-  prompts: z.number().int(),
-  outputTokens: z.number().int(),
-  wallMs: z.number(),
-  tokensPerSecond: z.number(),
-  /** tokens/s ÷ `ar` tokens/s over the same prompts in the same run; null without an `ar` baseline. */
-  speedup: z.number().nullable(),
-  sigma: z.number().nullable(),
-  eta: z.number().nullable(),
-  acceptanceRate: z.number().nullable(),
-  meanAcceptedLength: z.number().nullable(),
-  targetCalls: z.number().int(),
-  draftTokens: z.number().int(),
-  acceptedTokens: z.number().int(),
-  /** γ per verification round, per prompt. */
-  gammaTrajectory: z.array(z.array(z.number())),
-  outputs: z.array(z.string()),
-  // Beyond the contract: the time split the benchmark and the UI need.
-  draftMs: z.number(),
-  verifyMs: z.number(),
-  overheadMs: z.number(),
-  steps: z.number().int(),
-  overheadPerStepMs: z.number().nullable()
-})
-export type MethodSummary = z.infer<typeof MethodSummary>
+/** Per-method metrics of a run: the engine's fold (engine/metrics/summary.ts) defines them. */
+export { MethodSummary }
 
 export const RunReport = z.object({
   runId: z.number().int(),
@@ -204,7 +166,7 @@ export const DecodeSettings = z.object({
   temperature: z.number().min(0).max(10),
   topK: z.number().int().min(0).max(1_000_000),
   topP: z.number().gt(0).max(1),
-  gamma: z.number().int().min(1).max(128),
+  gamma: z.number().int().min(GAMMA_RANGE.min).max(GAMMA_RANGE.max),
   /** null = a fresh random seed, recorded with the result. */
   seed: Seed.nullable(),
   /** Method parameters (the CLI's --set key=value). */
@@ -399,17 +361,6 @@ export type HostEvent = z.infer<typeof HostEvent>
 
 // ── Response shapes (plain types: the host produces them, the UI renders them) ──
 
-export interface MethodParamInfo {
-  key: string
-  defaultValue: number | string | boolean
-}
-export interface MethodInfo {
-  id: MethodId
-  summary: string
-  needs: { draft: boolean; mid: boolean }
-  /** Parameters the method documents (`key=value` in its summary), with their defaults. */
-  params: MethodParamInfo[]
-}
 export interface DatasetInfo {
   kind: 'builtin' | 'file'
   /** Built-in id, or the file path for an imported JSONL. */
@@ -605,106 +556,100 @@ export interface PerplexityPoint {
   tokensPerSecond: number
 }
 
-/** IPC / browser-bridge requests. Each channel: request schema → response type. */
-export const ApiRequests = {
-  'runs:list': z.object({ limit: z.number().int().positive().max(10_000).optional() }),
-  'runs:show': z.object({ runId: z.number().int().positive() }),
+// ── The api channels: each declared once, with its request schema and its response type ──
 
-  'app:info': z.object({}),
-  /** Privileged: only Electron main's File → Open database calls it (see PRIVILEGED_CHANNELS). */
-  'app:open-database': z.object({ path: Text(4096).min(1) }),
-
-  'models:list': z.object({}),
-  'models:add': z.object({ path: ModelFilePath }),
-  'models:remove': z.object({ modelId: Id }),
-  'models:inspect': z.object({ modelId: Id }),
-  'models:check-trio': TrioSelection,
-  'models:load': z.object({ trio: TrioSelection, settings: LoadSettings }),
-  'models:unload': z.object({}),
-  'models:catalog': z.object({}),
-  'models:download': z.object({ uri: ModelUri }),
-  'models:download-cancel': z.object({ downloadId: Text(100).min(1) }),
-  'models:downloads': z.object({}),
-
-  'chat:conversations': z.object({}),
-  'chat:conversation': z.object({ conversationId: Id }),
-  'chat:delete-conversation': z.object({ conversationId: Id }),
-  'chat:send': z.object({
-    conversationId: Id.nullable(),
-    text: Text(100_000).refine((t) => t.trim().length > 0, 'the message is empty'),
-    settings: GenerationSettings,
-    format: PromptFormat,
-    systemPrompt: Text(20_000)
-  }),
-  'chat:stop': z.object({ generationId: Text(100).min(1) }),
-
-  'workbench:datasets': z.object({}),
-  'workbench:import-dataset': z.object({ path: Text(4096).min(1) }),
-  'workbench:start': WorkbenchStart,
-  'workbench:cancel': z.object({ jobId: Text(100).min(1) }),
-  'workbench:status': z.object({}),
-
-  'suites:start': SuiteStart,
-  'suites:cancel': z.object({ jobId: Text(100).min(1) }),
-  'suites:status': z.object({}),
-  'suites:runs': z.object({ limit: z.number().int().positive().max(1000).optional() }),
-  'suites:report': z.object({ suiteRunId: Id }),
-
-  'runs:search': RunFilter,
-  'runs:details': z.object({ runId: Id }),
-  'runs:steps': z.object({ resultId: Id }),
-  'runs:delete': z.object({ runId: Id }),
-  'runs:export': z.object({ runId: Id, format: z.enum(['csv', 'json']) }),
-  'runs:diff': z.object({ a: Id, b: Id }),
-  'runs:perplexity': z.object({ runId: Id })
-} as const
-export type ApiChannel = keyof typeof ApiRequests
-export interface ApiResponses {
-  'runs:list': RunSummary[]
-  'runs:show': RunReport | null
-
-  'app:info': AppInfo
-  'app:open-database': AppInfo
-
-  'models:list': ModelLibrary
-  'models:add': ModelEntry
-  'models:remove': { removed: boolean }
-  'models:inspect': ModelInspection
-  'models:check-trio': TrioCheck
-  'models:load': LoadedTrio
-  'models:unload': { unloaded: boolean }
-  'models:catalog': CatalogTrio[]
-  'models:download': DownloadState
-  'models:download-cancel': { cancelled: boolean }
-  'models:downloads': DownloadState[]
-
-  'chat:conversations': ConversationSummary[]
-  'chat:conversation': Conversation | null
-  'chat:delete-conversation': { deleted: boolean }
-  'chat:send': { conversationId: number; generationId: string; userMessage: ChatMessage }
-  'chat:stop': { stopped: boolean }
-
-  'workbench:datasets': DatasetInfo[]
-  'workbench:import-dataset': DatasetInfo
-  'workbench:start': { jobId: string }
-  'workbench:cancel': { cancelled: boolean }
-  'workbench:status': WorkbenchProgress | null
-
-  'suites:start': { jobId: string }
-  'suites:cancel': { cancelled: boolean }
-  'suites:status': SuiteJobProgress | null
-  'suites:runs': SuiteRunInfo[]
-  'suites:report': SuiteReportFiles
-
-  'runs:search': RunListItem[]
-  'runs:details': RunDetails | null
-  'runs:steps': StepRow[]
-  'runs:delete': { deleted: boolean }
-  'runs:export': RunExport
-  'runs:diff': RunDiffDetails
-  'runs:perplexity': PerplexityPoint[]
+declare const responseType: unique symbol
+/** Phantom marker carrying a channel's response type; it has no runtime content. */
+export interface Returns<Response> {
+  readonly [responseType]: Response
 }
-export type ApiRequest<C extends ApiChannel> = z.infer<(typeof ApiRequests)[C]>
+/** `returns<T>()`: the response type of a channel (type-level only). */
+export const returns = <Response>(): Returns<Response> => ({}) as Returns<Response>
+
+/** One api channel: the zod schema its payload must pass, and (as a phantom type) what it answers. */
+export interface ApiChannelSpec<Request extends z.ZodType = z.ZodType, Response = unknown> {
+  readonly request: Request
+  readonly response: Returns<Response>
+}
+const channel = <Request extends z.ZodType, Response>(
+  request: Request,
+  response: Returns<Response>
+): ApiChannelSpec<Request, Response> => ({ request, response })
+
+/**
+ * IPC / browser-bridge channels. Request schemas have no defaults or transforms, so what a caller sends is exactly
+ * what a handler receives; responses are plain types the host produces and the UI renders.
+ */
+export const API = {
+  'runs:list': channel(z.object({ limit: z.number().int().positive().max(10_000).optional() }), returns<RunSummary[]>()),
+  'runs:show': channel(z.object({ runId: z.number().int().positive() }), returns<RunReport | null>()),
+
+  'app:info': channel(z.object({}), returns<AppInfo>()),
+  /** Privileged: only Electron main's File → Open database calls it (see PRIVILEGED_CHANNELS). */
+  'app:open-database': channel(z.object({ path: Text(4096).min(1) }), returns<AppInfo>()),
+
+  'models:list': channel(z.object({}), returns<ModelLibrary>()),
+  'models:add': channel(z.object({ path: ModelFilePath }), returns<ModelEntry>()),
+  'models:remove': channel(z.object({ modelId: Id }), returns<{ removed: boolean }>()),
+  'models:inspect': channel(z.object({ modelId: Id }), returns<ModelInspection>()),
+  'models:check-trio': channel(TrioSelection, returns<TrioCheck>()),
+  'models:load': channel(z.object({ trio: TrioSelection, settings: LoadSettings }), returns<LoadedTrio>()),
+  'models:unload': channel(z.object({}), returns<{ unloaded: boolean }>()),
+  'models:catalog': channel(z.object({}), returns<CatalogTrio[]>()),
+  'models:download': channel(z.object({ uri: ModelUri }), returns<DownloadState>()),
+  'models:download-cancel': channel(z.object({ downloadId: Text(100).min(1) }), returns<{ cancelled: boolean }>()),
+  'models:downloads': channel(z.object({}), returns<DownloadState[]>()),
+
+  'chat:conversations': channel(z.object({}), returns<ConversationSummary[]>()),
+  'chat:conversation': channel(z.object({ conversationId: Id }), returns<Conversation | null>()),
+  'chat:delete-conversation': channel(z.object({ conversationId: Id }), returns<{ deleted: boolean }>()),
+  'chat:send': channel(
+    z.object({
+      conversationId: Id.nullable(),
+      text: Text(100_000).refine((t) => t.trim().length > 0, 'the message is empty'),
+      settings: GenerationSettings,
+      format: PromptFormat,
+      systemPrompt: Text(20_000)
+    }),
+    returns<{ conversationId: number; generationId: string; userMessage: ChatMessage }>()
+  ),
+  'chat:stop': channel(z.object({ generationId: Text(100).min(1) }), returns<{ stopped: boolean }>()),
+
+  'workbench:datasets': channel(z.object({}), returns<DatasetInfo[]>()),
+  'workbench:import-dataset': channel(z.object({ path: Text(4096).min(1) }), returns<DatasetInfo>()),
+  'workbench:start': channel(WorkbenchStart, returns<{ jobId: string }>()),
+  'workbench:cancel': channel(z.object({ jobId: Text(100).min(1) }), returns<{ cancelled: boolean }>()),
+  'workbench:status': channel(z.object({}), returns<WorkbenchProgress | null>()),
+
+  'suites:start': channel(SuiteStart, returns<{ jobId: string }>()),
+  'suites:cancel': channel(z.object({ jobId: Text(100).min(1) }), returns<{ cancelled: boolean }>()),
+  'suites:status': channel(z.object({}), returns<SuiteJobProgress | null>()),
+  'suites:runs': channel(z.object({ limit: z.number().int().positive().max(1000).optional() }), returns<SuiteRunInfo[]>()),
+  'suites:report': channel(z.object({ suiteRunId: Id }), returns<SuiteReportFiles>()),
+
+  'runs:search': channel(RunFilter, returns<RunListItem[]>()),
+  'runs:details': channel(z.object({ runId: Id }), returns<RunDetails | null>()),
+  'runs:steps': channel(z.object({ resultId: Id }), returns<StepRow[]>()),
+  'runs:delete': channel(z.object({ runId: Id }), returns<{ deleted: boolean }>()),
+  'runs:export': channel(z.object({ runId: Id, format: z.enum(['csv', 'json']) }), returns<RunExport>()),
+  'runs:diff': channel(z.object({ a: Id, b: Id }), returns<RunDiffDetails>()),
+  'runs:perplexity': channel(z.object({ runId: Id }), returns<PerplexityPoint[]>())
+} as const satisfies Record<string, ApiChannelSpec>
+
+export type ApiChannel = keyof typeof API
+export type ApiRequest<C extends ApiChannel> = z.infer<(typeof API)[C]['request']>
+export type ApiResponse<C extends ApiChannel> = (typeof API)[C]['response'][typeof responseType]
+
+/** A known api channel name (own keys of `API` only, so 'toString' or '__proto__' are not channels). */
+export function isApiChannel(name: unknown): name is ApiChannel {
+  return typeof name === 'string' && Object.hasOwn(API, name)
+}
+
+/** Derived views of `API`, for callers that index by channel: each channel's request schema, and response type. */
+export const ApiRequests = Object.fromEntries(Object.entries(API).map(([name, spec]) => [name, spec.request])) as {
+  readonly [C in ApiChannel]: (typeof API)[C]['request']
+}
+export type ApiResponses = { [C in ApiChannel]: ApiResponse<C> }
 
 /**
  * Channels only Electron main may call (its menu acts on the user's choice in a native dialog). The preload

@@ -8,7 +8,7 @@ import {
   ResponseMessage,
   type ApiChannel,
   type ApiRequest,
-  type ApiResponses,
+  type ApiResponse,
   type HostEvent,
   type RequestMessage
 } from './contract'
@@ -25,8 +25,8 @@ export class RpcClient {
 
   constructor(private readonly send: (message: RequestMessage) => void) {}
 
-  call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponses[C]> {
-    return this.callRaw(channel, payload) as Promise<ApiResponses[C]>
+  call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponse<C>> {
+    return this.callRaw(channel, payload) as Promise<ApiResponse<C>>
   }
 
   /** For forwarding layers (Electron main) that validated `channel` and `payload` themselves. */

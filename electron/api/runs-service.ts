@@ -4,10 +4,11 @@
  */
 import { z } from 'zod'
 import {
-  ApiRequests,
+  API,
+  isApiChannel,
   type ApiChannel,
   type ApiRequest,
-  type ApiResponses,
+  type ApiResponse,
   type MethodSummary,
   type RunConfig,
   type RunReport,
@@ -19,7 +20,7 @@ import { summarizeMethod, type PromptOutcome } from '../engine/metrics/fold'
 export type ApiService = ApiHandlers<ApiChannel>
 /** Handlers for some channels (the engine host composes the full service from such groups). */
 export type ApiHandlers<C extends ApiChannel> = {
-  [K in C]: (request: ApiRequest<K>) => ApiResponses[K] | Promise<ApiResponses[K]>
+  [K in C]: (request: ApiRequest<K>) => ApiResponse<K> | Promise<ApiResponse<K>>
 }
 
 /** What the runs channels read from the store (structurally `RunStore` from ../store/run-store). */
@@ -52,19 +53,15 @@ export function buildRunReport(store: RunsStore, runId: number): RunReport | nul
   return { runId, config: run.config, status: run.summary.status, methods }
 }
 
-export function isApiChannel(channel: unknown): channel is ApiChannel {
-  return typeof channel === 'string' && Object.hasOwn(ApiRequests, channel)
-}
-
 /** Validates `channel` and `payload` against the contract, then runs the channel's handler. */
 export async function handleApiRequest(
   service: ApiService,
   channel: string,
   payload: unknown
-): Promise<ApiResponses[ApiChannel]> {
+): Promise<ApiResponse<ApiChannel>> {
   if (!isApiChannel(channel)) throw new Error(`Unknown api channel: ${JSON.stringify(channel)}`)
-  const parsed = ApiRequests[channel].safeParse(payload)
+  const parsed = API[channel].request.safeParse(payload)
   if (!parsed.success) throw new Error(`Invalid request for ${channel}: ${z.prettifyError(parsed.error)}`)
-  const handler = service[channel] as (request: unknown) => ApiResponses[ApiChannel] | Promise<ApiResponses[ApiChannel]>
+  const handler = service[channel] as (request: unknown) => ApiResponse<ApiChannel> | Promise<ApiResponse<ApiChannel>>
   return handler(parsed.data)
 }

@@ -20,7 +20,6 @@
 import path from 'node:path'
 import { Command } from 'commander'
 import { RunConfig, type RunReport } from '../api/contract'
-import { findMethod } from '../engine/decoders/registry'
 import type { DecoderModels } from '../engine/decoders/types'
 import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { loadTrio } from '../experiments/models'
@@ -77,9 +76,7 @@ async function ablationAction(options: AblationOptions): Promise<void> {
   }
   const K = options.gamma
   const notes: string[] = []
-  const selfVerify = findMethod('self-verify') !== undefined
-  if (!selfVerify) notes.push("self-verify is not registered in this build: its Table 2 row is skipped")
-  const trioMethods = ['ar', 'sd', ...(selfVerify ? ['self-verify'] : []), 'pre-verify', 'pre-self-verify', 'hsddw']
+  const trioMethods = ['ar', 'sd', 'self-verify', 'pre-verify', 'pre-self-verify', 'hsddw']
   if (options.chen) trioMethods.push('hier-chen')
   const base = {
     suite: 'ablation',
@@ -93,7 +90,8 @@ async function ablationAction(options: AblationOptions): Promise<void> {
     contextSize: 512
   }
   const configA = RunConfig.parse({ ...base, methods: trioMethods, models: paths })
-  const configB = RunConfig.parse({ ...base, methods: ['ar', 'sd'], models: { target: paths.target, draft: paths.mid } })
+  // Run B has neither self-verify nor pre-verify: their parameters are not its business (a run refuses them).
+  const configB = RunConfig.parse({ ...base, params: {}, methods: ['ar', 'sd'], models: { target: paths.target, draft: paths.mid } })
   const prompts = loadPrompts(configA.prompts)
   const store = RunStore.open(options.db ?? defaultDatabasePath())
   const trio = await loadTrio(configA.models, { threads: configA.threads, contextSize: configA.contextSize })

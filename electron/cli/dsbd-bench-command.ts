@@ -20,17 +20,17 @@
  */
 import path from 'node:path'
 import { Command } from 'commander'
-import { RAW_WARP, openSessions } from '../engine/decoders/beam'
-import { MAX_SEQUENCES, findMethod } from '../engine/decoders/registry'
-import type { DecodeEvent, MethodParams, StepRecord } from '../engine/decoders/types'
+import { RAW_WARP, openSessions } from '../engine/decoders/session-pool'
+import type { DecodeEvent, StepRecord } from '../engine/decoders/types'
+import { decodeOnce } from '../engine/methods/decode-once'
+import { MAX_SEQUENCES, prepare, type PreparedMethod } from '../engine/methods/prepare'
 import { UserInputError } from '../engine/errors'
-import { defaultThreads, loadLlamaModel, type LlamaCppModel } from '../engine/model/llama-cpp-model'
+import { defaultThreads, type LlamaCppModel } from '../engine/model/llama-cpp-model'
 import type { ModelSession } from '../engine/model/types'
-import { assertSameVocabulary } from '../engine/model/vocabulary-check'
 import { beamWidthTotals, eta, foldSteps, sigma, tokensPerSecond, type BeamTotals } from '../engine/metrics/fold'
-import { createPrng } from '../engine/sampling/prng'
 import type { WarpConfig } from '../engine/sampling/warp'
 import { dsbdExpectedSteps } from '../engine/theory/dsbd'
+import { loadTrio } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
 import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { formatNumber, formatTable } from './format'
@@ -59,7 +59,8 @@ interface Configuration {
   group: 'beam' | 'dsbd' | 'table1'
   method: string
   gamma: number
-  params: MethodParams
+  /** Validated once, before loading (UserInputError naming the key). */
+  prepared: PreparedMethod
   /** Beam width compared against: W for beam, the fixed width, else round(W̄). */
   width: number | null
   t: number | null
@@ -99,8 +100,10 @@ function parseSettings(list: string, option: string): number[][] {
     })
 }
 
+type Setting = Omit<Configuration, 'prepared'> & { params: Record<string, number> }
+
 function configurations(options: DsbdBenchOptions): Configuration[] {
-  const configs: Configuration[] = []
+  const configs: Setting[] = []
   for (const w of options.widths.split(',').map((x) => x.trim()).filter(Boolean)) {
     const width = Number(w)
     if (!Number.isInteger(width) || width < 1) throw new UserInputError(`--widths: ${w} is not a positive integer`)
@@ -113,9 +116,7 @@ function configurations(options: DsbdBenchOptions): Configuration[] {
   configs.push({ label: `sd γ=${options.sdGamma}`, group: 'table1', method: 'sd', gamma: options.sdGamma, params: {}, width: 1, t: null })
   for (const [gamma, ws, t] of parseSettings(options.oneBeam, '--one-beam'))
     configs.push({ label: `dsbd-1beam γ=${gamma} W_S=${ws} t=${t}`, group: 'table1', method: 'dsbd-1beam', gamma, params: { 'dsbd.ws': ws, 'dsbd.t': t }, width: null, t })
-  // Validate every setting (UserInputError naming the key) before loading anything.
-  for (const c of configs) findMethod(c.method)!.forRun({ gamma: c.gamma, params: c.params })
-  return configs
+  return configs.map(({ params, ...c }) => ({ ...c, prepared: prepare(c.method, { gamma: c.gamma, params }) }))
 }
 
 interface Row {
@@ -153,41 +154,35 @@ async function dsbdBenchAction(options: DsbdBenchOptions): Promise<void> {
   const targetPath = path.resolve(options.target ?? path.join(models, 'family/stories-target5M-inflated-78M-f16.gguf'))
   const draftPath = path.resolve(options.draft ?? path.join(models, 'stories260K-f32.gguf'))
   const warp: WarpConfig = { temperature: options.temperature, topK: options.topK, topP: options.topP }
-  const sequences = Math.min(
-    MAX_SEQUENCES,
-    Math.max(9, ...configs.map((c) => findMethod(c.method)!.sessions?.({ gamma: c.gamma, params: c.params }) ?? 4))
-  )
+  const sequences = Math.min(MAX_SEQUENCES, Math.max(9, ...configs.map((c) => c.prepared.sessions)))
   const threads = defaultThreads()
   const prompts = loadPrompts({ dataset: 'stories', limit: options.limit })
-  const target = await loadLlamaModel(targetPath, { threads, contextSize: options.contextSize, sequences })
-  let draft: LlamaCppModel | undefined
+  const trio = await loadTrio({ target: targetPath, draft: draftPath }, { threads, contextSize: options.contextSize, sequences })
+  const { target, draft } = trio.models
   try {
-    draft = await loadLlamaModel(draftPath, { threads, contextSize: options.contextSize, sequences })
-    assertSameVocabulary([target, draft])
     const bos = target.info.bos
     const promptTokens = prompts.map((p) => [...(bos === null ? [] : [bos]), ...target.tokenize(p.text)])
     for (const [i, tokens] of promptTokens.entries())
       if (tokens.length + options.maxTokens > options.contextSize)
         throw new UserInputError(`prompt ${i + 1} does not fit the context size ${options.contextSize} with --max-tokens ${options.maxTokens}`)
 
-    const decodeOnce = async (config: Configuration, prompt: number[], stream: number, maxTokens: number) => {
-      const decoder = findMethod(config.method)!.forRun({ gamma: config.gamma, params: config.params })()
+    const decodeConfig = async (config: Configuration, prompt: number[], stream: number, maxTokens: number) => {
       const events: DecodeEvent[] = []
       const started = performance.now()
-      for await (const event of decoder({ target, draft }, { promptTokens: prompt, maxTokens, warp, rng: createPrng(options.seed, stream), params: config.params }))
-        events.push(event)
+      const decoder = config.prepared.newRun()()
+      await decodeOnce({ decoder, models: { target, draft }, promptTokens: prompt, maxTokens, warp, seed: options.seed, stream, onEvent: (e) => events.push(e) })
       return { events, wallMs: performance.now() - started }
     }
 
     process.stderr.write(`warming up ${configs.length} configurations…\n`)
-    for (const config of configs) await decodeOnce(config, promptTokens[0], 0, 4)
+    for (const config of configs) await decodeConfig(config, promptTokens[0], 0, 4)
 
     const collected = configs.map(() => ({ tokens: 0, wallMs: 0, logProb: 0, steps: [] as StepRecord[], outputs: [] as string[] }))
     const cells = prompts.length * configs.length
     let done = 0
     for (const [p, prompt] of promptTokens.entries()) {
       for (const [c, config] of configs.entries()) {
-        const { events, wallMs } = await decodeOnce(config, prompt, p, options.maxTokens)
+        const { events, wallMs } = await decodeConfig(config, prompt, p, options.maxTokens)
         const tokens = events.flatMap((e) => (e.type === 'token' ? [e.token] : []))
         const steps = events.flatMap((e) => (e.type === 'step' ? [e.record] : []))
         const logProbs = (await target.logProbabilities([...prompt, ...tokens])).slice(prompt.length - 1)
@@ -208,8 +203,7 @@ async function dsbdBenchAction(options: DsbdBenchOptions): Promise<void> {
     if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`)
     else printBench(result)
   } finally {
-    await draft?.dispose()
-    await target.dispose()
+    await trio.dispose()
   }
 }
 

@@ -3,13 +3,14 @@ import { randomInt } from 'node:crypto'
 import path from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import cliProgress from 'cli-progress'
-import { METHOD_IDS, RunConfig, type RunReport } from '../api/contract'
+import { RunConfig, type RunReport } from '../api/contract'
 import { loadPrompts } from '../experiments/prompts'
 import { loadTrio } from '../experiments/models'
-import { executeRun, validateMethods, type RunProgress } from '../experiments/runner'
+import { executeRun, prepareConfig, type RunProgress } from '../experiments/runner'
 import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { UserInputError } from '../engine/errors'
-import { availableMethods, sessionsNeeded } from '../engine/decoders/registry'
+import { methodHelp } from '../engine/methods/docs'
+import { METHOD_IDS } from '../engine/methods/ids'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
 import { methodTable } from './format'
@@ -71,9 +72,6 @@ interface RunOptions {
 }
 
 export function runCommand(): Command {
-  const methodHelp = availableMethods()
-    .map((m) => `  ${m.id.padEnd(10)} ${m.summary}`)
-    .join('\n')
   return addModelOptions(new Command('run').description('decode prompts with one or more methods and store the run'))
     .option('--methods <ids>', `comma-separated method ids (${METHOD_IDS.join(', ')})`, 'ar,sd')
     .option('--prompts <file>', 'JSONL prompts: turns (MT-Bench/Spec-Bench), question (GSM8K), prompt (HumanEval) or text')
@@ -96,7 +94,7 @@ export function runCommand(): Command {
     .addOption(new Option('--set <key=value>', 'method parameter, repeatable (e.g. nlc.minConfidence=0.6)').argParser(parseSetting).default({}))
     .addHelpText(
       'after',
-      `\nMethods available now:\n${methodHelp}\n\nSampling is exact: the output follows the target's warped distribution ` +
+      `\nMethods (models, what γ is to each, lossless or not; parameters as --set key=default):\n${methodHelp()}\n\nSampling is exact: the output follows the target's warped distribution ` +
         `(temperature → top-k → top-p, applied identically to draft and target).`
     )
     .action(async (options: RunOptions) => {
@@ -107,10 +105,18 @@ export function runCommand(): Command {
 /** The run record keeps absolute paths so `show` and `diff` mean the same file from any directory. */
 const absolute = (file: string | undefined) => (file === undefined ? undefined : path.resolve(file))
 
-function buildConfig(options: RunOptions, seed: number): RunConfig {
+function buildConfig(options: RunOptions, seed: number): { config: RunConfig; sequences: number } {
   const methods = options.methods.split(',').map((m) => m.trim()).filter(Boolean)
-  const unknown = methods.find((m) => !(METHOD_IDS as readonly string[]).includes(m))
-  if (unknown) throw new UserInputError(`unknown method '${unknown}' (methods: ${METHOD_IDS.join(', ')})`)
+  if (options.draft.length > 1 && !options.selectDraft)
+    throw new UserInputError('several --draft files need --select-draft (adaptive draft-model selection)')
+  if (options.selectDraft && options.draft.length < 2) throw new UserInputError('--select-draft needs at least two --draft files')
+  // Methods, models and parameters first: one line naming what is wrong, and params resolved before the schema.
+  const { config: resolved, prepared } = prepareConfig({
+    methods: methods as RunConfig['methods'],
+    models: { target: options.target, mid: options.mid, draft: options.draft[0] },
+    gamma: options.gamma,
+    params: options.set
+  })
   const config = RunConfig.parse({
     suite: null,
     methods,
@@ -130,22 +136,18 @@ function buildConfig(options: RunOptions, seed: number): RunConfig {
     },
     seed,
     gamma: options.gamma,
-    params: options.set,
+    params: resolved.params,
     threads: options.threads ?? defaultThreads() ?? 4,
     contextSize: options.contextSize,
     draftSelection: options.selectDraft ? { warmupPrompts: options.selectWarmup } : null
   })
-  if (options.draft.length > 1 && !options.selectDraft)
-    throw new UserInputError('several --draft files need --select-draft (adaptive draft-model selection)')
-  if (options.selectDraft && options.draft.length < 2) throw new UserInputError('--select-draft needs at least two --draft files')
-  validateMethods(config)
-  return config
+  return { config, sequences: prepared.sessions }
 }
 
 async function runAction(options: RunOptions): Promise<void> {
   if (options.prompts && options.dataset) throw new UserInputError('give either --prompts or --dataset, not both')
   const seed = options.seed ?? randomInt(2 ** 32)
-  const config = buildConfig(options, seed)
+  const { config, sequences } = buildConfig(options, seed)
   const prompts = loadPrompts(config.prompts)
   const store = RunStore.open(options.db ?? defaultDatabasePath())
   const trio = await loadTrio(config.models, {
@@ -153,7 +155,7 @@ async function runAction(options: RunOptions): Promise<void> {
     contextSize: config.contextSize,
     fullVocabulary: config.sampling.fullVocabulary,
     // Beam methods keep one KV sequence per beam / tree path (4 unless a method asks for more).
-    sequences: sessionsNeeded(config.methods, { gamma: config.gamma, params: config.params })
+    sequences
   })
   const abort = new AbortController()
   const onSigint = () => abort.abort()

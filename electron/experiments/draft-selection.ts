@@ -4,11 +4,10 @@
  * draft, then choose a draft for every prompt. Features, observations, predictions and choices go to the store.
  */
 import type { RunConfig } from '../api/contract'
-import { speculativeDecoder } from '../engine/decoders/speculative'
 import type { DecoderModels, StepRecord } from '../engine/decoders/types'
 import type { LanguageModel } from '../engine/model/types'
-import { fixedLengthPolicy } from '../engine/policies/fixed'
-import { createPrng } from '../engine/sampling/prng'
+import { decodeOnce } from '../engine/methods/decode-once'
+import { prepare } from '../engine/methods/prepare'
 import { DraftModelSelector, perplexity, type PromptFeatures } from '../engine/selection/draft-model-selection'
 import { TfIdfCorpus } from '../engine/selection/tf-idf'
 import { UserInputError } from '../engine/errors'
@@ -75,15 +74,20 @@ export class RunDraftSelection {
 
   private async profile(draft: LanguageModel, promptTokens: number[], promptIndex: number): Promise<StepRecord[]> {
     const steps: StepRecord[] = []
-    const request = {
+    // Profiling is plain `sd` at the run's γ, whatever methods the run compares.
+    const decoder = prepare('sd', { gamma: this.config.gamma, params: {} }).newRun()()
+    await decodeOnce({
+      decoder,
+      models: { ...this.models, draft },
       promptTokens,
       maxTokens: this.config.maxTokens,
       warp: warpOf(this.config),
-      rng: createPrng(this.config.seed, promptIndex),
-      params: this.config.params
-    }
-    for await (const event of speculativeDecoder(fixedLengthPolicy(this.config.gamma))({ ...this.models, draft }, request))
-      if (event.type === 'step') steps.push(event.record)
+      seed: this.config.seed,
+      stream: promptIndex,
+      onEvent: (event) => {
+        if (event.type === 'step') steps.push(event.record)
+      }
+    })
     return steps
   }
 

@@ -1,6 +1,8 @@
 /**
  * Loads the model trio a run names (target, optional mid and draft), checks they share one vocabulary, and
  * fingerprints the files for the run record. Everything loaded is disposed again if a later step fails.
+ * The one loader of the project: the CLI commands, suites and the app's Models screen (host/loaded-models.ts) all
+ * load through it.
  */
 import { createHash } from 'node:crypto'
 import { open } from 'node:fs/promises'
@@ -8,6 +10,23 @@ import type { ModelFingerprint, ModelPaths } from '../api/contract'
 import { loadLlamaModel, type LlamaCppModel, type LlamaLoadOptions } from '../engine/model/llama-cpp-model'
 import { assertSameVocabulary } from '../engine/model/vocabulary-check'
 import type { DecoderModels } from '../engine/decoders/types'
+
+export type TrioRole = 'target' | 'mid' | 'draft'
+
+/** Loading progress of one file of the trio; files load one after the other (index of count). */
+export interface TrioLoadProgress {
+  role: TrioRole
+  /** The file as given in the paths. */
+  file: string
+  index: number
+  count: number
+  /** 0 before the file starts, node-llama-cpp's progress clamped to 0…1 while it loads, 1 once it is loaded. */
+  fraction: number
+}
+
+export interface TrioLoadOptions extends Omit<LlamaLoadOptions, 'onLoadProgress'> {
+  onProgress?: (progress: TrioLoadProgress) => void
+}
 
 export interface LoadedTrio {
   models: DecoderModels & { target: LlamaCppModel; mid?: LlamaCppModel; draft?: LlamaCppModel }
@@ -17,21 +36,29 @@ export interface LoadedTrio {
   dispose(): Promise<void>
 }
 
-export async function loadTrio(paths: ModelPaths, options: LlamaLoadOptions): Promise<LoadedTrio> {
+export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Promise<LoadedTrio> {
+  const { onProgress, ...loadOptions } = options
+  const files: { role: TrioRole; file: string }[] = [
+    { role: 'target', file: paths.target },
+    ...(paths.mid ? [{ role: 'mid' as const, file: paths.mid }] : []),
+    ...(paths.drafts ?? (paths.draft ? [paths.draft] : [])).map((file) => ({ role: 'draft' as const, file }))
+  ]
   const loaded: LlamaCppModel[] = []
   const disposeAll = async () => {
     for (const model of loaded.splice(0)) await model.dispose()
   }
   try {
-    const load = async (file: string) => {
-      const model = await loadLlamaModel(file, options)
-      loaded.push(model)
-      return model
+    for (const [index, { role, file }] of files.entries()) {
+      const progress = onProgress
+        ? (fraction: number) => onProgress({ role, file, index, count: files.length, fraction: Math.min(1, Math.max(0, fraction)) })
+        : undefined
+      progress?.(0)
+      loaded.push(await loadLlamaModel(file, progress ? { ...loadOptions, onLoadProgress: progress } : loadOptions))
+      progress?.(1)
     }
-    const target = await load(paths.target)
-    const mid = paths.mid ? await load(paths.mid) : undefined
-    const drafts: LlamaCppModel[] = []
-    for (const file of paths.drafts ?? (paths.draft ? [paths.draft] : [])) drafts.push(await load(file))
+    const target = loaded[0]
+    const mid = paths.mid ? loaded[1] : undefined
+    const drafts = loaded.slice(paths.mid ? 2 : 1)
     assertSameVocabulary(loaded)
     const fingerprints = await Promise.all(loaded.map(fingerprintModel))
     return { models: { target, mid, draft: drafts[0] }, drafts, fingerprints, dispose: disposeAll }

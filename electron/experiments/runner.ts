@@ -9,10 +9,10 @@
  */
 import type { RunConfig, RunReport } from '../api/contract'
 import { buildRunReport } from '../api/runs-service'
-import { findMethod } from '../engine/decoders/registry'
-import { PROVENANCE_CODES, type DecodeEvent, type Decoder, type DecoderModels, type StopReason } from '../engine/decoders/types'
+import type { DecodeEvent, DecoderModels, StopReason } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
-import { createPrng } from '../engine/sampling/prng'
+import { decodeOnce, type DecodeOutcome } from '../engine/methods/decode-once'
+import { prepareRun, type PreparedRun } from '../engine/methods/prepare'
 import type { LanguageModel } from '../engine/model/types'
 import type { RunStore } from '../store/run-store'
 import { RunDraftSelection } from './draft-selection'
@@ -39,20 +39,20 @@ export interface RunOptions {
   draftCandidates?: readonly LanguageModel[]
   /** Called once the run row exists (before any decoding), e.g. so the app can show and link the run. */
   onRunCreated?(runId: number): void
+  /** The methods as the caller already prepared them for this config (prepareConfig), so they are validated once. */
+  prepared?: PreparedRun
 }
 
 /**
- * Rejects unknown or not-yet-available methods, missing models and bad method parameters (instantiating a method
- * validates its --set values) before anything is loaded.
+ * The run's methods prepared once (methods/prepare.ts): unknown or duplicate methods, missing models and bad
+ * parameters are refused before anything loads; the config that comes back records the RESOLVED parameters.
  */
-export function validateMethods(config: Pick<RunConfig, 'methods' | 'models' | 'gamma' | 'params'>): void {
-  for (const id of config.methods) {
-    const method = findMethod(id)
-    if (!method) throw new UserInputError(`method '${id}' is not available in this version of SpecLab`)
-    if (method.needs.draft && !config.models.draft) throw new UserInputError(`method '${id}' needs --draft`)
-    if (method.needs.mid && !config.models.mid) throw new UserInputError(`method '${id}' needs --mid`)
-    method.forRun({ gamma: config.gamma, params: config.params })
-  }
+export function prepareConfig<C extends Pick<RunConfig, 'methods' | 'models' | 'gamma' | 'params'>>(config: C): { config: C; prepared: PreparedRun } {
+  const prepared = prepareRun(config.methods, { gamma: config.gamma, params: config.params }, {
+    draft: config.models.draft !== undefined,
+    mid: config.models.mid !== undefined
+  })
+  return { config: { ...config, params: prepared.params }, prepared }
 }
 
 /** Prompt + generated tokens must fit the context; say so up front rather than failing mid-run. */
@@ -67,48 +67,6 @@ export function tokenizePrompts(models: DecoderModels, prompts: readonly PromptI
       )
     return tokens
   })
-}
-
-interface CellResult {
-  tokens: number[]
-  provenance: string
-  stopReason: StopReason
-}
-
-interface Cell {
-  method: string
-  promptTokens: number[]
-  /** PRNG stream: the prompt index. */
-  stream: number
-  maxTokens: number
-}
-
-async function decodeCell(
-  models: DecoderModels,
-  config: RunConfig,
-  decoder: Decoder,
-  cell: Cell,
-  signal: AbortSignal | undefined,
-  onEvent: (event: DecodeEvent) => void,
-  /** Filled as tokens arrive, so a failure mid-decode keeps the partial output. */
-  result: CellResult = { tokens: [], provenance: '', stopReason: 'max-tokens' }
-): Promise<CellResult> {
-  const request = {
-    promptTokens: cell.promptTokens,
-    maxTokens: cell.maxTokens,
-    warp: warpOf(config),
-    rng: createPrng(config.seed, cell.stream),
-    params: { ...config.params, gamma: config.gamma },
-    signal
-  }
-  for await (const event of decoder(models, request)) {
-    if (event.type === 'token') {
-      result.tokens.push(event.token)
-      result.provenance += PROVENANCE_CODES[event.provenance]
-    } else if (event.type === 'done') result.stopReason = event.stopReason
-    onEvent(event)
-  }
-  return result
 }
 
 /** With config.draftSelection: profile every candidate draft on the warm-up prompts and fit the predictor. */
@@ -128,10 +86,6 @@ async function startDraftSelection(
   return selection
 }
 
-function decoderFactory(config: RunConfig, method: string): () => Decoder {
-  return findMethod(method)!.forRun({ gamma: config.gamma, params: config.params })
-}
-
 export async function executeRun(
   store: RunStore,
   config: RunConfig,
@@ -139,15 +93,16 @@ export async function executeRun(
   prompts: readonly PromptItem[],
   options: RunOptions = {}
 ): Promise<RunReport> {
-  validateMethods(config)
+  const prepared = options.prepared ?? prepareConfig(config).prepared
   const promptTokens = tokenizePrompts(models, prompts, config)
-  const runId = store.createRun(config)
+  const runId = store.createRun({ ...config, params: prepared.params })
   options.onRunCreated?.(runId)
+  const warp = warpOf(config)
   try {
-    // Warm-up instances are separate, so state that persists across prompts starts fresh for the measured run.
-    for (const method of config.methods)
-      await decodeCell(models, config, decoderFactory(config, method)(), { method, promptTokens: promptTokens[0], stream: 0, maxTokens: 4 }, undefined, () => {})
-    const factories = new Map(config.methods.map((method) => [method, decoderFactory(config, method)]))
+    // Warm-up runs are separate, so state that persists across prompts starts fresh for the measured run.
+    for (const method of prepared.methods)
+      await decodeOnce({ decoder: method.newRun()(), models, promptTokens: promptTokens[0], maxTokens: 4, warp, seed: config.seed, stream: 0 })
+    const factories = new Map(prepared.methods.map((method) => [method.id, method.newRun()]))
     const selection = await startDraftSelection(store, runId, config, models, promptTokens, options)
     const cellsTotal = prompts.length * config.methods.length
     let cellsDone = 0
@@ -177,8 +132,7 @@ export async function executeRun(
           }
           options.onEvent?.(method, promptIndex, event)
         }
-        const cell = { method, promptTokens: promptTokens[promptIndex], stream: promptIndex, maxTokens: config.maxTokens }
-        const result: CellResult = { tokens: [], provenance: '', stopReason: 'max-tokens' }
+        const result: DecodeOutcome = { tokens: [], provenance: '', stopReason: 'max-tokens' }
         const finish = (status: 'done' | 'cancelled' | 'failed', stopReason: StopReason | null) =>
           store.finishPromptResult(resultId, {
             status,
@@ -189,7 +143,11 @@ export async function executeRun(
             wallMs: performance.now() - started
           })
         try {
-          await decodeCell(promptModels, config, factories.get(method)!(), cell, options.signal, onEvent, result)
+          const decoder = factories.get(method)!()
+          await decodeOnce(
+            { decoder, models: promptModels, promptTokens: promptTokens[promptIndex], maxTokens: config.maxTokens, warp, seed: config.seed, stream: promptIndex, signal: options.signal, onEvent },
+            result
+          )
         } catch (error) {
           finish('failed', null)
           throw error

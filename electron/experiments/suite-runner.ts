@@ -18,7 +18,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { RunConfig, type ModelFingerprint, type ModelPaths, type RunStatus } from '../api/contract'
-import { sessionsNeeded } from '../engine/decoders/registry'
+import { prepareRun } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
 import { defaultThreads, type LlamaLoadOptions } from '../engine/model/llama-cpp-model'
@@ -300,9 +300,10 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
   for (const file of [options.models.target, options.models.mid, options.models.draft])
     if (file && !fs.existsSync(file)) throw new UserInputError(`model file not found: ${file} (set SPECLAB_MODELS or give --target/--mid/--draft)`)
 
-  // The grid (without prompts) is known before loading: it says how many KV sequences the beam methods want.
+  // The grid (without prompts) is known before loading: every cell's methods are prepared (a bad cell fails now,
+  // not an hour in), and they say how many KV sequences the beam methods want.
   const draftGrid = resumed?.plan ?? suite.cells({ quick: options.quick, datasets: options.datasets, maxTokens: options.maxTokens ?? undefined })
-  const sequences = Math.max(...draftGrid.map((c) => sessionsNeeded(c.methods, { gamma: c.gamma, params: c.params ?? {} })))
+  const sequences = Math.max(...draftGrid.map((c) => prepareRun(c.methods, { gamma: c.gamma, params: c.params ?? {} }).sessions))
   const started = performance.now()
   const progress: SuiteProgress = {
     ...LOADING_PROGRESS,

@@ -149,7 +149,11 @@ const smoke: SuiteDefinition = {
 // ─── hsddw-ablation ─────────────────────────────────────────────────────────────────────────────────────────────
 /** HSDDW App. A.1: K = 10, temperature 1. */
 const HSDDW_K = 10
-const hsddwParams = (K: number) => ({ 'selfverify.maxDraft': K, 'pre.window': K })
+/** K for every method of the cell that has a window parameter (a run refuses keys of methods it does not run). */
+const hsddwParams = (K: number, methods: readonly MethodId[]) => ({
+  ...(methods.includes('self-verify') ? { 'selfverify.maxDraft': K } : {}),
+  ...(methods.includes('pre-verify') || methods.includes('pre-self-verify') ? { 'pre.window': K } : {})
+})
 
 const hsddwAblation: SuiteDefinition = {
   id: 'hsddw-ablation',
@@ -166,7 +170,7 @@ const hsddwAblation: SuiteDefinition = {
     temperature: 1,
     topK: 64,
     gamma: HSDDW_K,
-    params: hsddwParams(HSDDW_K)
+    params: hsddwParams(HSDDW_K, ['self-verify', 'pre-verify'])
   },
   paper: { file: 'hsddw-hierarchical-sd-dynamic-window.txt', title: 'Hierarchical Speculative Decoding with Dynamic Windows (HSDDW)' },
   models: TRIO,
@@ -176,7 +180,7 @@ const hsddwAblation: SuiteDefinition = {
     const sampling = { temperature: 1, topK: 64 }
     const cells: SuiteCell[] = []
     const pair = (prefix: string, dataset: DatasetSpec, K: number, trio: MethodId[], labels: Record<string, string | number>) => {
-      cells.push({ key: `${prefix}/trio`, methods: trio, dataset, gamma: K, maxTokens, sampling, params: hsddwParams(K), labels })
+      cells.push({ key: `${prefix}/trio`, methods: trio, dataset, gamma: K, maxTokens, sampling, params: hsddwParams(K, trio), labels })
       // "70b-7b": the mid model as the only draft (a run has one --draft, so this is its own run).
       cells.push({ key: `${prefix}/mid`, methods: ['ar', 'sd'], dataset, draft: 'mid', gamma: K, maxTokens, sampling, labels })
     }

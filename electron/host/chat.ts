@@ -6,10 +6,10 @@
 import { randomInt, randomUUID } from 'node:crypto'
 import type { ApiRequest, ChatMessage, HostEvent, TokenPiece } from '../api/contract'
 import type { ApiHandlers } from '../api/runs-service'
-import { findMethod, sessionsNeeded } from '../engine/decoders/registry'
-import type { Decoder, DecodeEvent, StopReason } from '../engine/decoders/types'
+import type { DecodeEvent, StopReason } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
-import { createPrng } from '../engine/sampling/prng'
+import { decodeOnce } from '../engine/methods/decode-once'
+import { prepare, type PreparedMethod } from '../engine/methods/prepare'
 import type { AppStore } from '../store/app-store'
 import { buildPrompt, type Turn } from './chat-prompt'
 import { IncrementalText } from './incremental-text'
@@ -26,16 +26,16 @@ interface Generation {
   abort: AbortController
 }
 
-/** Checks the method exists, its models are loaded and its parameters are valid; returns its decoder. */
-export function chatDecoder(held: HeldTrio | null, method: string, gamma: number, params: Record<string, number | string | boolean>): Decoder {
+/** Checks the method exists, its models are loaded and its parameters are valid (the catalog's one prepare). */
+export function chatMethod(held: HeldTrio | null, method: string, gamma: number, params: Record<string, number | string | boolean>): PreparedMethod {
   if (!held) throw new UserInputError('no model is loaded: load a trio on the Models screen first')
-  const definition = findMethod(method)
-  if (!definition) throw new UserInputError(`method '${method}' is not available in this version of SpecLab`)
-  if (definition.needs.draft && !held.models.draft)
-    throw new UserInputError(`method '${method}' needs a draft model: load a trio with a draft on the Models screen`)
-  if (definition.needs.mid && !held.models.mid)
-    throw new UserInputError(`method '${method}' needs a mid model: load a trio with a mid model on the Models screen`)
-  return definition.forRun({ gamma, params })()
+  try {
+    return prepare(method, { gamma, params }, { draft: held.models.draft !== undefined, mid: held.models.mid !== undefined })
+  } catch (error) {
+    if (error instanceof UserInputError && / needs a (draft|mid) model$/.test(error.message))
+      throw new UserInputError(`${error.message}: load a trio with one on the Models screen`)
+    throw error
+  }
 }
 
 /** Merges consecutive pieces of one provenance. */
@@ -95,7 +95,7 @@ export class ChatService {
   private send(request: ApiRequest<'chat:send'>) {
     const held = this.models.current
     const { settings } = request
-    const decoder = chatDecoder(held, settings.method, settings.gamma, settings.params)
+    const method = chatMethod(held, settings.method, settings.gamma, settings.params)
     if (request.conversationId !== null && !this.store().getConversation(request.conversationId))
       throw new UserInputError(`conversation ${request.conversationId} does not exist any more`)
     const release = this.lock.acquire(`chat generation with ${settings.method}`)
@@ -113,7 +113,7 @@ export class ChatService {
       const generation: Generation = { id: randomUUID(), conversationId, abort: new AbortController() }
       this.generation = generation
       const seed = settings.seed ?? randomInt(2 ** 32)
-      void this.generate(held!, decoder, generation, prompt, { ...settings, seed }, release)
+      void this.generate(held!, method, generation, prompt, { ...settings, params: method.params, seed }, release)
       return { conversationId, generationId: generation.id, userMessage }
     } catch (error) {
       release()
@@ -122,8 +122,7 @@ export class ChatService {
   }
 
   /** The held trio, reloaded (same files and settings, with progress) when the method needs more KV sequences. */
-  private async withSequencesFor(held: HeldTrio, settings: ApiRequest<'chat:send'>['settings']): Promise<HeldTrio> {
-    const needed = sessionsNeeded([settings.method], { gamma: settings.gamma, params: settings.params })
+  private async withSequencesFor(held: HeldTrio, needed: number): Promise<HeldTrio> {
     if (held.sequences >= needed) return held
     const reloaded = await this.models.load(held.entries, held.settings, (p) => this.emit({ type: 'models:load-progress', ...p }), needed)
     this.emit({ type: 'models:changed' })
@@ -132,7 +131,7 @@ export class ChatService {
 
   private async generate(
     held: HeldTrio,
-    decoder: Decoder,
+    method: PreparedMethod,
     generation: Generation,
     prompt: ReturnType<typeof buildPrompt>,
     settings: ApiRequest<'chat:send'>['settings'] & { seed: number },
@@ -168,16 +167,18 @@ export class ChatService {
     let message: ChatMessage | null = null
     let error: string | null = null
     try {
-      const request = {
+      held = await this.withSequencesFor(held, method.sessions)
+      await decodeOnce({
+        decoder: method.newRun()(),
+        models: held.models,
         promptTokens: prompt.tokens,
         maxTokens: settings.maxTokens,
         warp: { temperature: settings.temperature, topK: settings.topK, topP: settings.topP },
-        rng: createPrng(settings.seed, 0),
-        params: { ...settings.params, gamma: settings.gamma },
-        signal: generation.abort.signal
-      }
-      held = await this.withSequencesFor(held, settings)
-      for await (const event of decoder(held.models, request)) onEvent(event)
+        seed: settings.seed,
+        stream: 0,
+        signal: generation.abort.signal,
+        onEvent
+      })
       flush()
       const finalSegments = (end.reason === 'stop-string' ? cutAtStopString(segments, prompt.stopStrings) : null) ?? segments
       const { entries } = held

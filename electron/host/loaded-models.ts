@@ -1,16 +1,16 @@
 /**
- * The trio held in memory: target M_p, optional mid M_q2 and draft M_q1, loaded with node-llama-cpp (through the
- * engine's adapter) one after the other with progress, checked to share one vocabulary, and fingerprinted for run
- * records. Loading a different trio first frees the current one (memory is the scarce resource).
+ * The trio held in memory: target M_p, optional mid M_q2 and draft M_q1, loaded by experiments/models.ts loadTrio
+ * (one after the other with progress, checked to share one vocabulary, fingerprinted for run records, everything
+ * disposed again when a step fails). Loading a different trio first frees the current one (memory is the scarce
+ * resource).
  */
 import type { LoadedTrio, LoadSettings, ModelEntry, ModelFingerprint, ModelPaths } from '../api/contract'
-import { DEFAULT_SEQUENCES } from '../engine/decoders/registry'
+import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'
-import { defaultThreads, loadLlamaModel, type LlamaCppModel } from '../engine/model/llama-cpp-model'
-import { assertSameVocabulary } from '../engine/model/vocabulary-check'
-import { fingerprintModel, type LoadedTrio as SuiteTrio } from '../experiments/models'
+import { defaultThreads, type LlamaCppModel } from '../engine/model/llama-cpp-model'
+import { loadTrio, type LoadedTrio as SuiteTrio, type TrioRole } from '../experiments/models'
 
-export type Role = 'target' | 'mid' | 'draft'
+export type Role = TrioRole
 
 export interface TrioEntries {
   target: ModelEntry
@@ -33,7 +33,7 @@ export interface HeldTrio {
   fingerprints: ModelFingerprint[]
   /** The smallest context of the loaded models: prompt + generated tokens must fit all of them. */
   contextSize: number
-  /** KV sequences per model: beam and DSBD runs want one per path (engine/decoders/registry.ts sessionsNeeded). */
+  /** KV sequences per model: beam and DSBD runs want one per path (PreparedRun.sessions, engine/methods/prepare.ts). */
   sequences: number
 }
 
@@ -85,39 +85,28 @@ export class LoadedModels {
     if (this.matches(entries, settings, sequences)) return this.held!
     await this.unload()
     this.loadingNow = true
-    const roles = (['target', 'mid', 'draft'] as const).filter((role) => entries[role] !== null)
-    const loaded: Partial<Record<Role, LlamaCppModel>> = {}
     try {
-      for (const [index, role] of roles.entries()) {
-        const entry = entries[role]!
-        const progress = (fraction: number) =>
-          onProgress({ role, fileName: entry.fileName, index, count: roles.length, fraction: Math.min(1, Math.max(0, fraction)) })
-        progress(0)
-        loaded[role] = await loadLlamaModel(entry.path, {
+      const trio = await loadTrio(
+        { target: entries.target.path, mid: entries.mid?.path, draft: entries.draft?.path },
+        {
           contextSize: settings.contextSize,
           gpuLayers: settings.gpuLayers,
           threads: settings.threads ?? undefined,
           fullVocabulary: settings.fullVocabulary,
           sequences,
-          onLoadProgress: progress
-        })
-        progress(1)
-      }
-      const models = Object.values(loaded) as LlamaCppModel[]
-      assertSameVocabulary(models)
-      const fingerprints = await Promise.all(models.map(fingerprintModel))
+          onProgress: ({ role, index, count, fraction }) => onProgress({ role, fileName: entries[role]!.fileName, index, count, fraction })
+        }
+      )
+      const { target, mid, draft } = trio.models
       this.held = {
         entries,
         settings,
-        models: { target: loaded.target!, mid: loaded.mid, draft: loaded.draft },
-        fingerprints,
-        contextSize: Math.min(...models.map((m) => m.context.contextSize)),
+        models: trio.models,
+        fingerprints: trio.fingerprints,
+        contextSize: Math.min(...[target, mid, draft].flatMap((m) => (m ? [m.context.contextSize] : []))),
         sequences
       }
       return this.held
-    } catch (error) {
-      for (const model of Object.values(loaded)) await model.dispose()
-      throw error
     } finally {
       this.loadingNow = false
     }

@@ -5,13 +5,14 @@
  */
 import { randomInt, randomUUID } from 'node:crypto'
 import path from 'node:path'
-import { METHOD_IDS, RunConfig, type DatasetInfo, type HostEvent, type LoadSettings, type WorkbenchProgress, type WorkbenchStart } from '../api/contract'
+import { RunConfig, type DatasetInfo, type HostEvent, type LoadSettings, type WorkbenchProgress, type WorkbenchStart } from '../api/contract'
 import type { ApiHandlers } from '../api/runs-service'
-import { findMethod, sessionsNeeded } from '../engine/decoders/registry'
+import type { PreparedRun } from '../engine/methods/prepare'
+import { METHOD_IDS } from '../engine/methods/ids'
 import { UserInputError } from '../engine/errors'
 import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { BUILTIN_DATASETS, loadBuiltinDataset, loadPromptFile, type PromptItem } from '../experiments/prompts'
-import { executeRun, validateMethods } from '../experiments/runner'
+import { executeRun, prepareConfig } from '../experiments/runner'
 import { findSuite } from '../experiments/suites'
 import type { RunStore } from '../store/run-store'
 import type { JobLock } from './job-lock'
@@ -103,8 +104,6 @@ export class WorkbenchService {
 
   private async start(request: WorkbenchStart): Promise<{ jobId: string }> {
     if (request.suite !== null && !findSuite(request.suite)) throw new UserInputError(`unknown suite '${request.suite}'`)
-    for (const id of request.methods)
-      if (!findMethod(id)) throw new UserInputError(`method '${id}' is not available in this version of SpecLab`)
     const entries: TrioEntries = {
       target: await this.library.get(request.models.target),
       mid: request.models.mid === null ? null : await this.library.get(request.models.mid),
@@ -113,8 +112,8 @@ export class WorkbenchService {
     const prompts =
       request.dataset.kind === 'builtin' ? loadBuiltinDataset(request.dataset.id) : importPromptFile(request.dataset.path).prompts
     const limited = request.limit ? prompts.slice(0, request.limit) : prompts
-    const config = this.buildConfig(request, entries)
-    validateMethods(config) // missing models and bad parameters, before anything loads
+    // Unknown or duplicate methods, missing models and bad parameters are refused before anything loads.
+    const { config, prepared } = prepareConfig(this.buildConfig(request, entries))
     const release = await this.lock.acquireSoon('a workbench run', this.lock.busy === 'computing perplexities' ? 15_000 : 0)
     const job: Job = {
       id: randomUUID(),
@@ -140,7 +139,7 @@ export class WorkbenchService {
     }
     job.progress.jobId = job.id
     this.job = job
-    void this.run(job, config, entries, request.load, limited, release)
+    void this.run(job, config, prepared, entries, request.load, limited, release)
     return { jobId: job.id }
   }
 
@@ -180,6 +179,7 @@ export class WorkbenchService {
   private async run(
     job: Job,
     config: RunConfig,
+    prepared: PreparedRun,
     entries: TrioEntries,
     load: LoadSettings,
     prompts: PromptItem[],
@@ -187,7 +187,6 @@ export class WorkbenchService {
   ): Promise<void> {
     try {
       this.update(job, { phase: 'loading', message: 'Loading models…' }, true)
-      const sequences = sessionsNeeded(config.methods, { gamma: config.gamma, params: config.params })
       const held = await this.models.load(
         entries,
         load,
@@ -195,13 +194,14 @@ export class WorkbenchService {
           this.emit({ type: 'models:load-progress', ...p })
           this.update(job, { message: `Loading ${p.fileName} (${p.index + 1}/${p.count}) ${(p.fraction * 100).toFixed(0)}%` })
         },
-        sequences
+        prepared.sessions
       )
       this.emit({ type: 'models:changed' })
       if (job.abort.signal.aborted) throw new UserInputError('cancelled before the run started')
       const effective = { ...config, contextSize: held.contextSize, modelFingerprints: held.fingerprints }
       this.update(job, { phase: 'running', message: 'Warming up…' }, true)
       const report = await executeRun(this.store(), effective, held.models, prompts, {
+        prepared,
         signal: job.abort.signal,
         onRunCreated: (runId) => {
           this.update(job, { runId }, true)

@@ -9,8 +9,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { app, BrowserWindow, dialog, ipcMain, Menu, session, shell, type IpcMainInvokeEvent } from 'electron'
 import { z } from 'zod'
-import { ApiRequests, PRIVILEGED_CHANNELS, type ApiChannel, type HostEvent, type UiCommand } from '../api/contract'
-import { isApiChannel } from '../api/runs-service'
+import { API, isApiChannel, PRIVILEGED_CHANNELS, type HostEvent, type UiCommand } from '../api/contract'
 import { SUITES } from '../experiments/suites'
 import { HostProcess } from './host-process'
 import { buildMenuTemplate } from './menu'
@@ -62,7 +61,7 @@ async function onApiCall(event: IpcMainInvokeEvent, channel: unknown, payload: u
     assertOwnFrame(event)
     if (!isApiChannel(channel)) throw new Error(`Unknown api channel: ${JSON.stringify(channel)}`)
     if (PRIVILEGED_CHANNELS.has(channel)) throw new Error(`${channel} is only available from the application menu`)
-    const parsed = ApiRequests[channel as ApiChannel].safeParse(payload)
+    const parsed = API[channel].request.safeParse(payload)
     if (!parsed.success) throw new Error(`Invalid request for ${channel}: ${z.prettifyError(parsed.error)}`)
     if (!host) throw new Error('the engine host is not running')
     return { ok: true, result: await host.call(channel, parsed.data) }

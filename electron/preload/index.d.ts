@@ -1,8 +1,8 @@
 /** What the preload exposes to the renderer as `window.speclab` (see ./index.ts). */
-import type { ApiChannel, ApiRequest, ApiResponses, HostEvent } from '../api/contract'
+import type { ApiChannel, ApiRequest, ApiResponse, HostEvent } from '../api/contract'
 
 export interface SpeclabApi {
-  call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponses[C]>
+  call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponse<C>>
   /** Events pushed by the engine host (progress, streamed tokens, menu commands); returns the unsubscribe. */
   onEvent(listener: (event: HostEvent) => void): () => void
   /** A native open dialog for a model (.gguf) or a prompt file (.jsonl); null when cancelled. */

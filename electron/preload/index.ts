@@ -4,7 +4,7 @@
  * native open dialog. Main validates channel and payload again; nothing else of Electron reaches the page.
  */
 import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron'
-import type { ApiChannel, ApiRequest, ApiResponses, HostEvent } from '../api/contract'
+import type { ApiChannel, ApiRequest, ApiResponse, HostEvent } from '../api/contract'
 import type { SpeclabApi } from './index.d'
 
 // Channel names, also in ../main/index.ts.
@@ -15,10 +15,10 @@ const PICK_CHANNEL = 'speclab:pick-file'
 type Reply = { ok: true; result: unknown } | { ok: false; error: string }
 
 const api: SpeclabApi = {
-  async call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponses[C]> {
+  async call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponse<C>> {
     const reply = (await ipcRenderer.invoke(API_CHANNEL, channel, payload)) as Reply
     if (!reply.ok) throw new Error(reply.error)
-    return reply.result as ApiResponses[C]
+    return reply.result as ApiResponse<C>
   },
   onEvent(listener: (event: HostEvent) => void): () => void {
     // The page never sees Electron's event object, only the payload (the renderer validates it).

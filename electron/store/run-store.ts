@@ -11,6 +11,7 @@ import { RunConfig, type RunStatus, type RunSummary } from '../api/contract'
 import { PROVENANCE_CODES, type LevelCounters, type StepRecord } from '../engine/decoders/types'
 import type { PromptOutcome } from '../engine/metrics/fold'
 import { migrate } from './migrations'
+import { isOwnerAlive, type OwnedRow } from './owner'
 
 export type PromptResultStatus = 'running' | 'done' | 'cancelled' | 'failed'
 
@@ -349,8 +350,8 @@ export class RunStore {
     return this.db.transaction(() => {
       const running = this.db
         .prepare(`SELECT id, owner_pid AS pid, owner_host AS host FROM runs WHERE status = 'running'`)
-        .all() as { id: number; pid: number | null; host: string | null }[]
-      const orphans = running.filter((run) => !isOwnerAlive(run))
+        .all() as OwnedRow[]
+      const orphans = running.filter((run) => !isOwnerAlive(run, runsInProgressHere))
       const failPrompts = this.db.prepare(
         `UPDATE prompt_results SET status = 'failed', finished_at = ? WHERE status = 'running' AND run_id = ?`
       )
@@ -366,21 +367,6 @@ export class RunStore {
 
 /** Runs this process is executing through an open store (a store closed mid-run leaves its runs orphaned). */
 const runsInProgressHere = new Set<number>()
-
-function isOwnerAlive(run: { id: number; pid: number | null; host: string | null }): boolean {
-  if (run.host !== os.hostname() || run.pid === null) return false
-  return run.pid === process.pid ? runsInProgressHere.has(run.id) : isAlive(run.pid)
-}
-
-/** Signal 0 checks existence without touching the process (EPERM: it exists but belongs to another user). */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as { code?: string }).code === 'EPERM'
-  }
-}
 
 function openError(file: string, error: unknown): Error {
   const code = (error as { code?: string }).code

@@ -5,11 +5,12 @@
  *
  * A cell is finished when its linked run is `done`; cancelled, failed or interrupted runs of a cell stay in the
  * store (they are real records of what happened) but count as unfinished, so a resume recomputes that cell.
- * On open, suite runs left `running` by a process that is gone become `interrupted` (the rule of run-store.ts).
+ * On open, suite runs left `running` by a process that is gone become `interrupted` (owner.ts, the rule of runs).
  */
 import os from 'node:os'
 import type Database from 'better-sqlite3'
 import type { RunStatus } from '../api/contract'
+import { isOwnerAlive, type OwnedRow } from './owner'
 
 export interface SuiteRunRow<Options = unknown, Plan = unknown> {
   id: number
@@ -143,20 +144,9 @@ export class SuiteStore {
   private markInterrupted(): void {
     const running = this.db
       .prepare(`SELECT id, owner_pid AS pid, owner_host AS host FROM suite_runs WHERE status = 'running'`)
-      .all() as { id: number; pid: number | null; host: string | null }[]
+      .all() as OwnedRow[]
     const interrupt = this.db.prepare(`UPDATE suite_runs SET status = 'interrupted', error = ?, finished_at = ? WHERE id = ?`)
-    for (const run of running) if (!isOwnerAlive(run)) interrupt.run(INTERRUPTED_ERROR, now(), run.id)
-  }
-}
-
-function isOwnerAlive(run: { id: number; pid: number | null; host: string | null }): boolean {
-  if (run.host !== os.hostname() || run.pid === null) return false
-  if (run.pid === process.pid) return suitesInProgressHere.has(run.id)
-  try {
-    process.kill(run.pid, 0)
-    return true
-  } catch (error) {
-    return (error as { code?: string }).code === 'EPERM'
+    for (const run of running) if (!isOwnerAlive(run, suitesInProgressHere)) interrupt.run(INTERRUPTED_ERROR, now(), run.id)
   }
 }
 

@@ -5,14 +5,14 @@
  *   from the page URL (`?token=…`, then kept in sessionStorage and removed from the address bar).
  * Pushed events are validated with the contract's `HostEvent` schema before any screen sees them.
  */
-import { HostEvent, type ApiChannel, type ApiRequest, type ApiResponses } from '../../electron/api/contract'
+import { HostEvent, type ApiChannel, type ApiRequest, type ApiResponse } from '../../electron/api/contract'
 import { RpcClient } from '../../electron/api/rpc-client'
 
 export type ConnectionState = 'connecting' | 'open' | 'closed'
 
 export interface Api {
   readonly mode: 'electron' | 'browser'
-  call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponses[C]>
+  call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponse<C>>
   onEvent(listener: (event: HostEvent) => void): () => void
   /** Native file dialog (Electron only); browser mode types paths instead. */
   pickFile: ((kind: 'model' | 'dataset') => Promise<string | null>) | null

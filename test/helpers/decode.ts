@@ -45,7 +45,6 @@ export function makeRequest(overrides: Partial<DecodeRequest> & { promptTokens: 
     maxTokens: 16,
     warp: PLAIN,
     rng: createPrng(1234, 0),
-    params: {},
     ...overrides
   }
 }

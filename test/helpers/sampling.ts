@@ -40,7 +40,7 @@ export async function sampleTokenGroups(
       maxTokens: run.maxTokens,
       warp: run.warp,
       rng: createPrng(run.seed, i),
-      params: {}
+
     })
     expect(result.tokens.length).toBe(run.maxTokens)
     run.groups.forEach((positions, g) => tally(counts[g], positions.map((p) => result.tokens[p]).join(',')))

@@ -41,10 +41,12 @@ withModels('speclab CLI', () => {
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 
   it('run --json prints one object with the contract fields', () => {
-    const { code, stdout } = speclab(...smallRun, '--methods', 'ar,sd,nlc-draft', '--temperature', '0', '--json')
+    const { code, stdout } = speclab(...smallRun, '--methods', 'ar,sd,nlc-draft', '--temperature', '0', '--set', 'nlc.minTokens=1', '--json')
     expect(code).toBe(0)
     const report = JSON.parse(stdout)
     expect(report.runId).toBe(1)
+    // The record holds the resolved parameters of the run's methods (defaults filled in), not the raw --set.
+    expect(report.config.params).toEqual({ 'nlc.minConfidence': 0.6, 'nlc.minTokens': 1 })
     expect(report.config.seed).toBe(3)
     expect(report.config.models.target).toBe(target)
     expect(report.methods.map((m: { method: string }) => m.method)).toEqual(['ar', 'sd', 'nlc-draft'])
@@ -89,7 +91,13 @@ withModels('speclab CLI', () => {
     ['an invalid --top-p', ['run', '--target', target, '--top-p', '1.5', '--methods', 'ar'], /invalid --top-p/],
     ['a non-numeric --max-tokens', ['run', '--target', target, '--max-tokens', 'many'], /--max-tokens/],
     ['an unknown method', ['run', '--target', target, '--methods', 'ar,warp-drive'], /unknown method 'warp-drive'/],
-    ['a method without its draft', ['run', '--target', target, '--methods', 'sd'], /method 'sd' needs --draft/],
+    ['a method without its draft', ['run', '--target', target, '--methods', 'sd'], /method 'sd' needs a draft model/],
+    ['a duplicate method', ['run', '--target', target, '--methods', 'ar,ar'], /method 'ar' is listed twice/],
+    ['a misspelled parameter', ['run', '--target', target, '--draft', draft, '--methods', 'svip', '--set', 'svp.h=0.2'], /svp\.h is not a parameter of svip \(svip takes svip\.h, svip\.c, svip\.maxDraft\)/],
+    ['a parameter of a method not in the run', ['run', '--target', target, '--draft', draft, '--methods', 'ar,sd', '--set', 'svip.h=0.2'], /parameter svip\.h belongs to svip, which is not in this run/],
+    ['a non-numeric nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.minConfidence=abc'], /nlc\.minConfidence \(nlc-draft\) must be a number in \[0, 1\], got "abc"/],
+    ['an out-of-range nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.minTokens=1e9'], /nlc\.minTokens \(nlc-draft\) must be an integer in \[0, 1024\], got 1000000000/],
+    ['an unknown nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.typo=1'], /nlc\.typo is not a parameter of nlc-draft \(nlc-draft takes nlc\.minConfidence, nlc\.minTokens\)/],
     ['a missing prompt file', ['run', '--target', target, '--methods', 'ar', '--prompts', '/no/prompts.jsonl'], /prompt file not found/],
     ['an unknown run id', ['show', '999'], /no run with id 999/],
     ['a missing --target', ['run'], /required option '--target/]

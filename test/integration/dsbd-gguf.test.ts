@@ -13,9 +13,9 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
-import { RAW_WARP } from '../../electron/engine/decoders/beam'
-import { findMethod } from '../../electron/engine/decoders/registry'
-import type { MethodParams } from '../../electron/engine/decoders/types'
+import { RAW_WARP } from '../../electron/engine/decoders/session-pool'
+import { prepare } from '../../electron/engine/methods/prepare'
+import type { RawParams as MethodParams } from '../../electron/engine/methods/param-spec'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import { beamWidthTotals, foldSteps } from '../../electron/engine/metrics/fold'
 import { createPrng } from '../../electron/engine/sampling/prng'
@@ -97,9 +97,9 @@ withModels('beam / dsbd / dsbd-1beam on stories-target5M ← stories260K', () =>
 
   for (const { method, gamma, params } of CASES) {
     it(`${method} ${JSON.stringify(params)} (γ ${gamma}): valid outputs, perplexity, no KV leak across prompts`, async () => {
-      const definition = findMethod(method)!
-      const factory = definition.forRun({ gamma, params })
-      expect(definition.sessions!({ gamma, params })).toBeLessThanOrEqual(SEQUENCES)
+      const prepared = prepare(method, { gamma, params })
+      const factory = prepared.newRun()
+      expect(prepared.sessions).toBeLessThanOrEqual(SEQUENCES)
       for (const [index, text] of PROMPTS.entries()) {
         const prompt = promptTokens(text)
         const result = await decode(factory(), { target, draft }, makeRequest({
@@ -148,7 +148,7 @@ withModels('beam / dsbd / dsbd-1beam on stories-target5M ← stories260K', () =>
   }
 
   it('greedy dsbd reproduces greedy ar (divergence only at a near-tie)', async () => {
-    const dsbd = findMethod('dsbd')!.forRun({ gamma: 3, params: { 'dsbd.ws': 3 } })
+    const dsbd = prepare('dsbd', { gamma: 3, params: { 'dsbd.ws': 3 } }).newRun()
     for (const text of PROMPTS) {
       const prompt = promptTokens(text)
       const ar = await decode(autoregressive, { target }, makeRequest({ promptTokens: prompt, maxTokens: MAX_TOKENS, warp: GREEDY }))

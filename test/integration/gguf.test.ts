@@ -9,7 +9,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
-import { nlcDraft } from '../../electron/engine/decoders/nlc-draft'
+import { prepare } from '../../electron/engine/methods/prepare'
+
 import { speculativeDecoder } from '../../electron/engine/decoders/speculative'
 import type { Decoder } from '../../electron/engine/decoders/types'
 import { UserInputError } from '../../electron/engine/errors'
@@ -21,6 +22,9 @@ import { createPrng } from '../../electron/engine/sampling/prng'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
 import { decode, makeRequest } from '../helpers/decode'
 import { describeWithModels, expectSameOrNearTie, GREEDY_64, missingModels, modelPath } from '../helpers/gguf'
+
+/** node-llama-cpp's predictor with maxTokens = γ = 4, through the catalog. */
+const nlcDraft = () => prepare('nlc-draft', { gamma: 4, params: {} }).newRun()()
 
 const FILES = {
   s260f32: 'stories260K-f32.gguf',
@@ -119,10 +123,9 @@ withModels('GGUF models (node-llama-cpp)', () => {
     decoder: Decoder,
     target: LlamaCppModel,
     draft: LlamaCppModel,
-    prompt: string,
-    params: Record<string, number> = {}
+    prompt: string
   ): Promise<{ outcome: 'identical' | 'near-tie'; provenances: string[] }> {
-    const request = () => makeRequest({ promptTokens: promptTokens(target, prompt), maxTokens: MAX_TOKENS, warp: GREEDY_64, params })
+    const request = () => makeRequest({ promptTokens: promptTokens(target, prompt), maxTokens: MAX_TOKENS, warp: GREEDY_64 })
     const ar = await decode(autoregressive, { target }, request())
     const other = await decode(decoder, { target, draft }, request())
     expect(ar.tokens.length).toBeGreaterThan(0)
@@ -175,7 +178,7 @@ withModels('GGUF models (node-llama-cpp)', () => {
 
   describe('nlc-draft (node-llama-cpp DraftSequenceTokenPredictor)', () => {
     it('greedy nlc-draft = greedy ar (target5M ← 260K, maxTokens = γ 4)', async () => {
-      const { provenances } = await expectGreedyEquivalent('nlc-draft', nlcDraft, nlc.target, nlc.draft, PROMPTS[0], { gamma: 4 })
+      const { provenances } = await expectGreedyEquivalent('nlc-draft', nlcDraft(), nlc.target, nlc.draft, PROMPTS[0])
       // node-llama-cpp's predictor really supplied some of the tokens.
       expect(provenances).toContain('draft')
     })
@@ -214,9 +217,9 @@ withModels('GGUF models (node-llama-cpp)', () => {
       for (let run = 0; run < 40; run++) {
         const prompt = PROMPTS[0]
         await decode(
-          nlcDraft,
+          nlcDraft(),
           { target: nlc.target, draft: nlc.draft },
-          makeRequest({ promptTokens: promptTokens(nlc.target, prompt), maxTokens: MAX_TOKENS, warp: GREEDY_64, params: { gamma: 4 } })
+          makeRequest({ promptTokens: promptTokens(nlc.target, prompt), maxTokens: MAX_TOKENS, warp: GREEDY_64 })
         )
         expect(await dirtySequences(nlc.target), `target context after nlc-draft run ${run + 1}`).toEqual([])
         expect(await dirtySequences(nlc.draft), `draft context after nlc-draft run ${run + 1}`).toEqual([])

@@ -14,8 +14,9 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
-import { findMethod } from '../../electron/engine/decoders/registry'
-import type { DecoderModels, MethodParams } from '../../electron/engine/decoders/types'
+import { prepare } from '../../electron/engine/methods/prepare'
+import type { DecoderModels } from '../../electron/engine/decoders/types'
+import type { RawParams as MethodParams } from '../../electron/engine/methods/param-spec'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import { foldLevels } from '../../electron/engine/metrics/levels'
 import { RunStore } from '../../electron/store/run-store'
@@ -97,7 +98,7 @@ withModels('greedy hierarchies = greedy ar on the shared trios (temperature 0, t
         const totals = { q2Accepts: 0, q2Rejects: 0, pAccepts: 0, pRejects: 0, mid: 0, draft: 0 }
         for (const prompt of PROMPTS) {
           const request = makeRequest({ promptTokens: promptTokens(target, prompt), maxTokens: MAX_TOKENS, warp: GREEDY_64 })
-          const result = await decode(findMethod(method)!.forRun({ gamma, params })(), trioModels, request)
+          const result = await decode(prepare(method, { gamma, params }).newRun()(), trioModels, request)
           const levels = foldLevels(result.steps)!
           totals.q2Accepts += levels.q1.acceptedByQ2
           totals.q2Rejects += levels.q1.examinedByQ2 - levels.q1.acceptedByQ2

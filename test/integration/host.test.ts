@@ -15,7 +15,7 @@ import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { HostEvent, type ApiChannel, type ApiRequest, type ApiResponses, type ChatMessage, type WorkbenchProgress } from '../../electron/api/contract'
-import { DEFAULT_SEQUENCES, sessionsNeeded } from '../../electron/engine/decoders/registry'
+import { DEFAULT_SEQUENCES, prepare } from '../../electron/engine/methods/prepare'
 import { defaultThreads } from '../../electron/engine/model/llama-cpp-model'
 import { EngineHost } from '../../electron/host/host'
 import { runUtilityHost, type PortLike } from '../../electron/host/utility-entry'
@@ -393,7 +393,7 @@ describe.skipIf(!haveModels)('engine host', () => {
     expect(await loadedSequences()).toBe(DEFAULT_SEQUENCES)
 
     const dsbdParams = { 'dsbd.ws': 6 }
-    const needed = sessionsNeeded(['dsbd'], { gamma: 2, params: dsbdParams })
+    const needed = prepare('dsbd', { gamma: 2, params: dsbdParams }).sessions
     expect(needed).toBeGreaterThan(DEFAULT_SEQUENCES)
     const { jobId } = await call('workbench:start', {
       suite: null, methods: ['dsbd'], dataset: { kind: 'builtin', id: 'stories' }, limit: 1, models: trio, load: LOAD,

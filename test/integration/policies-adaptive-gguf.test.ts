@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
-import { findMethod } from '../../electron/engine/decoders/registry'
+import { prepare } from '../../electron/engine/methods/prepare'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import { decode, makeRequest } from '../helpers/decode'
@@ -60,7 +60,7 @@ withModels('adaptive policies on GGUF models: greedy = ar (target5M-f32 ← 260K
 
   for (const method of METHODS) {
     it(`${method} (γ_max ${GAMMA_MAX}): ${PROMPTS.length} prompts × ${MAX_TOKENS} tokens match ar`, async () => {
-      const factory = findMethod(method)!.forRun({ gamma: GAMMA_MAX, params: { 'rl.warmup': 10 } })
+      const factory = prepare(method, { gamma: GAMMA_MAX, params: { 'rl.warmup': 10 } }).newRun()
       const outcomes: string[] = []
       const steps: StepRecord[] = []
       for (const [k, prompt] of PROMPTS.entries()) {

@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
-import { findMethod } from '../../electron/engine/decoders/registry'
+import { prepare } from '../../electron/engine/methods/prepare'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import { decode, makeRequest } from '../helpers/decode'
@@ -61,7 +61,7 @@ withModels('issue-3 policies on GGUF models: greedy output = greedy ar (target5M
   })
 
   it.each(METHODS)('%s %o (γ = 5), 3 prompts × 48 tokens', async (id, params) => {
-    const run = findMethod(id)!.forRun({ gamma: GAMMA, params })
+    const run = prepare(id, { gamma: GAMMA, params }).newRun()
     const outcomes: string[] = []
     const steps: StepRecord[] = []
     for (const [i, prompt] of PROMPTS.entries()) {

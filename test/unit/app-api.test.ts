@@ -18,11 +18,9 @@ import {
 } from '../../electron/api/contract'
 import { RpcClient } from '../../electron/api/rpc-client'
 import type { StepRecord } from '../../electron/engine/decoders/types'
-import { availableMethods } from '../../electron/engine/decoders/registry'
 import { SUITES } from '../../electron/experiments/suites'
 import { cutAtStopString } from '../../electron/host/chat'
 import { IncrementalText } from '../../electron/host/incremental-text'
-import { documentedParams, methodInfos } from '../../electron/host/method-info'
 import { serveRequests } from '../../electron/host/rpc-server'
 import { entropyHistogram, runCsv } from '../../electron/host/runs-browser'
 import { startBrowserServer } from '../../electron/host/server'
@@ -188,30 +186,6 @@ describe('application menu', () => {
     expect(template[0]).toEqual({ role: 'appMenu' })
     // The registry the app reads: every entry has an id, a name and a preset of available methods.
     for (const suite of SUITES) expect(suite.preset.methods.length).toBeGreaterThan(0)
-  })
-})
-
-describe('method parameters', () => {
-  it('reads documented key=value defaults and skips alternatives and placeholders', () => {
-    expect(documentedParams('--set svip.h=0.3 (§3.1) svip.maxDraft=40 svip.c=0.15. svip.c=1 is as printed')).toEqual([
-      { key: 'svip.h', defaultValue: 0.3 },
-      { key: 'svip.maxDraft', defaultValue: 40 },
-      { key: 'svip.c', defaultValue: 0.15 }
-    ])
-    expect(documentedParams('chen.residual=true: exact. --set chen.m=2 chen.residual=false')).toEqual([
-      { key: 'chen.m', defaultValue: 2 },
-      { key: 'chen.residual', defaultValue: false }
-    ])
-    expect(documentedParams('--set pre.window=<--gamma>')).toEqual([])
-  })
-
-  it('describes every registered method, and every documented default instantiates', () => {
-    const infos = methodInfos()
-    expect(infos.map((m) => m.id)).toEqual(availableMethods().map((m) => m.id))
-    for (const info of infos) {
-      const params = Object.fromEntries(info.params.map((p) => [p.key, p.defaultValue]))
-      expect(() => availableMethods().find((m) => m.id === info.id)!.forRun({ gamma: 5, params }), info.id).not.toThrow()
-    }
   })
 })
 

@@ -10,8 +10,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { beamDecoder, type Beam } from '../../electron/engine/decoders/beam'
-import { dsbdDecoder, dsbdOptions, verifyLayer } from '../../electron/engine/decoders/dsbd'
-import { findMethod, sessionsNeeded } from '../../electron/engine/decoders/registry'
+import { dsbdDecoder, verifyLayer, type DsbdOptions } from '../../electron/engine/decoders/dsbd'
+import { prepare, prepareRun } from '../../electron/engine/methods/prepare'
 import { UserInputError } from '../../electron/engine/errors'
 import type { Decoder, DecoderModels, Provenance } from '../../electron/engine/decoders/types'
 import { ToyModel } from '../../electron/engine/model/toy-model'
@@ -23,6 +23,12 @@ import type { WarpConfig } from '../../electron/engine/sampling/warp'
 import { chiSquareGoodnessOfFit, tally, type ChiSquareResult } from '../helpers/chi-square'
 import { decode, PLAIN } from '../helpers/decode'
 import { exactSequenceDistribution, TOY_BOS, toyDraft, toyDraftClose, toyTarget } from '../helpers/toy-models'
+
+/** DSBD's options as the catalog resolves them (validation and defaults included). */
+function dsbdOptions(gamma: number, params: Record<string, number>, oneBeam: boolean): DsbdOptions {
+  const resolved = prepare(oneBeam ? 'dsbd-1beam' : 'dsbd', { gamma, params }).params as Record<string, number>
+  return { gamma, ws: resolved['dsbd.ws'], t: resolved['dsbd.t'], wMin: resolved['dsbd.wmin'], fixedWidth: resolved['dsbd.fixedWidth'], oneBeam }
+}
 
 const SAMPLES = 10_000
 const SEED = 20250105
@@ -232,7 +238,6 @@ async function collect(
       maxTokens: depth,
       warp,
       rng: createPrng(SEED + stream, i),
-      params: {}
     })
     expect(result.tokens).toHaveLength(depth)
     tally(emitted, keyOf(result.tokens))
@@ -264,7 +269,6 @@ describe('Theorem 3.1 end to end: dsbd with a fixed width samples beam sampling�
           maxTokens: DEPTH,
           warp,
           rng: createPrng(SEED + 10, i),
-          params: {}
         })
         expect(result.tokens).toHaveLength(DEPTH)
         expect(last).toHaveLength(WIDTH)
@@ -316,7 +320,6 @@ describe('Theorem 3.1 end to end: dsbd with a fixed width samples beam sampling�
         maxTokens: 3,
         warp,
         rng: createPrng(SEED + 30, i),
-        params: {}
       })
       tally(firstLayer, layerOne.map((beam) => String(beam.tokens[1])).join('|'))
       tally(widths, String(layerOne.length))
@@ -414,7 +417,6 @@ describe('KV sequences', () => {
           maxTokens: 24,
           warp: PLAIN,
           rng: createPrng(SEED + 50, i),
-          params: {}
         })) {
           if (event.type !== 'step') continue
           const decision = event.record.decision!
@@ -447,7 +449,7 @@ describe('KV sequences', () => {
   it('KV management never changes the output: with copies, without copies, and with only two sequences', async () => {
     const options = dsbdOptions(3, { 'dsbd.ws': 3, 'dsbd.t': 0.4 }, false)
     const run = async (models: DecoderModels, decoder: Decoder, seed: number) =>
-      (await decode(decoder, models, { promptTokens: [TOY_BOS], maxTokens: 20, warp: PLAIN, rng: createPrng(seed, 0), params: {} })).tokens
+      (await decode(decoder, models, { promptTokens: [TOY_BOS], maxTokens: 20, warp: PLAIN, rng: createPrng(seed, 0) })).tokens
     for (let seed = 0; seed < 15; seed++) {
       const reference = await run({ target: toyTarget(), draft: toyDraft() }, dsbdDecoder(options), seed)
       const noCopy = instrumented(toyTarget(), { copy: false })
@@ -462,7 +464,7 @@ describe('KV sequences', () => {
 })
 
 describe('registry: beam / dsbd / dsbd-1beam parameters', () => {
-  const forRun = (id: string, gamma: number, params: Record<string, number | string | boolean>) => () => findMethod(id)!.forRun({ gamma, params })
+  const forRun = (id: string, gamma: number, params: Record<string, number | string | boolean>) => () => prepare(id, { gamma, params }).newRun()
 
   it('validates --set values with a UserInputError naming the key', () => {
     expect(forRun('beam', 5, { 'beam.width': 2, 'beam.deterministic': true })).not.toThrow()
@@ -474,17 +476,18 @@ describe('registry: beam / dsbd / dsbd-1beam parameters', () => {
     expect(forRun('dsbd', 3, { 'dsbd.ws': 2, 'dsbd.fixedWidth': 3 })).toThrow(/dsbd\.fixedWidth/)
     expect(forRun('dsbd-1beam', 3, { 'dsbd.wmin': 9 })).toThrow(/dsbd\.wmin/)
     expect(forRun('dsbd', 3, { 'dsbd.layers': 2 })).toThrow(/dsbd\.layers/)
-    // Other methods' keys are left to them (one --set list serves every method of a run).
-    expect(forRun('dsbd', 3, { 'svip.h': 0.3, 'beam.width': 2 })).not.toThrow()
+    // A key of another method is refused, naming its owner (a run's --set list may hold only its methods' keys).
+    expect(forRun('dsbd', 3, { 'svip.h': 0.3 })).toThrow(/svip\.h belongs to svip, which is not in this run/)
+    expect(() => prepareRun(['dsbd', 'svip'], { gamma: 3, params: { 'svip.h': 0.3, 'dsbd.ws': 2 } })).not.toThrow()
   })
 
   it('declares the KV sequences it needs; a run opens max(4, …) up to 16', () => {
-    expect(findMethod('beam')!.sessions!({ gamma: 5, params: { 'beam.width': 6 } })).toBe(6)
+    expect(prepare('beam', { gamma: 5, params: { 'beam.width': 6 } }).sessions).toBe(6)
     // dsbd: W_S input beams + γ·W_S tree paths; dsbd-1beam: 1 + γ·W_S.
-    expect(findMethod('dsbd')!.sessions!({ gamma: 2, params: { 'dsbd.ws': 3 } })).toBe(9)
-    expect(findMethod('dsbd-1beam')!.sessions!({ gamma: 2, params: { 'dsbd.ws': 3 } })).toBe(7)
-    expect(sessionsNeeded(['ar', 'sd'], { gamma: 5, params: {} })).toBe(4)
-    expect(sessionsNeeded(['ar', 'dsbd'], { gamma: 2, params: { 'dsbd.ws': 3 } })).toBe(9)
-    expect(sessionsNeeded(['dsbd'], { gamma: 8, params: { 'dsbd.ws': 6 } })).toBe(16)
+    expect(prepare('dsbd', { gamma: 2, params: { 'dsbd.ws': 3 } }).sessions).toBe(9)
+    expect(prepare('dsbd-1beam', { gamma: 2, params: { 'dsbd.ws': 3 } }).sessions).toBe(7)
+    expect(prepareRun(['ar', 'sd'], { gamma: 5, params: {} }).sessions).toBe(4)
+    expect(prepareRun(['ar', 'dsbd'], { gamma: 2, params: { 'dsbd.ws': 3 } }).sessions).toBe(9)
+    expect(prepareRun(['dsbd'], { gamma: 8, params: { 'dsbd.ws': 6 } }).sessions).toBe(16)
   })
 })

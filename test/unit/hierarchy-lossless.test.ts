@@ -13,8 +13,9 @@
  */
 import { describe, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
-import { findMethod } from '../../electron/engine/decoders/registry'
-import type { DecoderModels, MethodParams, StepRecord } from '../../electron/engine/decoders/types'
+import { prepare } from '../../electron/engine/methods/prepare'
+import type { DecoderModels, StepRecord } from '../../electron/engine/decoders/types'
+import type { RawParams as MethodParams } from '../../electron/engine/methods/param-spec'
 import { ToyModel } from '../../electron/engine/model/toy-model'
 import { foldLevels } from '../../electron/engine/metrics/levels'
 import { probabilityOf, sample, type Distribution } from '../../electron/engine/sampling/distribution'
@@ -89,7 +90,7 @@ async function sampleMethod(
 ): Promise<Sampled> {
   const steps: StepRecord[] = []
   const provenance = new Map<string, number>()
-  const decoder = findMethod(method)!.forRun({ gamma, params })
+  const decoder = prepare(method, { gamma, params }).newRun()
   const byPositions = await sampleTokenGroups({ decoder, models, warp, maxTokens, groups, samples: SAMPLES, seed: SEED }, (result) => {
     for (const p of result.provenances) tally(provenance, p)
     steps.push(...result.steps)
@@ -258,7 +259,7 @@ describe('greedy hierarchies reproduce ar exactly (toy models)', () => {
         const ar = await decode(autoregressive, { target }, makeRequest({ promptTokens, maxTokens: 24, warp }))
         for (const gamma of [1, 2, 3, 5]) {
           const request = makeRequest({ promptTokens, maxTokens: 24, warp, rng: createPrng(gamma, 7) })
-          const result = await decode(findMethod(method)!.forRun({ gamma, params })(), { target, mid, draft }, request)
+          const result = await decode(prepare(method, { gamma, params }).newRun()(), { target, mid, draft }, request)
           expect(result.tokens, `${method} ${JSON.stringify(params)} prompt ${promptTokens} γ=${gamma}`).toEqual(ar.tokens)
           const levels = foldLevels(result.steps)!
           q2Rejections += levels.q1.examinedByQ2 - levels.q1.acceptedByQ2

@@ -10,9 +10,10 @@ import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { RunConfig } from '../../electron/api/contract'
 import { EntropyThreshold } from '../../electron/engine/decoders/entropy-threshold'
-import { acceptanceProbability, emptyLevels } from '../../electron/engine/decoders/pre-verify'
-import { findMethod } from '../../electron/engine/decoders/registry'
-import type { DecoderModels, LevelCounters, MethodParams, StepRecord } from '../../electron/engine/decoders/types'
+import { acceptanceProbability, emptyLevels } from '../../electron/engine/decoders/hierarchy'
+import { findMethod, prepare } from '../../electron/engine/methods/prepare'
+import type { DecoderModels, LevelCounters, StepRecord } from '../../electron/engine/decoders/types'
+import type { RawParams as MethodParams } from '../../electron/engine/methods/param-spec'
 import { UserInputError } from '../../electron/engine/errors'
 import { ToyModel } from '../../electron/engine/model/toy-model'
 import { eta, foldSteps, sigma } from '../../electron/engine/metrics/fold'
@@ -53,7 +54,7 @@ function scripted(name: string, plan: Record<number, [number, Shape]>): ToyModel
 }
 
 async function run(method: string, models: DecoderModels, maxTokens: number, gamma: number, params: MethodParams = {}) {
-  const decoder = findMethod(method)!.forRun({ gamma, params })()
+  const decoder = prepare(method, { gamma, params }).newRun()()
   return decode(decoder, models, makeRequest({ promptTokens: [TOY_BOS], maxTokens, warp: GREEDY }))
 }
 
@@ -171,7 +172,7 @@ describe('hsddw on scripted rejections (greedy, K = --gamma = 3, 12 tokens)', ()
     let rounds = 0
     let multi = 0
     for (let seed = 0; seed < 100; seed++) {
-      const decoder = findMethod('hsddw')!.forRun({ gamma: 4, params: {} })()
+      const decoder = prepare('hsddw', { gamma: 4, params: {} }).newRun()()
       const result = await decode(
         decoder,
         { target: toyTarget(), mid: toyDraftClose(), draft: toyDraft() },
@@ -202,7 +203,7 @@ describe('stopping rules shared with every decoder (all four hierarchies)', () =
     for (const method of HIERARCHIES) {
       let eos = 0
       for (let seed = 0; seed < 150; seed++) {
-        const decoder = findMethod(method)!.forRun({ gamma: 3, params: {} })()
+        const decoder = prepare(method, { gamma: 3, params: {} }).newRun()()
         const result = await decode(
           decoder,
           { target: eosTarget(), mid: eosTarget(0.6), draft: eosDraft() },
@@ -229,7 +230,7 @@ describe('stopping rules shared with every decoder (all four hierarchies)', () =
   it('an aborted signal cancels before the next target round', async () => {
     for (const method of HIERARCHIES) {
       const controller = new AbortController()
-      const decoder = findMethod(method)!.forRun({ gamma: 3, params: {} })()
+      const decoder = prepare(method, { gamma: 3, params: {} }).newRun()()
       const events = []
       for await (const event of decoder(
         { target: toyTarget(), mid: toyDraftClose(), draft: toyDraft() },
@@ -318,26 +319,26 @@ describe('acceptanceProbability (the α / β summand)', () => {
 })
 
 describe('method parameters', () => {
-  it('bad --set values are UserInputErrors naming the key', () => {
+  it('bad parameter values are UserInputErrors naming the key', () => {
     const bad: [string, MethodParams, RegExp][] = [
-      ['pre-verify', { 'pre.window': 0 }, /--set pre\.window must be an integer in \[1, 1024\], got 0/],
-      ['pre-self-verify', { 'pre.window': 2.5 }, /--set pre\.window must be an integer .*got 2\.5/],
-      ['pre-verify', { 'pre.windw': 3 }, /--set pre\.windw is not a parameter of pre-verify/],
-      ['hsddw', { 'hsddw.k': 3 }, /--set hsddw\.k is not a parameter of hsddw/],
-      ['hier-chen', { 'chen.m': 0 }, /--set chen\.m must be .*got 0/],
-      ['hier-chen', { 'chen.n': -1 }, /--set chen\.n must be .*got -1/],
-      ['hier-chen', { 'chen.n': 'two' }, /--set chen\.n must be .*got "two"/],
-      ['hier-chen', { 'chen.residual': 1 }, /--set chen\.residual must be true or false, got 1/]
+      ['pre-verify', { 'pre.window': 0 }, /pre\.window \(pre-verify\) must be an integer in \[1, 1024\], got 0/],
+      ['pre-self-verify', { 'pre.window': 2.5 }, /pre\.window \(pre-self-verify\) must be an integer .*got 2\.5/],
+      ['pre-verify', { 'pre.windw': 3 }, /pre\.windw is not a parameter of pre-verify/],
+      ['hsddw', { 'hsddw.k': 3 }, /hsddw\.k is not a parameter of hsddw/],
+      ['hier-chen', { 'chen.m': 0 }, /chen\.m \(hier-chen\) must be .*got 0/],
+      ['hier-chen', { 'chen.n': -1 }, /chen\.n \(hier-chen\) must be .*got -1/],
+      ['hier-chen', { 'chen.n': 'two' }, /chen\.n \(hier-chen\) must be .*got "two"/],
+      ['hier-chen', { 'chen.residual': 1 }, /chen\.residual \(hier-chen\) must be true or false, got 1/]
     ]
     for (const [method, params, message] of bad) {
-      const build = () => findMethod(method)!.forRun({ gamma: 3, params })
+      const build = () => prepare(method, { gamma: 3, params }).newRun()
       expect(build, `${method} ${JSON.stringify(params)}`).toThrow(UserInputError)
       expect(build).toThrow(message)
     }
     for (const id of ['pre-verify', 'pre-self-verify', 'hsddw', 'hier-chen']) {
       expect(findMethod(id)!.needs).toEqual({ draft: true, mid: true })
-      // Other methods' parameters are not this method's business.
-      expect(() => findMethod(id)!.forRun({ gamma: 3, params: { 'svip.h': 0.3, 'selfverify.maxDraft': 4 } })).not.toThrow()
+      // A key of a method that is not in the run would be recorded without applying: refused.
+      expect(() => prepare(id, { gamma: 3, params: { 'selfverify.maxDraft': 4 } })).toThrow(/selfverify\.maxDraft belongs to self-verify/)
     }
   })
 })

@@ -2,13 +2,14 @@
  * The four on-the-fly adaptation policies stay lossless: whatever γ they choose (0 included: a target-only
  * round), the output law is the target's warped law (chi-square against the exact law on the toy models, 20k
  * decodes each) and greedy decoding reproduces `ar` token for token. Decoders come from the registry exactly as a
- * run builds them: findMethod(id)!.forRun({ gamma, params })() — one forRun per test, so learned state carries
+ * run builds them: prepare(id, { gamma, params }).newRun()() — one forRun per test, so learned state carries
  * over from decode to decode as it does across the prompts of a run.
  */
 import { describe, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
-import { findMethod } from '../../electron/engine/decoders/registry'
-import type { DecoderModels, MethodParams } from '../../electron/engine/decoders/types'
+import { prepare } from '../../electron/engine/methods/prepare'
+import type { DecoderModels } from '../../electron/engine/decoders/types'
+import type { RawParams as MethodParams } from '../../electron/engine/methods/param-spec'
 import { createPrng } from '../../electron/engine/sampling/prng'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
 import { chiSquareGoodnessOfFit } from '../helpers/chi-square'
@@ -41,7 +42,7 @@ describe('adaptive policies are lossless: output law = target warped law (chi-sq
     const gammas = new Map<number, number>()
     let rounds = 0
     let rejections = 0
-    const decoder = findMethod(method)!.forRun({ gamma: 3, params: PARAMS })
+    const decoder = prepare(method, { gamma: 3, params: method === 'adaptive-rl' ? PARAMS : {} }).newRun()
     const counts = await sampleTokenGroups({ decoder, models, warp, maxTokens, groups, samples: SAMPLES, seed: SEED }, (result) => {
       for (const step of result.steps) {
         rounds += 1
@@ -79,7 +80,7 @@ describe('greedy adaptive policies reproduce ar exactly (toy models)', () => {
     for (const warp of [GREEDY, { temperature: 0, topK: 3, topP: 1 }]) {
       for (const gamma of [1, 2, 3, 5, 8]) {
         // One run per (warp, γ_max): state carries over from prompt to prompt.
-        const factory = findMethod(method)!.forRun({ gamma, params: { 'rl.warmup': 5 } })
+        const factory = prepare(method, { gamma, params: method === 'adaptive-rl' ? { 'rl.warmup': 5 } : {} }).newRun()
         for (const promptTokens of prompts) {
           const ar = await decode(autoregressive, { target }, makeRequest({ promptTokens, maxTokens: 24, warp }))
           const request = makeRequest({ promptTokens, maxTokens: 24, warp, rng: createPrng(gamma, 99) })

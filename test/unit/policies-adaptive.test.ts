@@ -4,12 +4,11 @@
  * Eq 2's MLE computed by hand, the Q-learning arithmetic, the decision-time bound and --set validation.
  */
 import { describe, expect, it } from 'vitest'
-import { findMethod } from '../../electron/engine/decoders/registry'
+import { findMethod, prepare, prepareRun } from '../../electron/engine/methods/prepare'
 import { UserInputError } from '../../electron/engine/errors'
 import {
   adaptiveAnalyticPolicy,
   analyticObjective,
-  ANALYTIC_DEFAULTS,
   bestWindow,
   estimateAcceptance,
   fitVerifyCost,
@@ -17,7 +16,7 @@ import {
 } from '../../electron/engine/policies/adaptive-analytic'
 import { adaptiveCacheFsmPolicy } from '../../electron/engine/policies/adaptive-cache-fsm'
 import { adaptiveFsmPolicy } from '../../electron/engine/policies/adaptive-fsm'
-import { adaptiveRlPolicy, qLearningUpdate, RL_DEFAULTS, type RlOptions } from '../../electron/engine/policies/adaptive-rl'
+import { adaptiveRlPolicy, qLearningUpdate, type RlOptions } from '../../electron/engine/policies/adaptive-rl'
 import type { DraftLengthPolicy, VerificationOutcome } from '../../electron/engine/policies/types'
 import { createPrng } from '../../electron/engine/sampling/prng'
 import type { Decoder } from '../../electron/engine/decoders/types'
@@ -147,9 +146,9 @@ describe('adaptive-cache-fsm (Method 3): token-id cache seeded with the prompt',
 describe('adaptive-analytic (Method 1): Eq 1 argmax and Eq 2 MLE', () => {
   const options = (overrides: Partial<AnalyticOptions> = {}): AnalyticOptions => ({
     gammaMax: 8,
-    history: ANALYTIC_DEFAULTS.history,
-    accMax: ANALYTIC_DEFAULTS.accMax,
-    timingHistory: ANALYTIC_DEFAULTS.timingHistory,
+    history: 6,
+    accMax: 0.98,
+    timingHistory: 32,
     ...overrides
   })
 
@@ -282,7 +281,7 @@ describe('adaptive-analytic (Method 1): Eq 1 argmax and Eq 2 MLE', () => {
 })
 
 describe('adaptive-rl (Method 4): tabular Q-learning', () => {
-  const options = (overrides: Partial<RlOptions> = {}): RlOptions => ({ gammaMax: 3, ...RL_DEFAULTS, ...overrides })
+  const options = (overrides: Partial<RlOptions> = {}): RlOptions => ({ gammaMax: 3, epsilon: 0.1, alpha: 0.1, discount: 0.9, warmup: 25, seed: 0, ...overrides })
 
   it('Q-update arithmetic on a hand-computed example (ε = 0, no warm-up, α 0.5, δ 0.9)', () => {
     const policy = adaptiveRlPolicy(options({ epsilon: 0, warmup: 0, alpha: 0.5, discount: 0.9 }))
@@ -364,37 +363,39 @@ describe('adaptive-rl (Method 4): tabular Q-learning', () => {
   })
 })
 
-describe('registry: the four methods and their --set validation', () => {
+describe('catalog: the four methods and their parameter validation', () => {
   const ids = ['adaptive-analytic', 'adaptive-fsm', 'adaptive-cache-fsm', 'adaptive-rl'] as const
 
-  it('are registered, need a draft, and build decoders with defaults', () => {
+  it('are in the catalog, need a draft, and build decoders with defaults', () => {
     for (const id of ids) {
       const method = findMethod(id)
       expect(method, id).toBeDefined()
       expect(method!.needs).toEqual({ draft: true, mid: false })
-      expect(typeof method!.forRun({ gamma: 5, params: {} })).toBe('function')
+      expect(typeof prepare(id, { gamma: 5, params: {} }).newRun()).toBe('function')
     }
+    expect(prepare('adaptive-analytic', { gamma: 5, params: {} }).params).toEqual({ 'analytic.history': 6, 'analytic.accMax': 0.98, 'analytic.timingHistory': 32 })
+    expect(prepare('adaptive-rl', { gamma: 5, params: {} }).params).toEqual({ 'rl.epsilon': 0.1, 'rl.alpha': 0.1, 'rl.discount': 0.9, 'rl.warmup': 25, 'rl.seed': 0 })
   })
 
   const bad: [string, number, Record<string, number | string | boolean>, RegExp][] = [
-    ['adaptive-analytic', 5, { 'analytic.history': 0 }, /--set analytic\.history must be an integer ≥ 1, got 0/],
+    ['adaptive-analytic', 5, { 'analytic.history': 0 }, /analytic\.history \(adaptive-analytic\) must be an integer in \[1, 1024\], got 0/],
     ['adaptive-analytic', 5, { 'analytic.history': 2.5 }, /analytic\.history/],
-    ['adaptive-analytic', 5, { 'analytic.accMax': 1.5 }, /--set analytic\.accMax must be a number in \(0, 1\], got 1\.5/],
-    ['adaptive-analytic', 5, { 'analytic.accMax': 'high' }, /--set analytic\.accMax .*got "high"/],
-    ['adaptive-analytic', 5, { 'analytic.histroy': 4 }, /--set analytic\.histroy is not a parameter/],
-    ['adaptive-rl', 5, { 'rl.epsilon': 2 }, /--set rl\.epsilon must be a number in \[0, 1\], got 2/],
-    ['adaptive-rl', 5, { 'rl.alpha': 0 }, /--set rl\.alpha must be a number in \(0, 1\]/],
-    ['adaptive-rl', 5, { 'rl.discount': 1 }, /--set rl\.discount must be a number in \[0, 1\)/],
-    ['adaptive-rl', 5, { 'rl.warmup': -1 }, /--set rl\.warmup must be an integer ≥ 0/],
-    ['adaptive-rl', 5, { 'rl.seed': true }, /--set rl\.seed must be an integer/],
-    ['adaptive-rl', 5, { 'rl.gamma': 0.9 }, /--set rl\.gamma is not a parameter .*rl\.discount/],
-    ['adaptive-fsm', 0, {}, /--gamma must be an integer ≥ 1 \(it is γ_max of adaptive-fsm\)/],
-    ['adaptive-cache-fsm', 2.5, {}, /--gamma must be an integer ≥ 1/]
+    ['adaptive-analytic', 5, { 'analytic.accMax': 1.5 }, /analytic\.accMax \(adaptive-analytic\) must be a number in \(0, 1\], got 1\.5/],
+    ['adaptive-analytic', 5, { 'analytic.accMax': 'high' }, /analytic\.accMax .*got "high"/],
+    ['adaptive-analytic', 5, { 'analytic.histroy': 4 }, /analytic\.histroy is not a parameter of adaptive-analytic \(adaptive-analytic takes analytic\.history, analytic\.accMax, analytic\.timingHistory\)/],
+    ['adaptive-rl', 5, { 'rl.epsilon': 2 }, /rl\.epsilon \(adaptive-rl\) must be a number in \[0, 1\], got 2/],
+    ['adaptive-rl', 5, { 'rl.alpha': 0 }, /rl\.alpha \(adaptive-rl\) must be a number in \(0, 1\]/],
+    ['adaptive-rl', 5, { 'rl.discount': 1 }, /rl\.discount \(adaptive-rl\) must be a number in \[0, 1\)/],
+    ['adaptive-rl', 5, { 'rl.warmup': -1 }, /rl\.warmup \(adaptive-rl\) must be an integer in \[0, 1000000\]/],
+    ['adaptive-rl', 5, { 'rl.seed': true }, /rl\.seed \(adaptive-rl\) must be an integer/],
+    ['adaptive-rl', 5, { 'rl.gamma': 0.9 }, /rl\.gamma is not a parameter .*rl\.discount/],
+    ['adaptive-fsm', 0, {}, /γ must be an integer in \[1, 128\], got 0/],
+    ['adaptive-cache-fsm', 2.5, {}, /γ must be an integer in \[1, 128\], got 2\.5/]
   ]
   it.each(bad)('%s --gamma %s %o → UserInputError', (id, gamma, params, message) => {
     let error: unknown
     try {
-      findMethod(id)!.forRun({ gamma, params })
+      prepare(id, { gamma, params }).newRun()
     } catch (e) {
       error = e
     }
@@ -402,17 +403,18 @@ describe('registry: the four methods and their --set validation', () => {
     expect((error as Error).message).toMatch(message)
   })
 
-  it('learned state persists across the prompts of a run and starts afresh in a new run (forRun closure)', async () => {
+  it('learned state persists across the prompts of a run and starts afresh in a new run (newRun closure)', async () => {
     const models = { target: toyTarget(), draft: toyDraft() }
     const firstDecision = async (factory: () => Decoder, prompt: number[]) => {
       const result = await decode(factory(), models, makeRequest({ promptTokens: prompt, maxTokens: 12, warp: GREEDY }))
       return result.steps[0].decision!
     }
     for (const id of ids) {
-      const run = findMethod(id)!.forRun({ gamma: 4, params: { 'rl.warmup': 0, 'rl.epsilon': 0 } })
+      const params: Record<string, number> = id === 'adaptive-rl' ? { 'rl.warmup': 0, 'rl.epsilon': 0 } : {}
+      const run = prepare(id, { gamma: 4, params }).newRun()
       const fresh = await firstDecision(run, [TOY_BOS, 1])
       const carried = await firstDecision(run, [TOY_BOS, 2])
-      const newRun = await firstDecision(findMethod(id)!.forRun({ gamma: 4, params: { 'rl.warmup': 0, 'rl.epsilon': 0 } }), [TOY_BOS, 2])
+      const newRun = await firstDecision(prepare(id, { gamma: 4, params }).newRun(), [TOY_BOS, 2])
       expect(newRun, id).toEqual(fresh)
       if (id === 'adaptive-analytic') {
         expect(fresh.window).toBe(0)
@@ -428,8 +430,10 @@ describe('registry: the four methods and their --set validation', () => {
     }
   })
 
-  it('accepts valid settings and ignores other methods’ parameters', () => {
-    const params = { 'analytic.history': 8, 'analytic.accMax': 1, 'rl.epsilon': 0, 'rl.seed': 3, 'svip.h': 0.4 }
-    for (const id of ids) expect(() => findMethod(id)!.forRun({ gamma: 4, params })).not.toThrow()
+  it('a run of several methods takes each one’s parameters; a key of a method not in the run is refused', () => {
+    const params = { 'analytic.history': 8, 'analytic.accMax': 1, 'rl.epsilon': 0, 'rl.seed': 3 }
+    expect(() => prepareRun(ids, { gamma: 4, params })).not.toThrow()
+    expect(() => prepareRun(ids, { gamma: 4, params: { ...params, 'svip.h': 0.4 } })).toThrow(/svip\.h belongs to svip, which is not in this run/)
+    expect(() => prepare('adaptive-fsm', { gamma: 4, params: { 'rl.seed': 3 } })).toThrow(/rl\.seed belongs to adaptive-rl/)
   })
 })

@@ -5,13 +5,14 @@
  * decision from the step records.
  */
 import { describe, expect, it } from 'vitest'
-import { findMethod } from '../../electron/engine/decoders/registry'
+import { findMethod, prepare } from '../../electron/engine/methods/prepare'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { UserInputError } from '../../electron/engine/errors'
-import { heuristicOptions, heuristicPolicy } from '../../electron/engine/policies/heuristic'
-import { pMinOptions, pMinPolicy, PMIN_DEFAULTS } from '../../electron/engine/policies/p-min'
-import { selfVerifyOptions, selfVerifyPolicy } from '../../electron/engine/policies/self-verify'
-import { svipOptions, svipPolicy, SVIP_DEFAULTS } from '../../electron/engine/policies/svip'
+import { methodInfos } from '../../electron/engine/methods/docs'
+import { heuristicPolicy } from '../../electron/engine/policies/heuristic'
+import { pMinPolicy } from '../../electron/engine/policies/p-min'
+import { selfVerifyPolicy } from '../../electron/engine/policies/self-verify'
+import { svipPolicy } from '../../electron/engine/policies/svip'
 import type { DraftLengthPolicy, PolicyExplanation } from '../../electron/engine/policies/types'
 import { fromWeights } from '../../electron/engine/sampling/distribution'
 import { createPrng } from '../../electron/engine/sampling/prng'
@@ -120,7 +121,7 @@ describe('sd-heuristic (HF update_candidate_strategy)', () => {
     const target = toyTarget()
     const draft = toyDraftClose()
     const firstCaps = async (params: Record<string, boolean>): Promise<[StepRecord[], StepRecord[]]> => {
-      const factory = findMethod('sd-heuristic')!.forRun({ gamma: 3, params })
+      const factory = prepare('sd-heuristic', { gamma: 3, params }).newRun()
       const a = await decode(factory(), { target, draft }, makeRequest({ promptTokens: [TOY_BOS, 1], maxTokens: 20, warp: GREEDY }))
       const b = await decode(factory(), { target, draft }, makeRequest({ promptTokens: [TOY_BOS, 2], maxTokens: 20, warp: GREEDY }))
       return [a.steps, b.steps]
@@ -188,8 +189,8 @@ describe('svip (SVIP Algorithm 1)', () => {
   })
 
   it('defaults h = 0.3, c = 0.15, T_max = 40: √(0.15·H) > 0.3 ⇔ H > 0.6 nats; the cap ends low-entropy drafts', () => {
-    expect(SVIP_DEFAULTS).toEqual({ h: 0.3, c: 0.15, maxDraft: 40 })
-    const policy = svipPolicy(svipOptions({}))
+    expect(prepare('svip', { gamma: 5, params: {} }).params).toEqual({ 'svip.h': 0.3, 'svip.c': 0.15, 'svip.maxDraft': 40 })
+    const policy = svipPolicy({ h: 0.3, c: 0.15, maxDraft: 40 })
     expect(round(policy, [{ entropy: 0.59 }, { entropy: 0.599 }, { entropy: 0.601 }], 2).proposed).toBe(3)
     const capped = round(policy, flat(50, { entropy: 0.5 }), all)
     expect(capped.proposed).toBe(40)
@@ -264,15 +265,17 @@ describe('parameters: defaults and validation (UserInputError naming the --set k
     expect((error as Error).message).toContain(key)
   }
 
-  it('defaults', () => {
-    expect(heuristicOptions(5, {})).toEqual({ initialGamma: 5, transient: false })
-    expect(heuristicOptions(5, { 'heuristic.transient': true })).toEqual({ initialGamma: 5, transient: true })
-    expect(pMinOptions({})).toEqual(PMIN_DEFAULTS)
-    expect(PMIN_DEFAULTS).toEqual({ p: 0.75, min: 0, max: 16 })
-    expect(selfVerifyOptions({})).toEqual({ maxDraft: 10 })
-    expect(svipOptions({ 'svip.h': 0.4, 'svip.maxDraft': 12 })).toEqual({ h: 0.4, c: 0.15, maxDraft: 12 })
-    // Other methods' keys are not ours to judge.
-    expect(pMinOptions({ 'svip.h': 'whatever', gamma: 5 })).toEqual(PMIN_DEFAULTS)
+  const resolved = (id: string, params: Record<string, number | string | boolean>) => prepare(id, { gamma: 5, params }).params
+
+  it('defaults (resolved by the catalog)', () => {
+    expect(resolved('sd-heuristic', {})).toEqual({ 'heuristic.transient': false })
+    expect(resolved('sd-heuristic', { 'heuristic.transient': true })).toEqual({ 'heuristic.transient': true })
+    expect(resolved('sd-pmin', {})).toEqual({ 'pmin.p': 0.75, 'pmin.min': 0, 'pmin.max': 16 })
+    expect(resolved('self-verify', {})).toEqual({ 'selfverify.maxDraft': 10 })
+    expect(resolved('svip', { 'svip.h': 0.4, 'svip.maxDraft': 12 })).toEqual({ 'svip.h': 0.4, 'svip.c': 0.15, 'svip.maxDraft': 12 })
+    // A key of another method is refused: it would otherwise be recorded as a setting that never applied.
+    fails(() => resolved('sd-pmin', { 'svip.h': 0.3 }), 'svip.h')
+    fails(() => resolved('sd-pmin', { gamma: 5 }), 'gamma')
   })
 
   it.each([
@@ -292,22 +295,23 @@ describe('parameters: defaults and validation (UserInputError naming the --set k
     ['self-verify', { 'selfverify.maxDraft': 0 }, 'selfverify.maxDraft'],
     ['self-verify', { 'selfverify.tau': 0.5 }, 'selfverify.tau']
   ] as const)('%s with %o throws naming %s', (id, params, key) => {
-    fails(() => findMethod(id)!.forRun({ gamma: 5, params }), key)
+    fails(() => prepare(id, { gamma: 5, params }).newRun(), key)
   })
 
-  it('all four are registered, need a draft model and document their parameters in the summary', () => {
+  it('all four are in the catalog, need a draft model and document their parameters with defaults', () => {
     const expectations: [string, string[]][] = [
-      ['sd-heuristic', ['heuristic.transient']],
+      ['sd-heuristic', ['heuristic.transient=false']],
       ['sd-pmin', ['pmin.p=0.75', 'pmin.min=0', 'pmin.max=16']],
-      ['svip', ['svip.h=0.3', 'svip.maxDraft=40', 'svip.c=0.15', 'public code scales']],
+      ['svip', ['svip.h=0.3', 'svip.c=0.15', 'svip.maxDraft=40']],
       ['self-verify', ['selfverify.maxDraft=10']]
     ]
-    for (const [id, words] of expectations) {
-      const method = findMethod(id)
-      expect(method, id).toBeDefined()
-      expect(method!.needs).toEqual({ draft: true, mid: false })
-      for (const word of words) expect(method!.summary).toContain(word)
+    for (const [id, documented] of expectations) {
+      const info = methodInfos().find((m) => m.id === id)
+      expect(info, id).toBeDefined()
+      expect(info!.needs).toEqual({ draft: true, mid: false })
+      expect(info!.params.map((p) => `${p.key}=${String(p.defaultValue)}`)).toEqual(documented)
     }
+    expect(findMethod('svip')!.description).toContain('public code scales')
   })
 })
 
@@ -321,7 +325,7 @@ describe('through the speculative loop (toy models): the step records re-derive 
   const prompts = [[TOY_BOS], [TOY_BOS, 3, 1], [TOY_BOS, 2, 5, 4]]
 
   async function run(id: string, params: Record<string, number>, warp: WarpConfig): Promise<StepRecord[][]> {
-    const factory = findMethod(id)!.forRun({ gamma: 5, params })
+    const factory = prepare(id, { gamma: 5, params }).newRun()
     const out: StepRecord[][] = []
     for (const [i, promptTokens] of prompts.entries())
       out.push((await decode(factory(), { target, draft }, makeRequest({ promptTokens, maxTokens: 40, warp, rng: createPrng(7, i) }))).steps)

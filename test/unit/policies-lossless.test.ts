@@ -10,8 +10,9 @@
  */
 import { describe, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
-import { findMethod } from '../../electron/engine/decoders/registry'
-import type { Decoder, DecoderModels, MethodParams } from '../../electron/engine/decoders/types'
+import { prepare } from '../../electron/engine/methods/prepare'
+import type { Decoder, DecoderModels } from '../../electron/engine/decoders/types'
+import type { RawParams as MethodParams } from '../../electron/engine/methods/param-spec'
 import { createPrng } from '../../electron/engine/sampling/prng'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
 import { chiSquareGoodnessOfFit } from '../helpers/chi-square'
@@ -69,9 +70,9 @@ describe('the policies are lossless: chi-square against the exact target law (20
   const sampling = { maxTokens: MAX_TOKENS, groups: GROUPS, samples: SAMPLES, seed: SEED }
 
   it.each(CASES)('$label', async ({ label, id, params, warp, shared, ruleReason }) => {
-    const method = findMethod(id)!
-    const run = method.forRun({ gamma: 3, params })
-    const decoder = (): Decoder => (shared ? run : method.forRun({ gamma: 3, params }))()
+    const method = prepare(id, { gamma: 3, params })
+    const run = method.newRun()
+    const decoder = (): Decoder => (shared ? run : method.newRun())()
     const lengths = new Map<number, number>()
     const reasons = new Map<string, number>()
     let rounds = 0
@@ -136,7 +137,7 @@ describe('greedy: each policy reproduces ar exactly (toy models)', () => {
     for (const [id, params] of methods) {
       for (const gamma of [1, 3, 6]) {
         // One run per (method, γ): state that persists across prompts is exercised too.
-        const run = findMethod(id)!.forRun({ gamma, params })
+        const run = prepare(id, { gamma, params }).newRun()
         for (const promptTokens of prompts) {
           const ar = await decode(autoregressive, { target }, makeRequest({ promptTokens, maxTokens: 24, warp }))
           const request = makeRequest({ promptTokens, maxTokens: 24, warp, rng: createPrng(gamma, 99) })

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
 import { speculativeDecoder } from '../../electron/engine/decoders/speculative'
 import type { Decoder, DecoderModels } from '../../electron/engine/decoders/types'
-import { findMethod } from '../../electron/engine/decoders/registry'
+import { prepare } from '../../electron/engine/methods/prepare'
 import type { ToyModel } from '../../electron/engine/model/toy-model'
 import { fixedLengthPolicy } from '../../electron/engine/policies/fixed'
 import { fromWeights, probabilityOf, sample, type Distribution } from '../../electron/engine/sampling/distribution'
@@ -198,7 +198,7 @@ describe('greedy sd reproduces ar exactly (toy models)', () => {
       expect(ar.tokens).toHaveLength(24)
       for (const gamma of [1, 2, 3, 5, 8]) {
         const request = makeRequest({ promptTokens, maxTokens: 24, warp, rng: createPrng(gamma, 99) })
-        const sd = await decode(findMethod('sd')!.forRun({ gamma, params: {} })(), { target, draft }, request)
+        const sd = await decode(prepare('sd', { gamma, params: {} }).newRun()(), { target, draft }, request)
         expect(sd.tokens, `prompt ${promptTokens} γ=${gamma}`).toEqual(ar.tokens)
         for (const step of sd.steps) {
           accepted += step.accepted

@@ -8,7 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { RunConfig, METHOD_IDS } from '../../electron/api/contract'
-import { findMethod } from '../../electron/engine/decoders/registry'
+import { findMethod, prepareRun } from '../../electron/engine/methods/prepare'
 import { formatValue } from '../../electron/experiments/reports/format'
 import type { ReportChart } from '../../electron/experiments/reports/model'
 import { renderHtml } from '../../electron/experiments/reports/render-html'
@@ -42,12 +42,9 @@ describe('suite registry', () => {
         expect(cells.length).toBeGreaterThan(0)
         expect(new Set(cells.map((c) => c.key)).size).toBe(cells.length)
         for (const cell of cells) {
-          for (const method of cell.methods) {
-            const definition = findMethod(method)
-            expect(definition, `${cell.key}: ${method}`).toBeDefined()
-            // Instantiating validates the cell's --set values for the method.
-            expect(() => definition!.forRun({ gamma: cell.gamma, params: cell.params ?? {} })).not.toThrow()
-          }
+          for (const method of cell.methods) expect(findMethod(method), `${cell.key}: ${method}`).toBeDefined()
+          // Preparing validates the cell's parameters against the cell's own methods.
+          expect(() => prepareRun(cell.methods, { gamma: cell.gamma, params: cell.params ?? {} }), cell.key).not.toThrow()
           expect(() => RunConfig.parse({ ...baseConfig, methods: cell.methods, gamma: cell.gamma, maxTokens: cell.maxTokens, params: cell.params ?? {} })).not.toThrow()
           if (cell.dataset.builtin) expect(BUILTIN_DATASETS).toContain(cell.dataset.builtin)
         }

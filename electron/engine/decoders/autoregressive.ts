@@ -7,7 +7,8 @@ import { argmax, sample } from '../sampling/distribution'
 import { isGreedy } from '../sampling/warp'
 import { OutputBuffer } from './output'
 import { evaluatePending, now, rewindTo } from './session-sync'
-import type { Decoder, DecodeEvent, DecodeRequest, StepRecord } from './types'
+import { stepRecord } from './step-record'
+import type { Decoder, DecodeEvent, DecodeRequest } from './types'
 
 export const autoregressive: Decoder = async function* (models, request) {
   const session = await models.target.createSession(request.warp)
@@ -38,25 +39,8 @@ export async function* targetOnlyRound(
   const verifyMs = now() - evaluated
   const token = isGreedy(request.warp) ? argmax(p) : sample(p, request.rng)
   const events = output.commit([{ token, provenance: 'target' }], step)
-  const record: StepRecord = {
-    index: step,
-    stage,
-    proposed: 0,
-    accepted: 0,
-    resampled: false,
-    bonus: false,
-    emitted: events.length,
-    draftTokens: 0,
-    acceptedDraftTokens: 0,
-    draftEntropies: [],
-    threshold: null,
-    decision: null,
-    targetCalls: 1,
-    draftCalls: 0,
-    draftMs: 0,
-    verifyMs,
-    totalMs: now() - started
-  }
+  const totalMs = now() - started
+  const record = stepRecord({ index: step, stage, emitted: events.length, targetCalls: 1, verifyMs, totalMs })
   yield* events
   yield { type: 'step', record }
 }

@@ -35,7 +35,7 @@
  * the previous output width. Eq 5's sum from k = 1 is read as Eq 7's from k = 0.
  *
  * Forest-based parallel verification on node-llama-cpp (§3.3). node-llama-cpp exposes no tree attention masks, so
- * the forest is decomposed into root-to-leaf paths, one context sequence per path (decoders/beam.ts SessionPool);
+ * the forest is decomposed into root-to-leaf paths, one context sequence per path (decoders/session-pool.ts);
  * all paths' evaluations are issued together (Promise.all, consecutive sequence ids) and share one llama.cpp decode
  * — more when the context has too few free sequences (each round counted as a target call). The price of no tree
  * masks: ancestors shared by several paths are evaluated once per path, each path needs its input beam's KV in its
@@ -45,7 +45,7 @@
  * iterations: one sequence per distinct next input beam (§3.3 "the caches for b5 and b6 are kept"); the others are
  * emptied.
  *
- * Streaming and output as in `beam` (decoders/beam.ts): the common prefix of the input beams is emitted as it
+ * Streaming and output as in `beam` (decoders/beam-stream.ts): the common prefix of the input beams is emitted as it
  * becomes fixed; at the end the output beam with the lowest perplexity. dsbd-1beam commits its chosen beam every
  * iteration. Provenance of a beam's token: `draft` (accepted draft beam), `resampled` (from the residual p' after a
  * rejection), `target` (completion from p_beam, or from p' = p_beam when no rejection preceded), `bonus` (line 33).
@@ -62,23 +62,13 @@ import { entropy, probabilityOf, sample, type Distribution } from '../sampling/d
 import type { Prng } from '../sampling/prng'
 import { acceptSampling, residual } from '../sampling/verify'
 import type { WarpConfig } from '../sampling/warp'
-import { UserInputError } from '../errors'
-import { integerParam, numericParam, rejectUnknownParams } from '../params'
-import {
-  BeamStream,
-  CandidateKeys,
-  STAY,
-  SessionPool,
-  beamLaw,
-  bestBeam,
-  distinctSequences,
-  restrictLaw,
-  subtractStats,
-  type Beam
-} from './beam'
+import { CandidateKeys, STAY, beamLaw, bestBeam, restrictLaw, type Beam } from './beam'
+import { BeamStream } from './beam-stream'
 import { dynamicWidth, type LayerWidth } from './dsbd-width'
+import { SessionPool, distinctSequences, subtractStats } from './session-pool'
 import { now } from './session-sync'
-import type { Decoder, DecodeEvent, DecodeRequest, DecoderModels, MethodParams, Provenance, StepRecord } from './types'
+import { stepRecord } from './step-record'
+import type { Decoder, DecodeEvent, DecodeRequest, DecoderModels, Provenance } from './types'
 
 export interface DsbdOptions {
   /** γ: draft layers per iteration (--gamma). */
@@ -95,20 +85,7 @@ export interface DsbdOptions {
   oneBeam: boolean
 }
 
-export const DSBD_PARAMS = ['dsbd.ws', 'dsbd.t', 'dsbd.wmin', 'dsbd.fixedWidth'] as const
-/** §4.2 sweeps W_S ∈ {2…6}, t ∈ {0.7, 0.9}, γ ∈ {2, 3} with W_min = 1; App. C.2: t = 0.9 is the faster one. */
-export const DSBD_DEFAULTS = { ws: 4, t: 0.9, wMin: 1, fixedWidth: 0 } as const
 
-export function dsbdOptions(gamma: number, params: MethodParams, oneBeam: boolean): DsbdOptions {
-  const method = oneBeam ? 'dsbd-1beam' : 'dsbd'
-  rejectUnknownParams(params, 'dsbd', DSBD_PARAMS, method)
-  if (!Number.isInteger(gamma) || gamma < 1) throw new UserInputError(`${method}: --gamma must be a positive integer`)
-  const ws = integerParam(params, 'dsbd.ws', DSBD_DEFAULTS.ws, 1, 64)
-  const t = numericParam(params, 'dsbd.t', DSBD_DEFAULTS.t, { min: 0, max: 1 })
-  const wMin = integerParam(params, 'dsbd.wmin', DSBD_DEFAULTS.wMin, 1, ws)
-  const fixedWidth = integerParam(params, 'dsbd.fixedWidth', DSBD_DEFAULTS.fixedWidth, 0, ws)
-  return { gamma, ws, t, wMin, fixedWidth, oneBeam }
-}
 
 /** KV sequences a run should open per model so one iteration fits one decode (the pool works with fewer). */
 export function dsbdSessions(options: DsbdOptions): { target: number; draft: number } {
@@ -421,7 +398,7 @@ async function* runDsbd(
       const d = subtractStats(draftPool.stats, draftBefore)
       const list = (values: readonly number[], digits?: number) =>
         values.map((v) => (digits === undefined ? String(v) : v.toFixed(digits))).join(',')
-      const record: StepRecord = {
+      const record = stepRecord({
         index: iteration,
         stage,
         proposed,
@@ -464,7 +441,7 @@ async function* runDsbd(
         draftMs,
         verifyMs: t.ms,
         totalMs: now() - started
-      }
+      })
       yield* events
       yield { type: 'step', record }
       if (finished || stream.output.done) break

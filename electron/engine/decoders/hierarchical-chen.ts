@@ -30,10 +30,9 @@
  * p_{k+1} as printed, or from the residual with chen.residual) and `bonus` when all were accepted.
  */
 import { OutputBuffer } from './output'
-import { booleanParam, integerParam, rejectUnknownParams } from '../params'
-import { Hierarchy, type ChainToken } from './pre-verify'
+import { Hierarchy, type ChainToken } from './hierarchy'
 import { now } from './session-sync'
-import type { Decoder, MethodParams } from './types'
+import type { Decoder } from './types'
 
 export interface ChenOptions {
   /** m: medium-model guesses per target step. */
@@ -44,17 +43,7 @@ export interface ChenOptions {
   residual: boolean
 }
 
-export const CHEN_PARAMS = ['chen.m', 'chen.n', 'chen.residual'] as const
-export const CHEN_DEFAULTS: ChenOptions = { m: 2, n: 2, residual: false }
 
-export function chenOptions(params: MethodParams): ChenOptions {
-  rejectUnknownParams(params, 'chen', CHEN_PARAMS, 'hier-chen')
-  return {
-    m: integerParam(params, 'chen.m', CHEN_DEFAULTS.m, 1, 256),
-    n: integerParam(params, 'chen.n', CHEN_DEFAULTS.n, 0, 256),
-    residual: booleanParam(params, 'chen.residual', CHEN_DEFAULTS.residual)
-  }
-}
 
 export function chenDecoder(options: ChenOptions): Decoder {
   return async function* hierChen(models, request) {

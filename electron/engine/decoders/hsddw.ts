@@ -1,7 +1,7 @@
 /**
  * `hsddw` — Hierarchical Speculative Decoding with Dynamic Window (../shared/papers/hsddw-hierarchical-sd-dynamic-
  * window.txt): §3.2, Figure 4, Appendix D Algorithm 2. Three models: fast draft M_q1 (`--draft`), stronger draft
- * M_q2 (`--mid`), target M_p. The stages map onto Algorithm 2 as follows (building blocks in pre-verify.ts):
+ * M_q2 (`--mid`), target M_p. The stages map onto Algorithm 2 as follows (building blocks in hierarchy.ts):
  *
  *   line 1       H_q1 = H_q2 = [], τ_q1 = τ_q2 = 0, n_tot = 0                 per prompt: two EntropyThresholds
  *   lines 4–12   Draft + Self-verify: M_q1 drafts x_i ~ q_i, i ≤ K, stops after H(q_i) > τ_q1     Hierarchy.draft
@@ -31,7 +31,7 @@
  *    (LLMSpeculativeSampling, App. B), and it keeps exactness. M_q2's bonus is skipped after an end-of-generation.
  * 5. q for M_p (line 43, "retrieval q_1..q_ntot from the cache" with M_q = M_q2, line 37): q2's distribution at
  *    every position, for M_q1's accepted tokens AND M_q2's corrections/bonuses — each token's marginal law under the
- *    two-stage process is q2 (see pre-verify.ts), so the chain is lossless.
+ *    two-stage process is q2 (see hierarchy.ts), so the chain is lossless.
  * 6. The listing bounds n_tot only through "Draft" rounds; we also hand over at an end-of-generation token and when
  *    n_tot reaches the remaining --max-tokens budget (tokens past either could never be kept).
  * The decisions (τ tests, budget, EOS) use only tokens already drawn, so the output follows M_p's warped
@@ -43,20 +43,15 @@
  */
 import { EntropyThreshold } from './entropy-threshold'
 import { OutputBuffer } from './output'
-import { rejectUnknownParams } from '../params'
-import { Hierarchy, type ChainToken } from './pre-verify'
+import { Hierarchy, type ChainToken } from './hierarchy'
 import { now } from './session-sync'
-import type { Decoder, MethodParams } from './types'
+import type { Decoder } from './types'
 
 export interface HsddwOptions {
   /** K: M_q1's window (--gamma). */
   gamma: number
 }
 
-export function hsddwOptions(gamma: number, params: MethodParams): HsddwOptions {
-  rejectUnknownParams(params, 'hsddw', [], 'hsddw')
-  return { gamma }
-}
 
 export function hsddwDecoder(options: HsddwOptions): Decoder {
   return async function* hsddw(models, request) {

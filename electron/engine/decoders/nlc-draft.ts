@@ -8,8 +8,7 @@
  * `sequence.tokenPredictions` after each: a token whose arrival raised `used` came from a validated prediction
  * (provenance `draft`), otherwise from the target. Each token becomes one step record whose time is all inside
  * node-llama-cpp (verifyMs), so this method reports no engine overhead and no target-call count (η is n/a).
- * Parameters: γ = the predictor's maxTokens; `nlc.minConfidence` (default 0.6, node-llama-cpp's) and
- * `nlc.minTokens` (default 0).
+ * Options (from the method catalog): maxTokens = γ, minConfidence and minTokens (node-llama-cpp's defaults).
  */
 import { withLock } from 'lifecycle-utils'
 import { DraftSequenceTokenPredictor, type Token } from 'node-llama-cpp'
@@ -17,7 +16,8 @@ import { LlamaCppModel } from '../model/llama-cpp-model'
 import { UserInputError } from '../errors'
 import { OutputBuffer } from './output'
 import { now } from './session-sync'
-import type { Decoder, StepRecord } from './types'
+import { stepRecord } from './step-record'
+import type { Decoder } from './types'
 
 function llamaModels(models: Parameters<Decoder>[0]): { target: LlamaCppModel; draft: LlamaCppModel } {
   const { target, draft } = models
@@ -26,18 +26,17 @@ function llamaModels(models: Parameters<Decoder>[0]): { target: LlamaCppModel; d
   return { target, draft }
 }
 
-export const nlcDraft: Decoder = async function* (models, request) {
+/** DraftSequenceTokenPredictor's options. */
+export interface NlcDraftOptions {
+  maxTokens: number
+  minTokens: number
+  minConfidence: number
+}
+
+export const nlcDraftDecoder = (options: NlcDraftOptions): Decoder => async function* (models, request) {
   const { target, draft } = llamaModels(models)
-  const numberParam = (key: string, fallback: number): number => {
-    const value = request.params[key]
-    return typeof value === 'number' ? value : fallback
-  }
   const draftSequence = draft.context.getSequence()
-  const predictor = new DraftSequenceTokenPredictor(draftSequence, {
-    minTokens: numberParam('nlc.minTokens', 0),
-    maxTokens: numberParam('gamma', 16),
-    minConfidence: numberParam('nlc.minConfidence', 0.6)
-  })
+  const predictor = new DraftSequenceTokenPredictor(draftSequence, { ...options })
   const sequence = target.context.getSequence({ tokenPredictor: predictor })
   const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
   const { temperature, topK, topP } = request.warp
@@ -59,25 +58,19 @@ export const nlcDraft: Decoder = async function* (models, request) {
       const fromPrediction = counters.used > previous.used
       const events = output.commit([{ token: next.value, provenance: fromPrediction ? 'draft' : 'target' }], step)
       const finished = now()
-      const record: StepRecord = {
+      const record = stepRecord({
         index: step,
         stage: 'nlc-draft',
         proposed: counters.validated + counters.refuted - (previous.validated + previous.refuted),
         accepted: counters.validated - previous.validated,
         resampled: counters.refuted > previous.refuted,
-        bonus: false,
         emitted: events.length,
         draftTokens: counters.validated + counters.refuted - (previous.validated + previous.refuted),
         acceptedDraftTokens: fromPrediction ? events.length : 0,
-        draftEntropies: [],
-        threshold: null,
         decision: { minConfidence: predictor.minConfidence ?? null, maxTokens: predictor.maxTokens },
-        targetCalls: 0,
-        draftCalls: 0,
-        draftMs: 0,
         verifyMs: finished - started,
         totalMs: finished - started
-      }
+      })
       previous = counters
       yield* events
       yield { type: 'step', record }

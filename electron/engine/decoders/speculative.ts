@@ -17,7 +17,8 @@ import type { LanguageModel } from '../model/types'
 import { targetOnlyRound } from './autoregressive'
 import { OutputBuffer } from './output'
 import { evaluatePending, now, rewindTo } from './session-sync'
-import type { DecodeEvent, DecodeRequest, DecoderModels, Provenance, StepRecord } from './types'
+import { stepRecord } from './step-record'
+import type { DecodeEvent, DecodeRequest, DecoderModels, Provenance } from './types'
 
 interface Draft {
   tokens: number[]
@@ -95,7 +96,7 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
           draftMs: draft.ms,
           verifyMs
         })
-        const record: StepRecord = {
+        const record = stepRecord({
           index: step,
           stage: 'sd',
           proposed: draft.tokens.length,
@@ -112,7 +113,7 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
           draftMs: draft.ms,
           verifyMs,
           totalMs: now() - started
-        }
+        })
         yield* events
         yield { type: 'step', record }
       }

@@ -113,15 +113,12 @@ export interface DecoderModels {
   draft?: LanguageModel
 }
 
-export type MethodParams = Record<string, number | string | boolean>
-
 export interface DecodeRequest {
   /** Prompt tokens, BOS included. */
   promptTokens: number[]
   maxTokens: number
   warp: WarpConfig
   rng: Prng
-  params: MethodParams
   signal?: AbortSignal
 }
 

@@ -6,7 +6,7 @@
  *   speedup = tokens/s ÷ `ar` tokens/s on the same prompts in the same run.
  * The same fold serves live chat statistics, the CLI summary and runs re-read from SQLite.
  */
-import type { MethodSummary } from '../../api/contract'
+import type { MethodSummary } from './summary'
 import type { StepRecord } from '../decoders/types'
 
 export interface StepTotals {

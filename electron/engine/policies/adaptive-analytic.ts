@@ -34,15 +34,12 @@
  * - Acc → 1: the expected-tokens factor is evaluated as the sum Σ_{i=0}^{γ} Acc^i (Eq 9), which equals the
  *   fraction for Acc < 1, is exactly γ + 1 at Acc = 1 and has no cancellation near 1; with accMax = 1 allowed, no
  *   NaN can arise. Ties in Eq 1 go to the smaller γ.
- * - Persistence: the acceptance history and the timings persist across the prompts of a run (the forRun closure).
+ * - Persistence: the acceptance history and the timings persist across the prompts of a run (the catalog's newRun closure).
  *   The paper optimises "for each prompt" (line 85) but estimates from "the last h speculations" with no reset;
  *   the timings describe the hardware, and after h rounds of a new prompt its own acceptance dominates anyway.
  */
-import type { MethodParams } from '../decoders/types'
-import { gammaMaxOf, numericParam, rejectUnknownParams } from '../params'
 import type { DraftLengthPolicy, PolicyExplanation } from './types'
 
-export const ANALYTIC_DEFAULTS = { history: 6, accMax: 0.98, timingHistory: 32 } as const
 const MIN_COST_MS = 1e-6
 
 /**
@@ -154,23 +151,9 @@ interface TimedRound {
   verifyMs: number
 }
 
-export function analyticOptions(gamma: number, params: MethodParams): AnalyticOptions {
-  rejectUnknownParams(params, 'analytic', ['analytic.history', 'analytic.accMax', 'analytic.timingHistory'], 'adaptive-analytic')
-  return {
-    gammaMax: gammaMaxOf(gamma, 'adaptive-analytic'),
-    history: numericParam(params, 'analytic.history', ANALYTIC_DEFAULTS.history, { min: 1, max: Infinity, integer: true }),
-    accMax: numericParam(params, 'analytic.accMax', ANALYTIC_DEFAULTS.accMax, { min: 0, max: 1, minExclusive: true }),
-    timingHistory: numericParam(params, 'analytic.timingHistory', ANALYTIC_DEFAULTS.timingHistory, {
-      min: 1,
-      max: Infinity,
-      integer: true
-    })
-  }
-}
 
 export function adaptiveAnalyticPolicy(options: AnalyticOptions): DraftLengthPolicy {
   const { gammaMax, history, accMax, timingHistory } = options
-  gammaMaxOf(gammaMax, 'adaptive-analytic')
   const verifications: Verification[] = []
   const timed: TimedRound[] = []
   /** The next round carries the prompt's prefill: its timings are not a_q / b_p samples. */

@@ -29,7 +29,6 @@
  * - γ_max = --gamma (line 118); γ starts at γ_max and persists across the prompts of a run, like Method 2; only
  *   the cache is per prompt.
  */
-import { gammaMaxOf } from '../params'
 import type { DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
 
 export const CACHE_FSM_MIN_GAMMA = 1
@@ -58,7 +57,6 @@ export function cacheFsmNextGamma(
 }
 
 export function adaptiveCacheFsmPolicy(gammaMax: number): DraftLengthPolicy & { readonly cache: ReadonlySet<number> } {
-  gammaMaxOf(gammaMax, 'adaptive-cache-fsm')
   let gamma = gammaMax
   const cache = new Set<number>()
   let last: (CacheFsmStep & { proposed: number; accepted: number; from: number }) | null = null

@@ -20,12 +20,8 @@
  * - "All accepted" means accepted = proposed of the window actually sent (drafting may stop early at an
  *   end-of-generation token or at the token budget).
  * - γ persists across the prompts of a run (a branch predictor's counter is not reset between programs; the paper
- *   mentions no per-prompt reset). It lives in the forRun closure.
- *
- * This file also holds the small --set validators shared by the four adaptive policies.
+ *   mentions no per-prompt reset). It lives in the run's closure (methods/catalog.ts newRun).
  */
-import type { MethodParams } from '../decoders/types'
-import { gammaMaxOf } from '../params'
 import type { DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
 
 /** The pure transition of Method 2: γ after a verification of `outcome`. */
@@ -35,7 +31,6 @@ export function fsmNextGamma(gamma: number, outcome: Pick<VerificationOutcome, '
 }
 
 export function adaptiveFsmPolicy(gammaMax: number): DraftLengthPolicy {
-  gammaMaxOf(gammaMax, 'adaptive-fsm')
   let gamma = gammaMax
   let reason = 'start at γ_max'
   let last: VerificationOutcome | null = null

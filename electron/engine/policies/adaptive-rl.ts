@@ -28,12 +28,9 @@
  * - The Q-table, the state and the PRNG persist across the prompts of a run (online learning; the paper's agent
  *   is never reset). Decisions and updates are O(γ_max) on the CPU (paper: "< 1 millisecond", line 574).
  */
-import type { MethodParams } from '../decoders/types'
 import { createPrng } from '../sampling/prng'
-import { gammaMaxOf, numericParam, rejectUnknownParams } from '../params'
 import type { DraftLengthPolicy, PolicyExplanation } from './types'
 
-export const RL_DEFAULTS = { epsilon: 0.1, alpha: 0.1, discount: 0.9, warmup: 25, seed: 0 } as const
 
 export interface RlOptions {
   gammaMax: number
@@ -44,17 +41,6 @@ export interface RlOptions {
   seed: number
 }
 
-export function rlOptions(gamma: number, params: MethodParams): RlOptions {
-  rejectUnknownParams(params, 'rl', ['rl.epsilon', 'rl.alpha', 'rl.discount', 'rl.warmup', 'rl.seed'], 'adaptive-rl')
-  return {
-    gammaMax: gammaMaxOf(gamma, 'adaptive-rl'),
-    epsilon: numericParam(params, 'rl.epsilon', RL_DEFAULTS.epsilon, { min: 0, max: 1 }),
-    alpha: numericParam(params, 'rl.alpha', RL_DEFAULTS.alpha, { min: 0, max: 1, minExclusive: true }),
-    discount: numericParam(params, 'rl.discount', RL_DEFAULTS.discount, { min: 0, max: 1, maxExclusive: true }),
-    warmup: numericParam(params, 'rl.warmup', RL_DEFAULTS.warmup, { min: 0, max: Infinity, integer: true }),
-    seed: numericParam(params, 'rl.seed', RL_DEFAULTS.seed, { min: 0, max: 2 ** 32 - 1, integer: true })
-  }
-}
 
 /** One Q-learning step: Q + α(r + δ·max_a Q(s', a) − Q). */
 export function qLearningUpdate(q: number, reward: number, nextMax: number, alpha: number, discount: number): number {
@@ -70,7 +56,6 @@ export interface RlPolicy extends DraftLengthPolicy {
 
 export function adaptiveRlPolicy(options: RlOptions): RlPolicy {
   const { gammaMax: n, epsilon, alpha, discount, warmup, seed } = options
-  gammaMaxOf(n, 'adaptive-rl')
   const table = new Float64Array(n * n)
   const at = (s: number, a: number) => (s - 1) * n + (a - 1)
   const rng = createPrng(seed, 0)

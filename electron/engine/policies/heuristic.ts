@@ -13,7 +13,7 @@
  * Two schedules, as in HF (`generation/utils.py`, end of `_assisted_decoding`):
  * - "heuristic" (default): the value reached at the end of a generation is written back to the assistant's
  *   generation config, so the next prompt of the run starts from it (persistent across prompts; the state lives in
- *   the policy that `forRun` creates once per run);
+ *   the policy that the catalog's newRun creates once per run);
  * - "heuristic_transient" (`--set heuristic.transient=true`): every prompt starts again from the initial value.
  * The initial value is --gamma (HF's default num_assistant_tokens is 20; SpecLab uses the run's γ).
  *
@@ -21,8 +21,6 @@
  * accepted, rule '+2' | '-1', next: γ of the coming round, reason 'cap' | 'eos', transient}. reason 'eos' means the
  * engine ended the draft before the cap (an end-of-generation token, or the last tokens of the --max-tokens budget).
  */
-import { booleanParam, gammaMaxOf, rejectUnknownParams } from '../params'
-import type { MethodParams } from '../decoders/types'
 import type { DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
 
 export interface HeuristicOptions {
@@ -32,7 +30,6 @@ export interface HeuristicOptions {
   transient: boolean
 }
 
-export const HEURISTIC_PARAMS = ['heuristic.transient'] as const
 
 export interface HeuristicPolicy extends DraftLengthPolicy {
   /** The draft length the next round will use. */
@@ -83,8 +80,3 @@ export function heuristicPolicy({ initialGamma, transient }: HeuristicOptions): 
   }
 }
 
-/** Options from --gamma and --set heuristic.*; a bad value throws a UserInputError naming the key. */
-export function heuristicOptions(gamma: number, params: MethodParams): HeuristicOptions {
-  rejectUnknownParams(params, 'heuristic', HEURISTIC_PARAMS, 'sd-heuristic')
-  return { initialGamma: gammaMaxOf(gamma, 'sd-heuristic'), transient: booleanParam(params, 'heuristic.transient', false) }
-}

@@ -34,9 +34,6 @@
  * min: n_min}. reason 'eos' means the engine ended the draft first (an end-of-generation token, or the last tokens
  * of the --max-tokens budget).
  */
-import { UserInputError } from '../errors'
-import { integerParam, numericParam, rejectUnknownParams } from '../params'
-import type { MethodParams } from '../decoders/types'
 import type { DraftedToken, DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
 
 export interface PMinOptions {
@@ -48,9 +45,6 @@ export interface PMinOptions {
   max: number
 }
 
-/** llama.cpp's defaults (common/common.h `common_params_speculative`, 2025). */
-export const PMIN_DEFAULTS: PMinOptions = { p: 0.75, min: 0, max: 16 }
-export const PMIN_PARAMS = ['pmin.p', 'pmin.min', 'pmin.max'] as const
 
 export function pMinPolicy({ p, min, max }: PMinOptions): DraftLengthPolicy {
   let position = 0
@@ -85,12 +79,3 @@ export function pMinPolicy({ p, min, max }: PMinOptions): DraftLengthPolicy {
   }
 }
 
-/** Options from --set pmin.*; a bad value throws a UserInputError naming the key. */
-export function pMinOptions(params: MethodParams): PMinOptions {
-  rejectUnknownParams(params, 'pmin', PMIN_PARAMS, 'sd-pmin')
-  const p = numericParam(params, 'pmin.p', PMIN_DEFAULTS.p, { min: 0, max: 1 })
-  const min = integerParam(params, 'pmin.min', PMIN_DEFAULTS.min, 0)
-  const max = integerParam(params, 'pmin.max', PMIN_DEFAULTS.max, 1)
-  if (min > max) throw new UserInputError(`--set pmin.min must be at most pmin.max (${max}), got ${min}`)
-  return { p, min, max }
-}

@@ -33,8 +33,6 @@
  * were accepted), rejections: |S_reject| so far, next: τ for the coming round}. reason 'eos' means the engine
  * ended the draft first (an end-of-generation token, or the last tokens of the --max-tokens budget).
  */
-import { integerParam, rejectUnknownParams } from '../params'
-import type { MethodParams } from '../decoders/types'
 import type { DraftedToken, DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
 
 export interface SelfVerifyOptions {
@@ -42,8 +40,6 @@ export interface SelfVerifyOptions {
   maxDraft: number
 }
 
-export const SELF_VERIFY_DEFAULTS: SelfVerifyOptions = { maxDraft: 10 }
-export const SELF_VERIFY_PARAMS = ['selfverify.maxDraft'] as const
 
 export interface SelfVerifyPolicy extends DraftLengthPolicy {
   /** The current confidence threshold τ (mean entropy of the rejected draft tokens of this prompt; 0 before any). */
@@ -110,8 +106,3 @@ export function selfVerifyPolicy({ maxDraft }: SelfVerifyOptions): SelfVerifyPol
   }
 }
 
-/** Options from --set selfverify.*; a bad value throws a UserInputError naming the key. */
-export function selfVerifyOptions(params: MethodParams): SelfVerifyOptions {
-  rejectUnknownParams(params, 'selfverify', SELF_VERIFY_PARAMS, 'self-verify')
-  return { maxDraft: integerParam(params, 'selfverify.maxDraft', SELF_VERIFY_DEFAULTS.maxDraft, 1) }
-}

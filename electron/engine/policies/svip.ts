@@ -29,8 +29,6 @@
  * reason 'threshold' | 'cap' | 'eos'}. reason 'eos' means the engine ended the draft first (an end-of-generation
  * token, or the last tokens of the --max-tokens budget).
  */
-import { integerParam, numericParam, rejectUnknownParams } from '../params'
-import type { MethodParams } from '../decoders/types'
 import type { DraftedToken, DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
 
 export interface SvipOptions {
@@ -42,8 +40,6 @@ export interface SvipOptions {
   maxDraft: number
 }
 
-export const SVIP_DEFAULTS: SvipOptions = { h: 0.3, c: 0.15, maxDraft: 40 }
-export const SVIP_PARAMS = ['svip.h', 'svip.c', 'svip.maxDraft'] as const
 
 export function svipPolicy({ h, c, maxDraft }: SvipOptions): DraftLengthPolicy {
   let entropy: number | null = null
@@ -77,12 +73,3 @@ export function svipPolicy({ h, c, maxDraft }: SvipOptions): DraftLengthPolicy {
   }
 }
 
-/** Options from --set svip.*; a bad value throws a UserInputError naming the key. */
-export function svipOptions(params: MethodParams): SvipOptions {
-  rejectUnknownParams(params, 'svip', SVIP_PARAMS, 'svip')
-  return {
-    h: numericParam(params, 'svip.h', SVIP_DEFAULTS.h, { min: 0, max: Infinity }),
-    c: numericParam(params, 'svip.c', SVIP_DEFAULTS.c, { min: 0, max: Infinity, minExclusive: true }),
-    maxDraft: integerParam(params, 'svip.maxDraft', SVIP_DEFAULTS.maxDraft, 1)
-  }
-}

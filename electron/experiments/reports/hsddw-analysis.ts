@@ -8,7 +8,7 @@
  * `levels`, and Leviathan's / Chen's closed forms next to what was measured.
  */
 import type { MethodSummary, RunReport } from '../../api/contract'
-import { CHEN_DEFAULTS } from '../../engine/decoders/hierarchical-chen'
+import { prepare } from '../../engine/methods/prepare'
 import type { StepRecord } from '../../engine/decoders/types'
 import { foldLevels, levelRates, type LevelRates, type LevelTotals } from '../../engine/metrics/levels'
 import { chenExpectedTokens, chenTimeImprovement } from '../../engine/theory/chen'
@@ -123,7 +123,10 @@ export function analyseAblation(rows: Map<string, AblationRow>, reportA: RunRepo
   const chen = rows.get('A:hier-chen')
   const arA = reportA.methods.find((m) => m.method === 'ar')
   if (chen?.levels && chen.rates?.alpha != null && chen.rates.beta != null) {
-    const { m, n } = CHEN_DEFAULTS
+    // The run's resolved chen.m / chen.n (runs stored before resolved params were recorded: the catalog's defaults).
+    const resolved = { ...prepare('hier-chen', { gamma: K, params: {} }).params, ...reportA.config.params }
+    const m = Number(resolved['chen.m'])
+    const n = Number(resolved['chen.n'])
     const alpha = chen.rates.alpha
     const beta = chen.rates.beta
     theory.push({

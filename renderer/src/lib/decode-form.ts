@@ -1,5 +1,5 @@
 /** The decoding settings form shared by Chat and the Workbench, and its conversion to the contract's shape. */
-import type { DecodeSettings } from '../../../electron/api/contract'
+import type { DecodeSettings, MethodInfo } from '../../../electron/api/contract'
 import { parseParams } from './format'
 
 export interface DecodeForm {
@@ -10,7 +10,7 @@ export interface DecodeForm {
   gamma: number
   /** Empty = a random seed per run / message. */
   seed: string
-  /** Documented parameters the user changed (key → text). */
+  /** Catalog parameters the user changed (key → text); only the chosen methods' keys are sent. */
   params: Record<string, string>
   /** Further parameters as key=value pairs. */
   extra: string
@@ -27,12 +27,21 @@ export const defaultDecodeForm = (maxTokens = 128): DecodeForm => ({
   extra: ''
 })
 
-export function toDecodeSettings(form: DecodeForm): { settings: DecodeSettings; error: null } | { settings: null; error: string } {
+/** The parameter keys of the chosen methods (the catalog's, via app:info). */
+export const parameterKeys = (methods: readonly MethodInfo[]): Set<string> => new Set(methods.flatMap((m) => m.params.map((p) => p.key)))
+
+/**
+ * The contract's settings from the form. Fields of methods no longer chosen are left out (the host refuses a key
+ * of a method that is not in the run); what the user typed under "More parameters" is sent as is, so a typo there
+ * comes back as the host's message naming the key and the valid ones.
+ */
+export function toDecodeSettings(form: DecodeForm, methods: readonly MethodInfo[]): { settings: DecodeSettings; error: null } | { settings: null; error: string } {
   const extra = parseParams(form.extra)
   if (extra.error) return { settings: null, error: `Parameters: ${extra.error}` }
+  const keys = parameterKeys(methods)
   const fromFields = parseParams(
     Object.entries(form.params)
-      .filter(([, v]) => v.trim() !== '')
+      .filter(([k, v]) => keys.has(k) && v.trim() !== '')
       .map(([k, v]) => `${k}=${v.trim()}`)
       .join(' ')
   )

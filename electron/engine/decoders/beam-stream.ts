@@ -1,0 +1,52 @@
+/**
+ * The output stream of a beam decoder — `beam` (beam.ts) and `dsbd` / `dsbd-1beam` (dsbd.ts). The decoder seam
+ * carries ONE sequence, the beam the decoder finally picks, but a token can only be emitted once every possible
+ * output agrees on it, so we stream the common prefix of all current beams as it becomes fixed (beams coalesce
+ * quickly) and emit the rest of the chosen beam when decoding ends. A committed prefix token carries the provenance
+ * recorded on the first beam holding it (identical when the beams share that ancestor, the usual case).
+ * Its own file, apart from the session pool (session-pool.ts): it knows beams and the output, nothing of KV state.
+ */
+import type { LanguageModel } from '../model/types'
+import type { Beam } from './beam'
+import { OutputBuffer } from './output'
+import { commonPrefixLength } from './session-pool'
+import type { DecodeEvent } from './types'
+
+/**
+ * Streams a beam decoder's single output: the common prefix of all beams as it becomes fixed, the rest of the
+ * chosen beam at the end (see the header). Commits go through OutputBuffer (EOS / --max-tokens rules).
+ */
+export class BeamStream {
+  readonly output: OutputBuffer
+  private committed = 0
+
+  constructor(
+    private readonly promptLength: number,
+    promptTokens: readonly number[],
+    maxTokens: number,
+    target: LanguageModel
+  ) {
+    this.output = new OutputBuffer([...promptTokens], maxTokens, target)
+  }
+
+  /** Emits the generated tokens every beam shares that were not emitted yet. */
+  commitCommonPrefix(beams: readonly Beam[], step: number): DecodeEvent[] {
+    let common = beams[0].tokens.length
+    for (const beam of beams) common = Math.min(common, commonPrefixLength(beams[0].tokens, beam.tokens))
+    return this.commitUpTo(beams[0], common - this.promptLength, step)
+  }
+
+  /** Emits the rest of `beam` (which must extend what was emitted). */
+  finish(beam: Beam, step: number): DecodeEvent[] {
+    return this.commitUpTo(beam, beam.tokens.length - this.promptLength, step)
+  }
+
+  private commitUpTo(beam: Beam, generated: number, step: number): DecodeEvent[] {
+    if (generated <= this.committed) return []
+    const candidates = []
+    for (let i = this.committed; i < generated; i++)
+      candidates.push({ token: beam.tokens[this.promptLength + i], provenance: beam.provenance[i] })
+    this.committed = generated
+    return this.output.commit(candidates, step)
+  }
+}

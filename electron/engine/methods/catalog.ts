@@ -1,0 +1,416 @@
+/**
+ * The method catalog: every fact about a method, once. What models it needs, its parameters (type, default,
+ * range, help, the paper's symbol and section), what --gamma means to it, how many KV sequences it wants, whether
+ * it is lossless, its description with the paper reference, and how a run of it is built. The CLI's --help, the
+ * UI's knobs, the contract's METHOD_IDS (methods/ids.ts) and the README's method table are generated from here
+ * (scripts/generate-methods.ts); `prepare` (prepare.ts) is the one way to validate settings and get decoders.
+ */
+import { adaptiveAnalyticPolicy } from '../policies/adaptive-analytic'
+import { adaptiveCacheFsmPolicy } from '../policies/adaptive-cache-fsm'
+import { adaptiveFsmPolicy } from '../policies/adaptive-fsm'
+import { adaptiveRlPolicy } from '../policies/adaptive-rl'
+import { fixedLengthPolicy } from '../policies/fixed'
+import { heuristicPolicy } from '../policies/heuristic'
+import { pMinPolicy } from '../policies/p-min'
+import { selfVerifyPolicy } from '../policies/self-verify'
+import { svipPolicy } from '../policies/svip'
+import type { DraftLengthPolicy } from '../policies/types'
+import { autoregressive } from '../decoders/autoregressive'
+import { beamDecoder } from '../decoders/beam'
+import { dsbdDecoder, dsbdSessions } from '../decoders/dsbd'
+import { chenDecoder } from '../decoders/hierarchical-chen'
+import { hsddwDecoder } from '../decoders/hsddw'
+import { nlcDraftDecoder } from '../decoders/nlc-draft'
+import { preVerifyDecoder } from '../decoders/pre-verify'
+import { speculativeDecoder } from '../decoders/speculative'
+import type { Decoder } from '../decoders/types'
+import type { MethodId } from './ids'
+import { flag, integer, real, type ParamSpecs, type ResolvedOf } from './param-spec'
+
+export interface Settings<P extends ParamSpecs = ParamSpecs> {
+  /** --gamma (validated: an integer in GAMMA_RANGE). */
+  gamma: number
+  /** Every parameter of the method, defaults filled in. */
+  params: ResolvedOf<P>
+}
+
+export interface MethodDefinition<P extends ParamSpecs = ParamSpecs> {
+  /** Generated into methods/ids.ts (npm run methods:readme): a new id is refused by the compiler until then. */
+  id: MethodId
+  /** One line: the method picker, `run --help`. */
+  summary: string
+  /** The README's paragraph: the algorithm with equation numbers, and every choice where the paper is ambiguous. */
+  description: string
+  needs: { draft: boolean; mid: boolean }
+  /** Whether the output follows the target's warped distribution exactly (greedy: equals `ar`). */
+  lossless: boolean
+  /** What --gamma is to this method; null when it ignores it. */
+  gamma: string | null
+  /** Parameter keys are `${namespace}.${name}`; methods of one family share a namespace (pre.*, dsbd.*). */
+  namespace: string
+  params: P
+  /** Rules between parameters: the message naming the offending key, or null. */
+  check?(settings: Settings<P>): string | null
+  /** KV sequences per model one batched step needs; absent: the loader's default suffices. */
+  sessions?(settings: Settings<P>): number
+  /**
+   * A fresh run: state that persists across the prompts of a run (HF's persistent heuristic, learned Acc, the
+   * Q-table) lives in this closure; the returned factory is called once per prompt.
+   */
+  newRun(settings: Settings<P>): () => Decoder
+}
+
+/** Type-checks a definition against its own parameters, then erases them for the list. */
+function method<P extends ParamSpecs>(definition: MethodDefinition<P>): MethodDefinition {
+  return definition as unknown as MethodDefinition
+}
+
+/** A two-model speculative method whose draft length comes from a policy made once per run. */
+const withPolicy = (makePolicy: () => DraftLengthPolicy): (() => Decoder) => {
+  const policy = makePolicy()
+  return () => speculativeDecoder(policy)
+}
+
+const DRAFT = { draft: true, mid: false }
+const TRIO = { draft: true, mid: true }
+const CAP = 'γ_max: the largest draft length the policy may choose'
+
+const PRE_PARAMS = {
+  window: integer('gamma', { min: 1 }, { help: 'M_q2-level tokens M_p verifies per target round (default: γ)', symbol: 'W', source: 'HSDDW Fig. 5' })
+}
+
+const DSBD_PARAMS = {
+  ws: integer(4, { min: 1, max: 64 }, { help: 'draft beams per layer', symbol: 'W_S', source: 'DSBD §3, §4.2 sweeps 2–6' }),
+  t: real(0.9, { min: 0, max: 1 }, { help: 'width threshold of the dynamic width', symbol: 't', source: 'DSBD Eq 6–7; App. C.2: 0.9 is faster' }),
+  wmin: integer(1, { min: 1, max: 64 }, { help: 'smallest layer width', symbol: 'W_min', source: 'DSBD Eq 6' }),
+  fixedWidth: integer(0, { min: 0, max: 64 }, { help: 'the width of every layer; 0 = dynamic (Eq 6)', symbol: 'W_L' })
+}
+type DsbdParams = typeof DSBD_PARAMS
+
+const dsbdWithin = ({ params }: Settings<DsbdParams>): string | null =>
+  params.wmin > params.ws
+    ? `dsbd.wmin must be at most dsbd.ws (${params.ws}), got ${params.wmin}`
+    : params.fixedWidth > params.ws
+      ? `dsbd.fixedWidth must be at most dsbd.ws (${params.ws}), got ${params.fixedWidth}`
+      : null
+
+const dsbdOptions = ({ gamma, params }: Settings<DsbdParams>, oneBeam: boolean) => ({
+  gamma,
+  ws: params.ws,
+  t: params.t,
+  wMin: params.wmin,
+  fixedWidth: params.fixedWidth,
+  oneBeam
+})
+
+const dsbdSequences = (settings: Settings<DsbdParams>, oneBeam: boolean): number => {
+  const sizes = dsbdSessions(dsbdOptions(settings, oneBeam))
+  return Math.max(sizes.target, sizes.draft)
+}
+
+export const CATALOG: readonly MethodDefinition[] = [
+  method({
+    id: 'ar',
+    summary: 'autoregressive decoding with the target alone (the speedup baseline)',
+    description: 'the target alone, one token per forward call — the speedup baseline',
+    needs: { draft: false, mid: false },
+    lossless: true,
+    gamma: null,
+    namespace: 'ar',
+    params: {},
+    newRun: () => () => autoregressive
+  }),
+  method({
+    id: 'sd',
+    summary: 'speculative decoding with a constant draft length γ',
+    description:
+      'speculative decoding with constant draft length γ (`--gamma`): draft γ tokens, verify all γ+1 positions in one ' +
+      'batched target call, accept with min(1, p/q), correct from norm(max(0, p − q)), bonus token when all pass ' +
+      '(SVIP App. A, Alg. 2–6); greedy uses argmax verify/correct',
+    needs: DRAFT,
+    lossless: true,
+    gamma: 'the draft length',
+    namespace: 'sd',
+    params: {},
+    newRun: ({ gamma }) => withPolicy(() => fixedLengthPolicy(gamma))
+  }),
+  method({
+    id: 'sd-heuristic',
+    summary: "Hugging Face's heuristic draft length: +2 after an all-accepted round, else −1",
+    description:
+      "Hugging Face's heuristic schedule (`AssistedCandidateGenerator.update_candidate_strategy`): start at `--gamma`, " +
+      '+2 after a round whose drafts were all accepted, else −1 (floor 1), no upper bound; persists across the prompts ' +
+      'of a run (HF "heuristic"); `heuristic.transient=true` resets to `--gamma` at each prompt (HF "heuristic_transient")',
+    needs: DRAFT,
+    lossless: true,
+    gamma: 'the starting draft length',
+    namespace: 'heuristic',
+    params: {
+      transient: flag(false, { help: 'back to γ at each prompt (HF "heuristic_transient")', source: 'HF candidate_generator.py' })
+    },
+    // One policy per run: the persistent schedule carries γ from prompt to prompt; the transient one resets it.
+    newRun: ({ gamma, params }) => withPolicy(() => heuristicPolicy({ initialGamma: gamma, transient: params.transient }))
+  }),
+  method({
+    id: 'sd-pmin',
+    summary: "llama.cpp's confidence floor: stop after a draft token with top-1 probability < p_min",
+    description:
+      "llama.cpp's confidence floor (common/speculative.cpp): stop drafting after a token whose draft top-1 probability " +
+      "< p_min, never before n_min tokens, at most n_max (not `--gamma`). Defaults are llama.cpp's " +
+      '`common_params_speculative` (the llama.cpp bundled with node-llama-cpp 3.22.1 now defaults to p_min = 0, i.e. ' +
+      'off). Unlike llama.cpp, the token below the floor is still verified, and n_min is a floor for the check rather ' +
+      'than "discard shorter drafts"',
+    needs: DRAFT,
+    lossless: true,
+    gamma: null,
+    namespace: 'pmin',
+    params: {
+      p: real(0.75, { min: 0, max: 1 }, { help: 'stop after a token whose draft top-1 probability is below it', symbol: 'p_min', source: 'llama.cpp common.h' }),
+      min: integer(0, { min: 0 }, { help: 'no confidence stop before this many tokens', symbol: 'n_min', source: 'llama.cpp common.h' }),
+      max: integer(16, { min: 1 }, { help: 'the draft length cap', symbol: 'n_max', source: 'llama.cpp common.h' })
+    },
+    check: ({ params }) => (params.min > params.max ? `pmin.min must be at most pmin.max (${params.max}), got ${params.min}` : null),
+    newRun: ({ params }) => withPolicy(() => pMinPolicy(params))
+  }),
+  method({
+    id: 'svip',
+    summary: 'SVIP: stop drafting after a token whose draft entropy gives √(c·H) > h',
+    description:
+      'SVIP (Algorithm 1, Eq. 6): stop drafting after a token whose draft entropy H (nats) gives √(c·H) > h; at most ' +
+      '`svip.maxDraft`. h = 0.3 (§3.1: chosen from the grid {0.2, 0.3, 0.4, 0.5}; 0.3 for Qwen2.5 and LLaMA-3). ' +
+      "Choice: the authors' public code scales the entropy by a constant before the root (`sqrt(entropy * 0.15) > " +
+      "threshold`); the paper absorbs √c into h, and its h values are for c = 0.15. `svip.c=1` is Algorithm 1 as " +
+      'printed (√H > h)',
+    needs: DRAFT,
+    lossless: true,
+    gamma: null,
+    namespace: 'svip',
+    params: {
+      h: real(0.3, { min: 0 }, { help: 'entropy threshold: stop after a token with √(c·H) > h', symbol: 'h', source: 'SVIP §3.1, Alg. 1' }),
+      c: real(0.15, { min: 0, minExclusive: true }, { help: "entropy scale of the authors' code (1 = Alg. 1 as printed)", symbol: 'c', source: 'SVIP public code' }),
+      maxDraft: integer(40, { min: 1 }, { help: 'the draft length cap', source: 'SVIP §3.1' })
+    },
+    newRun: ({ params }) => withPolicy(() => svipPolicy(params))
+  }),
+  method({
+    id: 'self-verify',
+    summary: 'HSDDW self-verify: stop drafting after a token with H(q) > τ (τ = mean entropy of rejected tokens)',
+    description:
+      'HSDDW self-verify (App. C Algorithm 1, §3.1, §4.4): stop drafting after a token with H(q) > τ; τ = mean entropy ' +
+      "of the draft tokens rejected so far in this prompt (the text's rule; Alg. 1 line 25's H(q_n) would be the last " +
+      'accepted one), 0 until the first rejection, so drafts are one token long until then; τ resets at each prompt ' +
+      '("in the current sentence") and is recorded in every step\'s threshold',
+    needs: DRAFT,
+    lossless: true,
+    gamma: null,
+    namespace: 'selfverify',
+    params: {
+      maxDraft: integer(10, { min: 1 }, { help: 'the draft window', symbol: 'K', source: 'HSDDW App. A.1' })
+    },
+    // τ is per prompt (reset in startPrompt), so one policy per run is enough.
+    newRun: ({ params }) => withPolicy(() => selfVerifyPolicy(params))
+  }),
+  method({
+    id: 'adaptive-analytic',
+    summary: 'on-the-fly adaptation, Method 1: γ maximising the expected throughput of Eq 1 with measured Acc and costs',
+    description:
+      'on-the-fly adaptation, Method 1 (Liu et al. §4.1): before each round γ = argmax over [1, `--gamma`] of ' +
+      '(1 − Acc^{γ+1}) / ((1 − Acc)(γ·a_q + b_p(γ))) (Eq 1); Acc = ΣV / (ΣV + #rounds with a rejection) over the last h ' +
+      "rounds (Eq 2, the exact MLE of App. B.1's censored geometric), capped at Acc_max; a_q = draft ms per token, " +
+      'b_p(γ) = b0 + b1·γ by non-negative least squares on verify ms (prompt-prefill rounds excluded); γ = `--gamma` ' +
+      'until the first timed round; history and timings persist across prompts',
+    needs: DRAFT,
+    lossless: true,
+    gamma: CAP,
+    namespace: 'analytic',
+    params: {
+      history: integer(6, { min: 1 }, { help: 'rounds in the acceptance estimate', symbol: 'h', source: 'Liu et al. App. D.6' }),
+      accMax: real(0.98, { min: 0, max: 1, minExclusive: true }, { help: 'cap on the estimated acceptance', symbol: 'Acc_max' }),
+      timingHistory: integer(32, { min: 1 }, { help: 'rounds in the draft/verify cost fit' })
+    },
+    newRun: ({ gamma, params }) => withPolicy(() => adaptiveAnalyticPolicy({ gammaMax: gamma, ...params }))
+  }),
+  method({
+    id: 'adaptive-fsm',
+    summary: 'on-the-fly adaptation, Method 2: saturating counter, −1 after a rejection, +1 when all accepted',
+    description:
+      'on-the-fly adaptation, Method 2 (Liu et al. §4.2): saturating counter, γ −1 after a rejection, +1 when every ' +
+      'draft was accepted, within [0, `--gamma`], starting at `--gamma`; at γ = 0 the target decodes one token alone ' +
+      'and (nothing rejected) γ returns to 1; γ persists across prompts',
+    needs: DRAFT,
+    lossless: true,
+    gamma: CAP,
+    namespace: 'fsm',
+    params: {},
+    newRun: ({ gamma }) => withPolicy(() => adaptiveFsmPolicy(gamma))
+  }),
+  method({
+    id: 'adaptive-cache-fsm',
+    summary: 'on-the-fly adaptation, Method 3: counter driven by accepted tokens already in a token-id cache',
+    description:
+      'on-the-fly adaptation, Method 3 (Liu et al. §4.2): token-id cache seeded with the prompt and grown with the ' +
+      'emitted tokens; γ += (accepted draft tokens already in the cache) + 1 if all accepted − 1 if none was cached, ' +
+      'within [1, `--gamma`]; cache per prompt, γ persists across prompts',
+    needs: DRAFT,
+    lossless: true,
+    gamma: CAP,
+    namespace: 'cachefsm',
+    params: {},
+    newRun: ({ gamma }) => withPolicy(() => adaptiveCacheFsmPolicy(gamma))
+  }),
+  method({
+    id: 'adaptive-rl',
+    summary: 'on-the-fly adaptation, Method 4: tabular Q-learning over the next γ',
+    description:
+      'on-the-fly adaptation, Method 4 (Liu et al. App. B.4 Alg. 2): tabular Q-learning, state = previous γ, action = ' +
+      'next γ ∈ [1, `--gamma`], reward = accepted / proposed, uniformly random for the first `rl.warmup` decisions ' +
+      'then ε-greedy from its own seeded PRNG; Q-table persists across prompts',
+    needs: DRAFT,
+    lossless: true,
+    gamma: CAP,
+    namespace: 'rl',
+    params: {
+      epsilon: real(0.1, { min: 0, max: 1 }, { help: 'exploration rate after the warm-up', symbol: 'ε', source: 'Liu et al. Alg. 2' }),
+      alpha: real(0.1, { min: 0, max: 1, minExclusive: true }, { help: 'learning rate', symbol: 'α', source: 'Liu et al. Alg. 2' }),
+      discount: real(0.9, { min: 0, max: 1, maxExclusive: true }, { help: 'discount of the next state’s value', symbol: 'γ_RL', source: 'Liu et al. Alg. 2' }),
+      warmup: integer(25, { min: 0, max: 1_000_000 }, { help: 'uniformly random decisions before ε-greedy' }),
+      seed: integer(0, { min: 0, max: 2 ** 32 - 1 }, { help: "the policy's own PRNG seed" })
+    },
+    newRun: ({ gamma, params }) => withPolicy(() => adaptiveRlPolicy({ gammaMax: gamma, ...params }))
+  }),
+  method({
+    id: 'pre-verify',
+    summary: 'three models (HSDDW Fig. 5a): M_q1 drafts, M_q2 pre-verifies, M_p verifies the M_q2-level tokens',
+    description:
+      'three models (HSDDW §4.3, Fig. 5a: "two speculative decoding models connected sequentially"): M_q1 (`--draft`) ' +
+      'drafts `--gamma` tokens, M_q2 (`--mid`) verifies them in one batched call by exact rejection sampling (accept ' +
+      'min(1, q2/q1), correct from norm(max(0, q2 − q1)), bonus from q2), repeatedly, until `pre.window` M_q2-level ' +
+      'tokens wait; M_p verifies them in one batched call with q = q2 for every one of them (the marginal law of an ' +
+      'accepted M_q1 token, a correction and a bonus alike — lossless)',
+    needs: TRIO,
+    lossless: true,
+    gamma: "M_q1's draft window K",
+    namespace: 'pre',
+    params: PRE_PARAMS,
+    newRun: ({ gamma, params }) => () => preVerifyDecoder({ gamma, window: params.window, selfVerify: false })
+  }),
+  method({
+    id: 'pre-self-verify',
+    summary: 'pre-verify + self-verify at both levels (HSDDW Fig. 5b)',
+    description:
+      '`pre-verify` plus self-verify at both levels (Fig. 5b), same windows: M_q1 stops after a token with H(q1) > ' +
+      'τ_q1, the M_q2 level hands over after the first token with H(q2) > τ_q2 (later tokens of that round are ' +
+      'dropped); τ_q1 / τ_q2 = mean entropy of the tokens M_q2 / M_p rejected in this prompt, 0 at first (the ' +
+      '`self-verify` rule)',
+    needs: TRIO,
+    lossless: true,
+    gamma: "M_q1's draft window K",
+    namespace: 'pre',
+    params: PRE_PARAMS,
+    newRun: ({ gamma, params }) => () => preVerifyDecoder({ gamma, window: params.window, selfVerify: true })
+  }),
+  method({
+    id: 'hsddw',
+    summary: 'HSDDW (App. D Alg. 2): draft+self-verify by M_q1, pre-verify+self-verify by M_q2, verify by M_p',
+    description:
+      'HSDDW (App. D Algorithm 2): Draft + Self-verify by M_q1 (τ_q1, window `--gamma`), Pre-verify + Self-verify by ' +
+      'M_q2 — back to drafting while every token of the round has H(q2) ≤ τ_q2, else hand all n_tot waiting tokens ' +
+      'to M_p (no window) — then Verify by M_p. Choices where the listing is ambiguous or lossy (n_tot counts ' +
+      "corrections, τ takes the rejected token's entropy, bonus tokens, …) are in `electron/engine/decoders/hsddw.ts`",
+    needs: TRIO,
+    lossless: true,
+    gamma: "M_q1's draft window K",
+    namespace: 'hsddw',
+    params: {},
+    newRun: ({ gamma }) => () => hsddwDecoder({ gamma })
+  }),
+  method({
+    id: 'hier-chen',
+    summary: "Chen's hierarchical SD (Alg. 2): m mid guesses, each after n small guesses — NOT lossless as printed",
+    description:
+      "Chen's hierarchical SD (Algorithm 2): per target call m mid-model guesses, each after n small-model guesses, " +
+      'all verified by M_p against their own draft distribution; after a rejection t ~ p_{k+1} as printed — **not ' +
+      'lossless** (the paper says so; the toy test measures a total variation distance of ≈ 0.19 on the first token). ' +
+      '`chen.residual=true` corrects from norm(max(0, p − d)) instead, which is exact',
+    needs: TRIO,
+    lossless: false,
+    gamma: null,
+    namespace: 'chen',
+    params: {
+      m: integer(2, { min: 1, max: 256 }, { help: 'mid-model guesses per target call', symbol: 'm', source: 'Chen et al. Alg. 2' }),
+      n: integer(2, { min: 0, max: 256 }, { help: 'small-model guesses per mid-model guess', symbol: 'n', source: 'Chen et al. Alg. 2' }),
+      residual: flag(false, { help: 'correct from the residual (exact) instead of p_{k+1} (Alg. 2 line 14)' })
+    },
+    newRun: ({ params }) => () => chenDecoder(params)
+  }),
+  method({
+    id: 'beam',
+    summary: 'beam sampling (DSBD Eq 1) with the target alone; output = the final beam with the lowest perplexity',
+    description:
+      "beam sampling (DSBD Eq 1) with the target alone: W beams drawn i.i.d. (with replacement) from T∘p_beam, the run's " +
+      'warp applied to the joint over beams × vocabulary (temperature on the joint log-likelihood, global top-k, ' +
+      'top-p); W = 1 is multinomial sampling; the output is the final beam with the lowest perplexity',
+    needs: { draft: false, mid: false },
+    lossless: true,
+    gamma: null,
+    namespace: 'beam',
+    params: {
+      width: integer(3, { min: 1, max: 64 }, { help: 'beams kept per step', symbol: 'W', source: 'DSBD Eq 1' }),
+      deterministic: flag(false, { help: 'keep the W most probable candidates (beam search) instead of sampling' })
+    },
+    sessions: ({ params }) => params.width,
+    newRun: ({ params }) => () => beamDecoder(params)
+  }),
+  method({
+    id: 'dsbd',
+    summary: 'DSBD (Alg. 1): the draft beam-samples a forest, the target verifies it layer by layer in one decode',
+    description:
+      'DSBD (Algorithm 1, §3): the draft beam-samples a forest of `--gamma` layers × `dsbd.ws` beams, the target scores ' +
+      'every node in one batched decode (one sequence per tree path), layers are verified in order with ' +
+      "min(1, p′/q_beam) (Appendix A's direction — Algorithm 1 prints the inverse), residual p′ ← norm(max(0, p′ − " +
+      'q_beam)), completion from p′ then p_beam, an extra layer when all pass; width W_L = max(W_min, W̃(t)) from Eq ' +
+      "2–7. Lossless: with a fixed width it samples exactly `beam`'s law",
+    needs: DRAFT,
+    lossless: true,
+    gamma: 'draft layers per iteration',
+    namespace: 'dsbd',
+    params: DSBD_PARAMS,
+    check: dsbdWithin,
+    sessions: (settings) => dsbdSequences(settings, false),
+    newRun: (settings) => () => dsbdDecoder(dsbdOptions(settings, false))
+  }),
+  method({
+    id: 'dsbd-1beam',
+    summary: 'DSBD memory mode (§3.4): only the lowest-perplexity output beam becomes the next input',
+    description:
+      "DSBD's memory mode (§3.4): only the output beam with the lowest perplexity becomes the next input, so one KV " +
+      'sequence per model is kept between iterations (the forest still needs one per path while it is scored). Same ' +
+      '`dsbd.*` parameters',
+    needs: DRAFT,
+    lossless: true,
+    gamma: 'draft layers per iteration',
+    namespace: 'dsbd',
+    params: DSBD_PARAMS,
+    check: dsbdWithin,
+    sessions: (settings) => dsbdSequences(settings, true),
+    newRun: (settings) => () => dsbdDecoder(dsbdOptions(settings, true))
+  }),
+  method({
+    id: 'nlc-draft',
+    summary: "node-llama-cpp's DraftSequenceTokenPredictor (peer baseline; maxTokens = γ)",
+    description:
+      "node-llama-cpp's own `DraftSequenceTokenPredictor` (peer baseline): the draft predicts in the background and a " +
+      "prediction is kept when it equals the token the target samples with llama.cpp's sampler (seeded from SpecLab's " +
+      'PRNG) — lossless in distribution, but by its own sampler chain, so its text equals `ar` only when greedy',
+    needs: DRAFT,
+    lossless: true,
+    gamma: "the predictor's maxTokens",
+    namespace: 'nlc',
+    params: {
+      minConfidence: real(0.6, { min: 0, max: 1 }, { help: 'stop predicting below this draft confidence', source: "node-llama-cpp's default" }),
+      minTokens: integer(0, { min: 0 }, { help: 'tokens always predicted before the confidence check', source: "node-llama-cpp's default" })
+    },
+    check: ({ gamma, params }) => (params.minTokens > gamma ? `nlc.minTokens must be at most γ (${gamma}), got ${params.minTokens}` : null),
+    newRun: ({ gamma, params }) => () => nlcDraftDecoder({ maxTokens: gamma, minTokens: params.minTokens, minConfidence: params.minConfidence })
+  })
+]

@@ -1,0 +1,144 @@
+/**
+ * The method catalog is the one source of truth (issue 10): schemas round-trip their defaults, every bad key or
+ * value of every method is refused with one message naming the key and the valid ones, duplicate ids are refused,
+ * what is generated from the catalog (ids.ts, the README table, the UI's knobs, --help) is current, and the engine
+ * imports nothing from api/, host/, store/ or electron.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+import { UserInputError } from '../../electron/engine/errors'
+import { CATALOG } from '../../electron/engine/methods/catalog'
+import { idsModule, methodHelp, methodInfos, methodTable, withMethodTable } from '../../electron/engine/methods/docs'
+import { METHOD_IDS } from '../../electron/engine/methods/ids'
+import { keysOf, prepare, prepareRun } from '../../electron/engine/methods/prepare'
+import type { ParamSpec } from '../../electron/engine/methods/param-spec'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+const read = (relative: string) => fs.readFileSync(path.join(root, relative), 'utf8')
+
+/** The message of the UserInputError fn throws (fails the test if it throws anything else or nothing). */
+function refusal(fn: () => unknown): string {
+  try {
+    fn()
+  } catch (error) {
+    expect(error).toBeInstanceOf(UserInputError)
+    return (error as Error).message
+  }
+  throw new Error('expected a UserInputError')
+}
+
+/** Values a spec must refuse: the wrong type, and just outside each finite bound. */
+function badValues(spec: ParamSpec): (number | string | boolean)[] {
+  if (spec.type === 'boolean') return [1, 'yes']
+  const bad: (number | string | boolean)[] = ['abc', true, spec.minExclusive ? spec.min : spec.min - 1]
+  if (spec.max !== Infinity) bad.push(spec.maxExclusive ? spec.max : spec.max + 1)
+  if (spec.type === 'integer') bad.push(spec.min + 0.5)
+  return bad
+}
+
+describe('method catalog', () => {
+  it('lists every contract id exactly once, in the contract order (methods/ids.ts is generated from it)', () => {
+    expect(CATALOG.map((m) => m.id)).toEqual([...METHOD_IDS])
+    expect(read('electron/engine/methods/ids.ts')).toBe(idsModule())
+  })
+
+  it('every schema round-trips its defaults: resolving the resolved settings changes nothing', () => {
+    for (const definition of CATALOG) {
+      const first = prepare(definition.id, { gamma: 5, params: {} })
+      expect(Object.keys(first.params).sort(), definition.id).toEqual(keysOf(definition).sort())
+      const again = prepare(definition.id, { gamma: 5, params: first.params })
+      expect(again.params, definition.id).toEqual(first.params)
+      expect(typeof first.newRun()(), definition.id).toBe('function')
+    }
+    // The one default that depends on the run: pre.window = γ.
+    expect(prepare('pre-verify', { gamma: 7, params: {} }).params).toEqual({ 'pre.window': 7 })
+  })
+
+  it.each(CATALOG.map((m) => [m.id, m] as const))('%s refuses a misspelled key, naming it and the valid keys', (id, definition) => {
+    const message = refusal(() => prepare(id, { gamma: 5, params: { [`${definition.namespace}.typo`]: 1 } }))
+    const valid = keysOf(definition)
+    expect(message).toBe(`${definition.namespace}.typo is not a parameter of ${id} (${id} takes ${valid.length > 0 ? valid.join(', ') : 'no parameters'})`)
+  })
+
+  it.each(CATALOG.filter((m) => Object.keys(m.params).length > 0).map((m) => [m.id, m] as const))(
+    '%s refuses every out-of-range or mistyped value, naming the key',
+    (id, definition) => {
+      for (const [name, spec] of Object.entries(definition.params))
+        for (const value of badValues(spec)) {
+          const key = `${definition.namespace}.${name}`
+          const message = refusal(() => prepare(id, { gamma: 64, params: { [key]: value } }))
+          expect(message.startsWith(`${key} (${id}) must be `), message).toBe(true)
+          expect(message.endsWith(`, got ${JSON.stringify(value)}`), message).toBe(true)
+        }
+    }
+  )
+
+  it('rules between parameters name the offending key', () => {
+    expect(refusal(() => prepare('sd-pmin', { gamma: 5, params: { 'pmin.min': 5, 'pmin.max': 3 } }))).toMatch(/^pmin\.min must be at most pmin\.max \(3\)/)
+    expect(refusal(() => prepare('dsbd', { gamma: 2, params: { 'dsbd.ws': 2, 'dsbd.wmin': 3 } }))).toMatch(/^dsbd\.wmin must be at most dsbd\.ws/)
+    expect(refusal(() => prepare('nlc-draft', { gamma: 3, params: { 'nlc.minTokens': 4 } }))).toMatch(/^nlc\.minTokens must be at most γ \(3\)/)
+  })
+
+  it('a key of a method not in the run, of no method, or γ out of range: one message each', () => {
+    expect(refusal(() => prepareRun(['ar', 'sd'], { gamma: 5, params: { 'svip.h': 0.2 } }))).toBe(
+      'parameter svip.h belongs to svip, which is not in this run (ar takes no parameters; sd takes no parameters)'
+    )
+    expect(refusal(() => prepareRun(['svip'], { gamma: 5, params: { 'svp.h': 0.2 } }))).toBe(
+      'svp.h is not a parameter of svip (svip takes svip.h, svip.c, svip.maxDraft)'
+    )
+    expect(refusal(() => prepareRun(['pre-verify'], { gamma: 5, params: { 'dsbd.ws': 2 } }))).toMatch(/dsbd\.ws belongs to dsbd \/ dsbd-1beam, which are not in this run/)
+    expect(refusal(() => prepare('sd', { gamma: 0, params: {} }))).toBe('γ must be an integer in [1, 128], got 0')
+    // Shared namespaces: both pre-verify methods take pre.window.
+    expect(prepareRun(['pre-verify', 'pre-self-verify'], { gamma: 4, params: { 'pre.window': 6 } }).params).toEqual({ 'pre.window': 6 })
+  })
+
+  it('refuses duplicate and unknown ids, and missing models', () => {
+    expect(refusal(() => prepareRun(['ar', 'sd', 'ar'], { gamma: 5, params: {} }))).toBe("method 'ar' is listed twice")
+    expect(refusal(() => prepareRun(['warp-drive'], { gamma: 5, params: {} }))).toMatch(/^unknown method 'warp-drive' \(methods: ar, sd, /)
+    expect(refusal(() => prepareRun(['ar', 'hsddw'], { gamma: 5, params: {} }, { draft: true, mid: false }))).toBe("method 'hsddw' needs a mid model")
+  })
+
+  it('a run records the resolved parameters of its methods', () => {
+    const run = prepareRun(['ar', 'svip', 'dsbd'], { gamma: 3, params: { 'svip.h': 0.2, 'dsbd.ws': 2 } })
+    expect(run.params).toEqual({ 'svip.h': 0.2, 'svip.c': 0.15, 'svip.maxDraft': 40, 'dsbd.ws': 2, 'dsbd.t': 0.9, 'dsbd.wmin': 1, 'dsbd.fixedWidth': 0 })
+    expect(run.sessions).toBe(2 + 3 * 2)
+  })
+
+  it('the UI gets every key of every method with type, default, range and help (pre.window and nlc.* included)', () => {
+    const infos = methodInfos()
+    expect(infos.map((m) => m.id)).toEqual([...METHOD_IDS])
+    for (const info of infos) expect(info.params.map((p) => p.key), info.id).toEqual(keysOf(CATALOG.find((m) => m.id === info.id)!))
+    const keys = infos.flatMap((m) => m.params)
+    expect(keys.find((p) => p.key === 'pre.window')).toMatchObject({ type: 'integer', defaultValue: 'γ', min: 1 })
+    expect(keys.find((p) => p.key === 'nlc.minConfidence')).toMatchObject({ type: 'number', defaultValue: 0.6, min: 0, max: 1, range: 'a number in [0, 1]' })
+    for (const p of keys) expect(p.help.length, p.key).toBeGreaterThan(5)
+    // JSON-safe (the UI receives it over IPC / WebSocket): no Infinity.
+    expect(JSON.parse(JSON.stringify(infos))).toEqual(infos)
+  })
+
+  it('--help lists every method and every parameter with its default', () => {
+    const help = methodHelp()
+    for (const info of methodInfos()) {
+      expect(help).toContain(`  ${info.id} `)
+      for (const p of info.params) expect(help).toContain(`${p.key}=${String(p.defaultValue)}`)
+    }
+  })
+
+  it('the README method table is the generated one (npm run methods:readme)', () => {
+    const readme = read('README.md')
+    expect(readme).toContain(methodTable())
+    expect(withMethodTable(readme)).toBe(readme)
+  })
+
+  it('no engine file imports electron, api/, host/ or store/', () => {
+    const files = fs.readdirSync(path.join(root, 'electron/engine'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'))
+    expect(files.length).toBeGreaterThan(30)
+    for (const file of files) {
+      const source = read(path.join('electron/engine', file))
+      const imports = [...source.matchAll(/^import .* from '([^']+)'/gm)].map((m) => m[1])
+      for (const specifier of imports) expect(specifier, file).not.toMatch(/^electron$|\/(api|host|store)\//)
+    }
+  })
+})
