@@ -71,7 +71,7 @@ export const RunConfig = z.object({
   seed: z.number().int().min(0).max(2 ** 32 - 1),
   /** Draft length γ for fixed-window methods. */
   gamma: z.number().int().min(GAMMA_RANGE.min).max(GAMMA_RANGE.max),
-  /** Method parameters given with --set key=value. */
+  /** The run's method parameters, resolved by the method catalog: every key of its methods, defaults filled in. */
   params: z.record(z.string(), ParamValue),
   threads: z.number().int().positive().max(256),
   contextSize: z.number().int().positive(),
@@ -169,7 +169,7 @@ export const DecodeSettings = z.object({
   gamma: z.number().int().min(GAMMA_RANGE.min).max(GAMMA_RANGE.max),
   /** null = a fresh random seed, recorded with the result. */
   seed: Seed.nullable(),
-  /** Method parameters (the CLI's --set key=value). */
+  /** Method parameters as the user gave them (the CLI's --set key=value); the host resolves and checks them. */
   params: ParamsRecord
 })
 export type DecodeSettings = z.infer<typeof DecodeSettings>
@@ -393,7 +393,7 @@ export interface AppInfo {
   mode: 'electron' | 'browser'
   databasePath: string
   downloadDirectory: string
-  /** Methods available in this build (others of METHOD_IDS are refused with a message). */
+  /** Every method of the catalog, with its parameters (the UI's knobs) — generated from engine/methods/catalog.ts. */
   methods: MethodInfo[]
   datasets: DatasetInfo[]
   suites: SuiteInfo[]

@@ -24,7 +24,7 @@ import type { DecoderModels } from '../engine/decoders/types'
 import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { loadTrio } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
-import { executeRun } from '../experiments/runner'
+import { executeRun, prepareConfig } from '../experiments/runner'
 import { analyseAblation, collectAblationRows, type AblationResult } from '../experiments/reports/hsddw-analysis'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
@@ -89,18 +89,21 @@ async function ablationAction(options: AblationOptions): Promise<void> {
     threads: defaultThreads() ?? 4,
     contextSize: 512
   }
-  const configA = RunConfig.parse({ ...base, methods: trioMethods, models: paths })
+  // Both runs' methods and parameters are validated before anything loads.
+  const runA = prepareConfig(RunConfig.parse({ ...base, methods: trioMethods, models: paths }))
   // Run B has neither self-verify nor pre-verify: their parameters are not its business (a run refuses them).
-  const configB = RunConfig.parse({ ...base, params: {}, methods: ['ar', 'sd'], models: { target: paths.target, draft: paths.mid } })
+  const runB = prepareConfig(RunConfig.parse({ ...base, params: {}, methods: ['ar', 'sd'], models: { target: paths.target, draft: paths.mid } }))
+  const configA = runA.config
   const prompts = loadPrompts(configA.prompts)
   const store = RunStore.open(options.db ?? defaultDatabasePath())
   const trio = await loadTrio(configA.models, { threads: configA.threads, contextSize: configA.contextSize })
   try {
     const fingerprintsOf = (files: string[]) => trio.fingerprints.filter((f) => files.includes(f.path))
-    const runOne = async (config: RunConfig, decoderModels: DecoderModels, files: string[]) => {
+    const runOne = async ({ config, prepared }: ReturnType<typeof prepareConfig<RunConfig>>, decoderModels: DecoderModels, files: string[]) => {
       const progress = createProgressBar(prompts.length * config.methods.length)
       try {
         return await executeRun(store, { ...config, modelFingerprints: fingerprintsOf(files) }, decoderModels, prompts, {
+          prepared,
           onProgress: progress.update
         })
       } finally {
@@ -108,8 +111,8 @@ async function ablationAction(options: AblationOptions): Promise<void> {
       }
     }
     const { target, mid, draft } = trio.models
-    const reportA = await runOne(configA, { target, mid, draft }, [paths.target, paths.mid, paths.draft])
-    const reportB = await runOne(configB, { target, draft: mid }, [paths.target, paths.mid])
+    const reportA = await runOne(runA, { target, mid, draft }, [paths.target, paths.mid, paths.draft])
+    const reportB = await runOne(runB, { target, draft: mid }, [paths.target, paths.mid])
     const stepsOf = (runId: number) => {
       const outcomes = store.getOutcomes(runId)
       return (method: string) => (outcomes.get(method) ?? []).flatMap((o) => o.steps)

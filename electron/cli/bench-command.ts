@@ -11,7 +11,7 @@ import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { loadTrio } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
 import { measureRawTimings, speedupBound, type RawTimings } from '../experiments/raw-timings'
-import { executeRun, tokenizePrompts } from '../experiments/runner'
+import { executeRun, prepareConfig, tokenizePrompts } from '../experiments/runner'
 import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
@@ -70,7 +70,7 @@ function benchMethods(options: BenchOptions): string[] {
 
 async function benchAction(options: BenchOptions): Promise<void> {
   const models = sharedModelsDirectory()
-  const config = RunConfig.parse({
+  const parsed = RunConfig.parse({
     suite: 'bench',
     methods: benchMethods(options),
     models: {
@@ -86,15 +86,18 @@ async function benchAction(options: BenchOptions): Promise<void> {
     threads: defaultThreads() ?? 4,
     contextSize: 512
   })
+  // Methods validated once, before anything loads; beam / DSBD methods get the KV sequences they need.
+  const { config, prepared } = prepareConfig(parsed)
   const prompts = loadPrompts(config.prompts)
   const store = RunStore.open(options.db ?? defaultDatabasePath())
-  const trio = await loadTrio(config.models, { threads: config.threads, contextSize: config.contextSize })
+  const trio = await loadTrio(config.models, { threads: config.threads, contextSize: config.contextSize, sequences: prepared.sessions })
   try {
     const { target, draft } = trio.models
     const progress = createProgressBar(prompts.length * config.methods.length)
     let report: RunReport
     try {
       report = await executeRun(store, { ...config, modelFingerprints: trio.fingerprints }, trio.models, prompts, {
+        prepared,
         onProgress: progress.update
       })
     } finally {

@@ -10,6 +10,7 @@ import { executeRun, prepareConfig, type RunProgress } from '../experiments/runn
 import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { UserInputError } from '../engine/errors'
 import { methodHelp } from '../engine/methods/docs'
+import type { PreparedRun } from '../engine/methods/prepare'
 import { METHOD_IDS } from '../engine/methods/ids'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
@@ -105,7 +106,7 @@ export function runCommand(): Command {
 /** The run record keeps absolute paths so `show` and `diff` mean the same file from any directory. */
 const absolute = (file: string | undefined) => (file === undefined ? undefined : path.resolve(file))
 
-function buildConfig(options: RunOptions, seed: number): { config: RunConfig; sequences: number } {
+function buildConfig(options: RunOptions, seed: number): { config: RunConfig; prepared: PreparedRun } {
   const methods = options.methods.split(',').map((m) => m.trim()).filter(Boolean)
   if (options.draft.length > 1 && !options.selectDraft)
     throw new UserInputError('several --draft files need --select-draft (adaptive draft-model selection)')
@@ -141,13 +142,13 @@ function buildConfig(options: RunOptions, seed: number): { config: RunConfig; se
     contextSize: options.contextSize,
     draftSelection: options.selectDraft ? { warmupPrompts: options.selectWarmup } : null
   })
-  return { config, sequences: prepared.sessions }
+  return { config, prepared }
 }
 
 async function runAction(options: RunOptions): Promise<void> {
   if (options.prompts && options.dataset) throw new UserInputError('give either --prompts or --dataset, not both')
   const seed = options.seed ?? randomInt(2 ** 32)
-  const { config, sequences } = buildConfig(options, seed)
+  const { config, prepared } = buildConfig(options, seed)
   const prompts = loadPrompts(config.prompts)
   const store = RunStore.open(options.db ?? defaultDatabasePath())
   const trio = await loadTrio(config.models, {
@@ -155,7 +156,7 @@ async function runAction(options: RunOptions): Promise<void> {
     contextSize: config.contextSize,
     fullVocabulary: config.sampling.fullVocabulary,
     // Beam methods keep one KV sequence per beam / tree path (4 unless a method asks for more).
-    sequences
+    sequences: prepared.sessions
   })
   const abort = new AbortController()
   const onSigint = () => abort.abort()
@@ -166,6 +167,7 @@ async function runAction(options: RunOptions): Promise<void> {
   try {
     const effective = { ...config, contextSize: trio.models.target.context.contextSize, modelFingerprints: trio.fingerprints }
     report = await executeRun(store, effective, trio.models, prompts, {
+      prepared,
       signal: abort.signal,
       onProgress: progress.update,
       draftCandidates: trio.drafts

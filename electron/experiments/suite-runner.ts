@@ -18,7 +18,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { RunConfig, type ModelFingerprint, type ModelPaths, type RunStatus } from '../api/contract'
-import { prepareRun } from '../engine/methods/prepare'
+import { ownedParams, prepareRun } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
 import { defaultThreads, type LlamaLoadOptions } from '../engine/model/llama-cpp-model'
@@ -240,6 +240,18 @@ function promptTokenCounter(target: LanguageModel): (text: string) => number {
   return (text) => bos + target.tokenize(text).length
 }
 
+/**
+ * Plans stored before a run's parameters were checked against its methods may hold keys that never applied (the
+ * hsddw-ablation Figure 7 cells carried selfverify.maxDraft without self-verify): a resume keeps the owned keys.
+ */
+function ownParamsOnly(plan: readonly PlannedCell[]): PlannedCell[] {
+  return plan.map((cell) => ({
+    ...cell,
+    params: ownedParams(cell.methods, cell.params ?? {}),
+    config: { ...cell.config, params: ownedParams(cell.methods, cell.config.params) }
+  }))
+}
+
 /** Prompts of a planned cell, re-selected exactly as planned (the plan's count is checked). */
 function cellPrompts(cell: PlannedCell, target: LanguageModel, contextSize: number): PromptItem[] {
   const { prompts } = selectPrompts(cell.dataset, promptTokenCounter(target), contextSize, cell.fitTokens ?? cell.maxTokens)
@@ -302,7 +314,8 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
 
   // The grid (without prompts) is known before loading: every cell's methods are prepared (a bad cell fails now,
   // not an hour in), and they say how many KV sequences the beam methods want.
-  const draftGrid = resumed?.plan ?? suite.cells({ quick: options.quick, datasets: options.datasets, maxTokens: options.maxTokens ?? undefined })
+  const resumedPlan = resumed ? ownParamsOnly(resumed.plan) : null
+  const draftGrid = resumedPlan ?? suite.cells({ quick: options.quick, datasets: options.datasets, maxTokens: options.maxTokens ?? undefined })
   const sequences = Math.max(...draftGrid.map((c) => prepareRun(c.methods, { gamma: c.gamma, params: c.params ?? {} }).sessions))
   const started = performance.now()
   const progress: SuiteProgress = {
@@ -332,7 +345,7 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
     let plan: PlannedCell[]
     if (resumed) {
       checkFingerprints(resumed.options.fingerprints, trio.fingerprints)
-      plan = resumed.plan
+      plan = resumedPlan!
       suites.reopenSuiteRun(resumed.id)
     } else {
       options.fingerprints = trio.fingerprints

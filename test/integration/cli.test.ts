@@ -94,7 +94,7 @@ withModels('speclab CLI', () => {
     ['a method without its draft', ['run', '--target', target, '--methods', 'sd'], /method 'sd' needs a draft model/],
     ['a duplicate method', ['run', '--target', target, '--methods', 'ar,ar'], /method 'ar' is listed twice/],
     ['a misspelled parameter', ['run', '--target', target, '--draft', draft, '--methods', 'svip', '--set', 'svp.h=0.2'], /svp\.h is not a parameter of svip \(svip takes svip\.h, svip\.c, svip\.maxDraft\)/],
-    ['a parameter of a method not in the run', ['run', '--target', target, '--draft', draft, '--methods', 'ar,sd', '--set', 'svip.h=0.2'], /parameter svip\.h belongs to svip, which is not in this run/],
+    ['a parameter of a method not in the run', ['run', '--target', target, '--draft', draft, '--methods', 'ar,sd', '--set', 'svip.h=0.2'], /svip\.h is not a parameter of ar or sd \(ar takes no parameters; sd takes no parameters\): it belongs to svip, which is not in this run/],
     ['a non-numeric nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.minConfidence=abc'], /nlc\.minConfidence \(nlc-draft\) must be a number in \[0, 1\], got "abc"/],
     ['an out-of-range nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.minTokens=1e9'], /nlc\.minTokens \(nlc-draft\) must be an integer in \[0, 1024\], got 1000000000/],
     ['an unknown nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.typo=1'], /nlc\.typo is not a parameter of nlc-draft \(nlc-draft takes nlc\.minConfidence, nlc\.minTokens\)/],

@@ -15,7 +15,7 @@ import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { HostEvent, type ApiChannel, type ApiRequest, type ApiResponses, type ChatMessage, type WorkbenchProgress } from '../../electron/api/contract'
-import { DEFAULT_SEQUENCES, prepare } from '../../electron/engine/methods/prepare'
+import { DEFAULT_SEQUENCES, prepare, prepareRun } from '../../electron/engine/methods/prepare'
 import { defaultThreads } from '../../electron/engine/model/llama-cpp-model'
 import { EngineHost } from '../../electron/host/host'
 import { runUtilityHost, type PortLike } from '../../electron/host/utility-entry'
@@ -194,6 +194,34 @@ describe.skipIf(!haveModels)('engine host', () => {
     expect((await call('chat:conversation', { conversationId }))!.messages).toHaveLength(4)
     await expect(call('chat:send', { conversationId: 9999, text: 'x', settings: settings(), format: 'auto', systemPrompt: '' })).rejects.toThrow(/does not exist/)
     await expect(call('chat:send', { conversationId: null, text: 'x', settings: settings({ params: { 'svip.h': -3 } , method: 'svip' }), format: 'auto', systemPrompt: '' })).rejects.toThrow(/svip\.h/)
+
+    // Chat and the Workbench refuse bad parameters with the catalog's own line (the CLI prints the same, exit 2).
+    const messageOf = (fn: () => unknown): string => {
+      try {
+        fn()
+      } catch (error) {
+        return (error as Error).message
+      }
+      throw new Error('expected a refusal')
+    }
+    const typo = { 'svip.hh': 0.3 }
+    await expect(call('chat:send', { conversationId: null, text: 'x', settings: settings({ params: typo, method: 'svip' }), format: 'auto', systemPrompt: '' })).rejects.toThrow(
+      messageOf(() => prepare('svip', { gamma: 4, params: typo }))
+    )
+    const workbench = (methods: ApiRequest<'workbench:start'>['methods'], params: Record<string, number | string>) =>
+      call('workbench:start', {
+        suite: null,
+        methods,
+        dataset: { kind: 'builtin', id: 'stories' },
+        limit: 1,
+        models: { target: ids.target, mid: null, draft: ids.draft },
+        load: LOAD,
+        settings: { maxTokens: 8, temperature: 0, topK: 64, topP: 1, gamma: 4, seed: 1, params }
+      })
+    await expect(workbench(['ar', 'svip'], typo)).rejects.toThrow(messageOf(() => prepareRun(['ar', 'svip'], { gamma: 4, params: typo })))
+    await expect(workbench(['ar', 'nlc-draft'], { 'nlc.minConfidence': 'abc' })).rejects.toThrow('nlc.minConfidence (nlc-draft) must be a number in [0, 1], got "abc"')
+    await expect(workbench(['ar', 'sd'], { 'svip.h': 0.2 })).rejects.toThrow(/svip\.h is not a parameter of ar or sd .*: it belongs to svip/)
+    await expect(workbench(['ar', 'ar'], {})).rejects.toThrow("method 'ar' is listed twice")
   })
 
   const runIds: number[] = []

@@ -60,7 +60,7 @@ withModels('adaptive policies on GGUF models: greedy = ar (target5M-f32 ← 260K
 
   for (const method of METHODS) {
     it(`${method} (γ_max ${GAMMA_MAX}): ${PROMPTS.length} prompts × ${MAX_TOKENS} tokens match ar`, async () => {
-      const factory = prepare(method, { gamma: GAMMA_MAX, params: { 'rl.warmup': 10 } }).newRun()
+      const factory = prepare(method, { gamma: GAMMA_MAX, params: method === 'adaptive-rl' ? { 'rl.warmup': 10 } : {} }).newRun()
       const outcomes: string[] = []
       const steps: StepRecord[] = []
       for (const [k, prompt] of PROMPTS.entries()) {

@@ -477,7 +477,7 @@ describe('registry: beam / dsbd / dsbd-1beam parameters', () => {
     expect(forRun('dsbd-1beam', 3, { 'dsbd.wmin': 9 })).toThrow(/dsbd\.wmin/)
     expect(forRun('dsbd', 3, { 'dsbd.layers': 2 })).toThrow(/dsbd\.layers/)
     // A key of another method is refused, naming its owner (a run's --set list may hold only its methods' keys).
-    expect(forRun('dsbd', 3, { 'svip.h': 0.3 })).toThrow(/svip\.h belongs to svip, which is not in this run/)
+    expect(forRun('dsbd', 3, { 'svip.h': 0.3 })).toThrow(/svip\.h is not a parameter of .*: it belongs to svip, which is not in this run/)
     expect(() => prepareRun(['dsbd', 'svip'], { gamma: 3, params: { 'svip.h': 0.3, 'dsbd.ws': 2 } })).not.toThrow()
   })
 

@@ -338,7 +338,7 @@ describe('method parameters', () => {
     for (const id of ['pre-verify', 'pre-self-verify', 'hsddw', 'hier-chen']) {
       expect(findMethod(id)!.needs).toEqual({ draft: true, mid: true })
       // A key of a method that is not in the run would be recorded without applying: refused.
-      expect(() => prepare(id, { gamma: 3, params: { 'selfverify.maxDraft': 4 } })).toThrow(/selfverify\.maxDraft belongs to self-verify/)
+      expect(() => prepare(id, { gamma: 3, params: { 'selfverify.maxDraft': 4 } })).toThrow(/selfverify\.maxDraft is not a parameter of .*: it belongs to self-verify/)
     }
   })
 })

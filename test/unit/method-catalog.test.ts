@@ -9,7 +9,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { UserInputError } from '../../electron/engine/errors'
-import { CATALOG } from '../../electron/engine/methods/catalog'
+import { CATALOG, checkCatalog } from '../../electron/engine/methods/catalog'
 import { idsModule, methodHelp, methodInfos, methodTable, withMethodTable } from '../../electron/engine/methods/docs'
 import { METHOD_IDS } from '../../electron/engine/methods/ids'
 import { keysOf, prepare, prepareRun } from '../../electron/engine/methods/prepare'
@@ -42,6 +42,12 @@ describe('method catalog', () => {
   it('lists every contract id exactly once, in the contract order (methods/ids.ts is generated from it)', () => {
     expect(CATALOG.map((m) => m.id)).toEqual([...METHOD_IDS])
     expect(read('electron/engine/methods/ids.ts')).toBe(idsModule())
+    // A catalog that declares an id twice, or gives a shared namespace two meanings, does not load.
+    expect(() => checkCatalog([...CATALOG, CATALOG[1]])).toThrow("method catalog: 'sd' is declared twice")
+    const preVerify = CATALOG.find((m) => m.id === 'pre-verify')!
+    expect(() => checkCatalog([...CATALOG.filter((m) => m.id !== 'pre-verify'), { ...preVerify, params: { ...preVerify.params } }])).toThrow(
+      "method catalog: pre-verify and pre-self-verify share the namespace 'pre' but not its parameters"
+    )
   })
 
   it('every schema round-trips its defaults: resolving the resolved settings changes nothing', () => {
@@ -83,12 +89,12 @@ describe('method catalog', () => {
 
   it('a key of a method not in the run, of no method, or γ out of range: one message each', () => {
     expect(refusal(() => prepareRun(['ar', 'sd'], { gamma: 5, params: { 'svip.h': 0.2 } }))).toBe(
-      'parameter svip.h belongs to svip, which is not in this run (ar takes no parameters; sd takes no parameters)'
+      'svip.h is not a parameter of ar or sd (ar takes no parameters; sd takes no parameters): it belongs to svip, which is not in this run'
     )
     expect(refusal(() => prepareRun(['svip'], { gamma: 5, params: { 'svp.h': 0.2 } }))).toBe(
       'svp.h is not a parameter of svip (svip takes svip.h, svip.c, svip.maxDraft)'
     )
-    expect(refusal(() => prepareRun(['pre-verify'], { gamma: 5, params: { 'dsbd.ws': 2 } }))).toMatch(/dsbd\.ws belongs to dsbd \/ dsbd-1beam, which are not in this run/)
+    expect(refusal(() => prepareRun(['pre-verify'], { gamma: 5, params: { 'dsbd.ws': 2 } }))).toMatch(/dsbd\.ws is not a parameter of pre-verify \(pre-verify takes pre\.window\): it belongs to dsbd \/ dsbd-1beam, which are not in this run/)
     expect(refusal(() => prepare('sd', { gamma: 0, params: {} }))).toBe('γ must be an integer in [1, 128], got 0')
     // Shared namespaces: both pre-verify methods take pre.window.
     expect(prepareRun(['pre-verify', 'pre-self-verify'], { gamma: 4, params: { 'pre.window': 6 } }).params).toEqual({ 'pre.window': 6 })

@@ -108,7 +108,7 @@ const dsbdSequences = (settings: Settings<DsbdParams>, oneBeam: boolean): number
   return Math.max(sizes.target, sizes.draft)
 }
 
-export const CATALOG: readonly MethodDefinition[] = [
+const METHODS: readonly MethodDefinition[] = [
   method({
     id: 'ar',
     summary: 'autoregressive decoding with the target alone (the speedup baseline)',
@@ -224,9 +224,9 @@ export const CATALOG: readonly MethodDefinition[] = [
     gamma: CAP,
     namespace: 'analytic',
     params: {
-      history: integer(6, { min: 1 }, { help: 'rounds in the acceptance estimate', symbol: 'h', source: 'Liu et al. App. D.6' }),
+      history: integer(6, { min: 1, max: Infinity }, { help: 'rounds in the acceptance estimate', symbol: 'h', source: 'Liu et al. App. D.6' }),
       accMax: real(0.98, { min: 0, max: 1, minExclusive: true }, { help: 'cap on the estimated acceptance', symbol: 'Acc_max' }),
-      timingHistory: integer(32, { min: 1 }, { help: 'rounds in the draft/verify cost fit' })
+      timingHistory: integer(32, { min: 1, max: Infinity }, { help: 'rounds in the draft/verify cost fit' })
     },
     newRun: ({ gamma, params }) => withPolicy(() => adaptiveAnalyticPolicy({ gammaMax: gamma, ...params }))
   }),
@@ -273,7 +273,7 @@ export const CATALOG: readonly MethodDefinition[] = [
       epsilon: real(0.1, { min: 0, max: 1 }, { help: 'exploration rate after the warm-up', symbol: 'ε', source: 'Liu et al. Alg. 2' }),
       alpha: real(0.1, { min: 0, max: 1, minExclusive: true }, { help: 'learning rate', symbol: 'α', source: 'Liu et al. Alg. 2' }),
       discount: real(0.9, { min: 0, max: 1, maxExclusive: true }, { help: 'discount of the next state’s value', symbol: 'γ_RL', source: 'Liu et al. Alg. 2' }),
-      warmup: integer(25, { min: 0, max: 1_000_000 }, { help: 'uniformly random decisions before ε-greedy' }),
+      warmup: integer(25, { min: 0, max: Infinity }, { help: 'uniformly random decisions before ε-greedy' }),
       seed: integer(0, { min: 0, max: 2 ** 32 - 1 }, { help: "the policy's own PRNG seed" })
     },
     newRun: ({ gamma, params }) => withPolicy(() => adaptiveRlPolicy({ gammaMax: gamma, ...params }))
@@ -414,3 +414,21 @@ export const CATALOG: readonly MethodDefinition[] = [
     newRun: ({ gamma, params }) => () => nlcDraftDecoder({ maxTokens: gamma, minTokens: params.minTokens, minConfidence: params.minConfidence })
   })
 ]
+
+/**
+ * Ids are unique, and methods that share a namespace (pre.*, dsbd.*) declare the same parameters: one key means one
+ * thing whichever method reads it. Checked when the module loads, so a bad catalog never reaches a user.
+ */
+export function checkCatalog(methods: readonly MethodDefinition[]): readonly MethodDefinition[] {
+  const byNamespace = new Map<string, MethodDefinition>()
+  methods.forEach((method, index) => {
+    if (methods.findIndex((m) => m.id === method.id) !== index) throw new Error(`method catalog: '${method.id}' is declared twice`)
+    const sibling = byNamespace.get(method.namespace)
+    if (sibling && sibling.params !== method.params)
+      throw new Error(`method catalog: ${method.id} and ${sibling.id} share the namespace '${method.namespace}' but not its parameters`)
+    byNamespace.set(method.namespace, method)
+  })
+  return methods
+}
+
+export const CATALOG = checkCatalog(METHODS)

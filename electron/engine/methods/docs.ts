@@ -5,7 +5,7 @@
  */
 import { CATALOG, type MethodDefinition } from './catalog'
 import type { MethodId } from './ids'
-import { defaultText, describeRange, type ParamSpec } from './param-spec'
+import { describeRange, type ParamSpec } from './param-spec'
 import { keyOf } from './prepare'
 
 export interface MethodParamInfo {

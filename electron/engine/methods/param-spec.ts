@@ -88,8 +88,3 @@ export function schemaOf(spec: ParamSpec): z.ZodType<ParamValue> {
 export function defaultOf(spec: ParamSpec, gamma: number): ParamValue {
   return spec.default === 'gamma' ? gamma : spec.default
 }
-
-/** How the default reads in help and the UI ("0.3", "true", "--gamma"). */
-export function defaultText(spec: ParamSpec): string {
-  return spec.default === 'gamma' ? 'γ' : String(spec.default)
-}

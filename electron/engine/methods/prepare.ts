@@ -55,10 +55,6 @@ export function findMethod(id: string): MethodDefinition | undefined {
   return CATALOG.find((method) => method.id === id)
 }
 
-export function availableMethods(): readonly MethodDefinition[] {
-  return CATALOG
-}
-
 export const keyOf = (definition: MethodDefinition, name: string): string => `${definition.namespace}.${name}`
 export const keysOf = (definition: MethodDefinition): string[] => Object.keys(definition.params).map((name) => keyOf(definition, name))
 
@@ -70,11 +66,15 @@ function takes(definition: MethodDefinition): string {
 /** A key no method of the run owns: say whose it is, or that nobody's, and what the run's methods take. */
 function unknownKeyMessage(key: string, run: readonly MethodDefinition[]): string {
   const owners = CATALOG.filter((m) => keysOf(m).includes(key)).map((m) => m.id)
-  const ids = run.map((m) => m.id)
-  const valid = run.map(takes).join('; ')
-  if (owners.length > 0)
-    return `parameter ${key} belongs to ${owners.join(' / ')}, which ${owners.length > 1 ? 'are' : 'is'} not in this run (${valid})`
-  return `${key} is not a parameter of ${ids.join(' or ')} (${valid})`
+  const message = `${key} is not a parameter of ${run.map((m) => m.id).join(' or ')} (${run.map(takes).join('; ')})`
+  if (owners.length === 0) return message
+  return `${message}: it belongs to ${owners.join(' / ')}, which ${owners.length > 1 ? 'are' : 'is'} not in this run`
+}
+
+/** The keys of `params` that a method of the run owns (for plans stored before keys were checked per run). */
+export function ownedParams(ids: readonly string[], params: RawParams): Record<string, number | string | boolean> {
+  const owned = new Set(ids.flatMap((id) => (findMethod(id) ? keysOf(findMethod(id)!) : [])))
+  return Object.fromEntries(Object.entries(params).filter(([key]) => owned.has(key)))
 }
 
 function checkModels(definition: MethodDefinition, models: AvailableModels): void {

@@ -1,5 +1,6 @@
 /** The decoding settings form shared by Chat and the Workbench, and its conversion to the contract's shape. */
 import type { DecodeSettings, MethodInfo } from '../../../electron/api/contract'
+import { GAMMA_RANGE } from '../../../electron/engine/methods/limits'
 import { parseParams } from './format'
 
 export interface DecodeForm {
@@ -54,7 +55,7 @@ export function toDecodeSettings(form: DecodeForm, methods: readonly MethodInfo[
     [Number.isFinite(form.temperature) && form.temperature >= 0, 'Temperature: ≥ 0 (0 = greedy)'],
     [Number.isInteger(form.topK) && form.topK >= 0, 'Top-k: a whole number ≥ 0 (0 = whole vocabulary)'],
     [Number.isFinite(form.topP) && form.topP > 0 && form.topP <= 1, 'Top-p: in (0, 1]'],
-    [Number.isInteger(form.gamma) && form.gamma >= 1, 'γ: a whole number ≥ 1']
+    [Number.isInteger(form.gamma) && form.gamma >= GAMMA_RANGE.min && form.gamma <= GAMMA_RANGE.max, `γ: a whole number from ${GAMMA_RANGE.min} to ${GAMMA_RANGE.max}`]
   ]
   const failed = checks.find(([ok]) => !ok)
   if (failed) return { settings: null, error: failed[1] }
