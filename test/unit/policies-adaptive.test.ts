@@ -27,6 +27,7 @@ import { TOY_BOS, toyDraft, toyTarget } from '../helpers/toy-models'
 function outcome(proposed: number, accepted: number, extra: Partial<VerificationOutcome> = {}): VerificationOutcome {
   const draftTokens = extra.draftTokens ?? Array.from({ length: proposed }, (_, i) => 100 + i)
   return {
+    stoppedBy: 'cap',
     proposed,
     accepted,
     draftEntropies: draftTokens.map(() => 1),

@@ -13,7 +13,7 @@ import { heuristicPolicy } from '../../electron/engine/policies/heuristic'
 import { pMinPolicy } from '../../electron/engine/policies/p-min'
 import { selfVerifyPolicy } from '../../electron/engine/policies/self-verify'
 import { svipPolicy } from '../../electron/engine/policies/svip'
-import type { DraftLengthPolicy, PolicyExplanation } from '../../electron/engine/policies/types'
+import type { DraftLengthPolicy, DraftStop, PolicyExplanation } from '../../electron/engine/policies/types'
 import { fromWeights } from '../../electron/engine/sampling/distribution'
 import { createPrng } from '../../electron/engine/sampling/prng'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
@@ -47,6 +47,7 @@ function round(
   const cap = policy.draftLength()
   const limit = Math.min(cap, options.limit ?? Infinity)
   const entropies: number[] = []
+  let stoppedBy: DraftStop = null
   for (let position = 1; ; position++) {
     const script = tokens[Math.min(position, tokens.length) - 1] ?? {}
     const top1 = script.top1 ?? 0.9
@@ -54,11 +55,14 @@ function round(
     entropies.push(entropy)
     const distribution = fromWeights([7, 8], [top1, 1 - top1])
     const stop = policy.shouldStop({ position, token: 7, distribution, entropy })
-    if (stop || position >= limit || position === options.eosAt) break
+    // Why drafting stopped, in the speculative decoder's order (decoders/speculative.ts).
+    stoppedBy = stop ? 'policy' : position >= cap ? 'cap' : position >= limit || position === options.eosAt ? 'engine' : null
+    if (stoppedBy !== null) break
   }
   const proposed = entropies.length
   const a = typeof accepted === 'function' ? accepted(proposed) : accepted
   policy.update({
+    stoppedBy,
     proposed,
     accepted: a,
     draftEntropies: entropies,

@@ -51,6 +51,8 @@ export class EntropyThreshold {
   verified(proposed: number, accepted: number, entropies: readonly number[]): void {
     if (accepted < proposed) this.rejectedEntropies.push(entropies[accepted])
     this.policy.update({
+      // Only τ is read from the policy here; the hierarchy records its own stop reasons.
+      stoppedBy: null,
       proposed,
       accepted,
       draftEntropies: entropies,

@@ -8,7 +8,7 @@
  * information and every drafted token is verified exactly.
  */
 import type { ModelSession } from '../model/types'
-import type { DraftLengthPolicy } from '../policies/types'
+import type { DraftLengthPolicy, DraftStop } from '../policies/types'
 import { argmax, entropy, sample, type Distribution } from '../sampling/distribution'
 import type { Prng } from '../sampling/prng'
 import { verifyDraft } from '../sampling/verify'
@@ -26,19 +26,24 @@ interface Draft {
   entropies: number[]
   calls: number
   ms: number
+  stoppedBy: DraftStop
 }
 
-/** Draft up to `limit` tokens, asking the policy after each whether to stop. */
+/**
+ * Draft up to `limit` tokens (the policy's `cap`, or less when the --max-tokens budget is nearer), asking the policy
+ * after each whether to stop, and record why drafting stopped.
+ */
 async function draftTokens(
   session: ModelSession,
   sequence: readonly number[],
+  cap: number,
   limit: number,
   policy: DraftLengthPolicy,
   model: LanguageModel,
   greedy: boolean,
   rng: Prng
 ): Promise<Draft> {
-  const draft: Draft = { tokens: [], distributions: [], entropies: [], calls: 0, ms: 0 }
+  const draft: Draft = { tokens: [], distributions: [], entropies: [], calls: 0, ms: 0, stoppedBy: null }
   let pending = await rewindTo(session, sequence)
   for (;;) {
     const started = now()
@@ -51,8 +56,14 @@ async function draftTokens(
     draft.distributions.push(q)
     draft.entropies.push(h)
     const position = draft.tokens.length
-    const stop = policy.shouldStop({ position, token, distribution: q, entropy: h })
-    if (stop || position >= limit || model.isEndOfGeneration(token)) return draft
+    draft.stoppedBy = policy.shouldStop({ position, token, distribution: q, entropy: h })
+      ? 'policy'
+      : position >= cap
+        ? 'cap'
+        : position >= limit || model.isEndOfGeneration(token)
+          ? 'engine'
+          : null
+    if (draft.stoppedBy !== null) return draft
     pending = [token]
   }
 }
@@ -70,12 +81,13 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
       for (let step = 0; !output.done; step++) {
         if (output.cancelledBy(request.signal)) break
         const started = now()
-        const limit = Math.min(policy.draftLength(), request.maxTokens - output.tokens.length)
+        const cap = policy.draftLength()
+        const limit = Math.min(cap, request.maxTokens - output.tokens.length)
         if (limit <= 0) {
           yield* targetOnlyPolicyRound(target, output, step, request, policy)
           continue
         }
-        const draft = await draftTokens(drafter, output.sequence, limit, policy, draftModel, greedy, request.rng)
+        const draft = await draftTokens(drafter, output.sequence, cap, limit, policy, draftModel, greedy, request.rng)
         const pending = await rewindTo(target, output.sequence)
         const verifyStarted = now()
         const p = await evaluatePending(target, pending, draft.tokens)
@@ -88,6 +100,7 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
         const events = output.commit(candidates, step)
         const acceptedDraftTokens = Math.min(verdict.accepted, events.length)
         policy.update({
+          stoppedBy: draft.stoppedBy,
           proposed: draft.tokens.length,
           accepted: verdict.accepted,
           draftEntropies: draft.entropies,
@@ -140,6 +153,7 @@ async function* targetOnlyPolicyRound(
   for await (const event of targetOnlyRound(target, output, step, request, 'target-only')) {
     if (event.type === 'step') {
       policy.update({
+        stoppedBy: null,
         proposed: 0,
         accepted: 0,
         draftEntropies: [],

@@ -21,7 +21,7 @@
  * accepted, rule '+2' | '-1', next: γ of the coming round, reason 'cap' | 'eos', transient}. reason 'eos' means the
  * engine ended the draft before the cap (an end-of-generation token, or the last tokens of the --max-tokens budget).
  */
-import type { DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
+import { STOP_REASONS, type DraftStop, type DraftLengthPolicy, type PolicyExplanation, type VerificationOutcome } from './types'
 
 export interface HeuristicOptions {
   /** num_assistant_tokens at the start (--gamma), ≥ 1. */
@@ -40,7 +40,7 @@ export function heuristicPolicy({ initialGamma, transient }: HeuristicOptions): 
   if (!Number.isInteger(initialGamma) || initialGamma < 1) throw new RangeError(`initial γ must be an integer ≥ 1, got ${initialGamma}`)
   let gamma = initialGamma
   let cap = gamma
-  let last: { cap: number; proposed: number; accepted: number; rule: '+2' | '-1' } | null = null
+  let last: { cap: number; proposed: number; accepted: number; rule: '+2' | '-1'; stoppedBy: DraftStop } | null = null
   return {
     id: transient ? 'heuristic-transient' : 'heuristic',
     get gamma() {
@@ -60,7 +60,7 @@ export function heuristicPolicy({ initialGamma, transient }: HeuristicOptions): 
       if (outcome.proposed === 0) return
       const allAccepted = outcome.accepted === outcome.proposed
       gamma = allAccepted ? gamma + 2 : Math.max(1, gamma - 1)
-      last = { cap, proposed: outcome.proposed, accepted: outcome.accepted, rule: allAccepted ? '+2' : '-1' }
+      last = { cap, proposed: outcome.proposed, accepted: outcome.accepted, rule: allAccepted ? '+2' : '-1', stoppedBy: outcome.stoppedBy }
     },
     explain(): PolicyExplanation {
       if (!last) return { threshold: null, decision: { gamma: cap, next: gamma, transient } }
@@ -72,7 +72,7 @@ export function heuristicPolicy({ initialGamma, transient }: HeuristicOptions): 
           accepted: last.accepted,
           rule: last.rule,
           next: gamma,
-          reason: last.proposed >= last.cap ? 'cap' : 'eos',
+          reason: last.stoppedBy && STOP_REASONS[last.stoppedBy],
           transient
         }
       }

@@ -34,7 +34,7 @@
  * min: n_min}. reason 'eos' means the engine ended the draft first (an end-of-generation token, or the last tokens
  * of the --max-tokens budget).
  */
-import type { DraftedToken, DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
+import { STOP_REASONS, type DraftStop, type DraftedToken, type DraftLengthPolicy, type PolicyExplanation, type VerificationOutcome } from './types'
 
 export interface PMinOptions {
   /** p_min ∈ [0, 1]: stop after a token whose draft top-1 probability is below it. */
@@ -47,33 +47,27 @@ export interface PMinOptions {
 
 
 export function pMinPolicy({ p, min, max }: PMinOptions): DraftLengthPolicy {
-  let position = 0
   let confidence: number | null = null
-  let stopped = false
-  let round: { proposed: number; confidence: number | null; stopped: boolean } | null = null
+  let round: { proposed: number; confidence: number | null; stoppedBy: DraftStop } | null = null
   return {
     id: 'p-min',
     startPrompt() {
       round = null
     },
     draftLength() {
-      position = 0
       confidence = null
-      stopped = false
       return max
     },
     shouldStop(drafted: DraftedToken) {
-      position = drafted.position
       confidence = drafted.distribution.probs[0] ?? 0
-      stopped = position >= min && confidence < p
-      return stopped
+      return drafted.position >= min && confidence < p
     },
     update(outcome: VerificationOutcome) {
-      round = { proposed: outcome.proposed, confidence, stopped }
+      round = { proposed: outcome.proposed, confidence, stoppedBy: outcome.stoppedBy }
     },
     explain(): PolicyExplanation {
       if (!round) return { threshold: p, decision: { gamma: max, min } }
-      const reason = round.stopped ? 'threshold' : round.proposed >= max ? 'cap' : 'eos'
+      const reason = round.stoppedBy && STOP_REASONS[round.stoppedBy]
       return { threshold: p, decision: { gamma: max, stop: round.proposed, confidence: round.confidence, reason, min } }
     }
   }

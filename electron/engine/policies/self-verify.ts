@@ -33,7 +33,7 @@
  * were accepted), rejections: |S_reject| so far, next: τ for the coming round}. reason 'eos' means the engine
  * ended the draft first (an end-of-generation token, or the last tokens of the --max-tokens budget).
  */
-import type { DraftedToken, DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
+import { STOP_REASONS, type DraftStop, type DraftedToken, type DraftLengthPolicy, type PolicyExplanation, type VerificationOutcome } from './types'
 
 export interface SelfVerifyOptions {
   /** Window size K: the draft length cap. */
@@ -52,8 +52,7 @@ export function selfVerifyPolicy({ maxDraft }: SelfVerifyOptions): SelfVerifyPol
   let tau = 0
   let tauInForce = 0
   let entropy: number | null = null
-  let stopped = false
-  let round: { proposed: number; entropy: number | null; stopped: boolean; rejected: number | null } | null = null
+  let round: { proposed: number; entropy: number | null; stoppedBy: DraftStop; rejected: number | null } | null = null
   return {
     id: 'self-verify',
     get tau() {
@@ -69,13 +68,11 @@ export function selfVerifyPolicy({ maxDraft }: SelfVerifyOptions): SelfVerifyPol
     draftLength() {
       tauInForce = tau
       entropy = null
-      stopped = false
       return maxDraft
     },
     shouldStop(drafted: DraftedToken) {
       entropy = drafted.entropy
-      stopped = entropy > tauInForce
-      return stopped
+      return entropy > tauInForce
     },
     update(outcome: VerificationOutcome) {
       let rejected: number | null = null
@@ -85,11 +82,11 @@ export function selfVerifyPolicy({ maxDraft }: SelfVerifyOptions): SelfVerifyPol
         rejections += 1
         tau = rejectedSum / rejections
       }
-      round = { proposed: outcome.proposed, entropy, stopped, rejected }
+      round = { proposed: outcome.proposed, entropy, stoppedBy: outcome.stoppedBy, rejected }
     },
     explain(): PolicyExplanation {
       if (!round) return { threshold: tau, decision: { gamma: maxDraft, rejections, next: tau } }
-      const reason = round.stopped ? 'threshold' : round.proposed >= maxDraft ? 'cap' : 'eos'
+      const reason = round.stoppedBy && STOP_REASONS[round.stoppedBy]
       return {
         threshold: tauInForce,
         decision: {

@@ -29,7 +29,7 @@
  * reason 'threshold' | 'cap' | 'eos'}. reason 'eos' means the engine ended the draft first (an end-of-generation
  * token, or the last tokens of the --max-tokens budget).
  */
-import type { DraftedToken, DraftLengthPolicy, PolicyExplanation, VerificationOutcome } from './types'
+import { STOP_REASONS, type DraftStop, type DraftedToken, type DraftLengthPolicy, type PolicyExplanation, type VerificationOutcome } from './types'
 
 export interface SvipOptions {
   /** Threshold h on √(c·H): stop drafting when it is exceeded. */
@@ -43,8 +43,7 @@ export interface SvipOptions {
 
 export function svipPolicy({ h, c, maxDraft }: SvipOptions): DraftLengthPolicy {
   let entropy: number | null = null
-  let stopped = false
-  let round: { proposed: number; entropy: number | null; stopped: boolean } | null = null
+  let round: { proposed: number; entropy: number | null; stoppedBy: DraftStop } | null = null
   return {
     id: 'svip',
     startPrompt() {
@@ -52,20 +51,18 @@ export function svipPolicy({ h, c, maxDraft }: SvipOptions): DraftLengthPolicy {
     },
     draftLength() {
       entropy = null
-      stopped = false
       return maxDraft
     },
     shouldStop(drafted: DraftedToken) {
       entropy = Math.max(0, drafted.entropy)
-      stopped = Math.sqrt(c * entropy) > h
-      return stopped
+      return Math.sqrt(c * entropy) > h
     },
     update(outcome: VerificationOutcome) {
-      round = { proposed: outcome.proposed, entropy, stopped }
+      round = { proposed: outcome.proposed, entropy, stoppedBy: outcome.stoppedBy }
     },
     explain(): PolicyExplanation {
       if (!round) return { threshold: h, decision: { gamma: maxDraft, c } }
-      const reason = round.stopped ? 'threshold' : round.proposed >= maxDraft ? 'cap' : 'eos'
+      const reason = round.stoppedBy && STOP_REASONS[round.stoppedBy]
       const sqrtEntropy = round.entropy === null ? null : Math.sqrt(round.entropy)
       const statistic = round.entropy === null ? null : Math.sqrt(c * round.entropy)
       return { threshold: h, decision: { gamma: maxDraft, stop: round.proposed, sqrtEntropy, statistic, c, reason } }

@@ -15,7 +15,18 @@ export interface DraftedToken {
   entropy: number
 }
 
+/**
+ * Why drafting stopped, as the decoder saw it: the policy's own test (`shouldStop`), its cap (`draftLength()`), or
+ * the engine (an end-of-generation token, or the --max-tokens budget cut the round short); null when nothing was
+ * drafted (a target-only round). The decoder records it, so a policy keeps no state just to explain its stop.
+ */
+export type DraftStop = 'policy' | 'cap' | 'engine' | null
+
+/** The words step records have always used for a DraftStop (decision.reason). */
+export const STOP_REASONS = { policy: 'threshold', cap: 'cap', engine: 'eos' } as const
+
 export interface VerificationOutcome {
+  stoppedBy: DraftStop
   /** Draft tokens sent to the verifier (0 for a target-only round). */
   proposed: number
   /** Leading draft tokens the verifier accepted; the entropy of the first rejected one is draftEntropies[accepted]. */
