@@ -5,7 +5,6 @@
  * (cell, token-budget units, ETA) is pushed as `suite:progress`; cancel aborts the cell in progress (finished cells
  * stay, a resume skips them). Reports are re-rendered from the store with the CLI's renderer on every request.
  */
-import { randomUUID } from 'node:crypto'
 import type { HostEvent, SuiteJobProgress, SuiteRunInfo, SuiteStart } from '../api/contract'
 import type { ApiHandlers } from '../api/runs-service'
 import { UserInputError } from '../engine/errors'
@@ -16,23 +15,15 @@ import type { RunStore } from '../store/run-store'
 import { SuiteStore } from '../store/suite-store'
 import { loadTrio } from '../experiments/models'
 import type { JobLock } from './job-lock'
+import { JobSlot, type Job } from './job-slot'
 import type { LoadedModels } from './loaded-models'
 import type { ModelLibrary } from './model-library'
 
 /** Progress events at most this often (phase and cell changes are always sent). */
 const PROGRESS_MS = 150
 
-interface Job {
-  id: string
-  abort: AbortController
-  progress: SuiteJobProgress
-  sent: number
-}
-
 export class SuiteService {
-  private job: Job | null = null
-  /** The last job's final state, so a reopened Workbench shows how it ended. */
-  private last: SuiteJobProgress | null = null
+  private readonly jobs: JobSlot<SuiteJobProgress>
 
   constructor(
     private readonly store: () => RunStore,
@@ -40,17 +31,20 @@ export class SuiteService {
     private readonly loaded: LoadedModels,
     private readonly lock: JobLock,
     private readonly emit: (event: HostEvent) => void
-  ) {}
+  ) {
+    this.jobs = new JobSlot({
+      intervalMs: PROGRESS_MS,
+      emit,
+      progressEvent: (progress) => ({ type: 'suite:progress', progress }),
+      isBoundary: (previous, next) => previous.phase !== next.phase || previous.cellKey !== next.cellKey || previous.suiteRunId !== next.suiteRunId
+    })
+  }
 
   handlers(): ApiHandlers<'suites:start' | 'suites:cancel' | 'suites:status' | 'suites:runs' | 'suites:report'> {
     return {
       'suites:start': (request) => this.start(request),
-      'suites:cancel': ({ jobId }) => {
-        if (this.job?.id !== jobId) return { cancelled: false }
-        this.job.abort.abort()
-        return { cancelled: true }
-      },
-      'suites:status': () => this.job?.progress ?? this.last,
+      'suites:cancel': ({ jobId }) => this.jobs.cancel(jobId),
+      'suites:status': () => this.jobs.status(),
       'suites:runs': ({ limit }) => this.list(limit ?? 200),
       'suites:report': ({ suiteRunId }) => {
         const suites = new SuiteStore(this.store().database)
@@ -90,31 +84,18 @@ export class SuiteService {
       }
     }
     const release = await this.lock.acquireSoon(`the suite ${suite.id}`, this.lock.busy === 'computing perplexities' ? 15_000 : 0)
-    const job: Job = {
-      id: randomUUID(),
-      abort: new AbortController(),
-      sent: 0,
-      progress: {
-        ...LOADING_PROGRESS,
-        jobId: '',
-        suite: suite.id,
-        suiteRunId: request.resume,
-        quick: request.quick,
-        method: null,
-        error: null
-      }
-    }
-    job.progress.jobId = job.id
-    this.job = job
-    this.emit({ type: 'suite:progress', progress: job.progress })
-    void this.run(job, { suite: suite.id, quick: request.quick, models, resume: request.resume ?? undefined }, release)
+    const job = this.jobs.start(
+      release,
+      (jobId) => ({ ...LOADING_PROGRESS, jobId, suite: suite.id, suiteRunId: request.resume, quick: request.quick, method: null, error: null }),
+      { announce: true }
+    )
+    void this.run(job, { suite: suite.id, quick: request.quick, models, resume: request.resume ?? undefined })
     return { jobId: job.id }
   }
 
-  private update(job: Job, p: SuiteProgress): void {
+  private update(job: Job<SuiteJobProgress>, p: SuiteProgress): void {
     const previous = job.progress
-    job.progress = {
-      ...previous,
+    this.jobs.update(job, {
       suiteRunId: p.suiteRunId > 0 ? p.suiteRunId : previous.suiteRunId,
       phase: p.phase === 'finished' ? previous.phase : p.phase, // 'finished' goes out once, from run()
       cellKey: p.cellKey,
@@ -126,16 +107,10 @@ export class SuiteService {
       elapsedMs: p.elapsedMs,
       etaMs: p.etaMs === null ? null : Math.max(0, p.etaMs),
       method: p.phase === 'scoring' ? 'scoring outputs' : (p.run?.method ?? null)
-    }
-    const now = performance.now()
-    const boundary = previous.phase !== job.progress.phase || previous.cellKey !== job.progress.cellKey || previous.suiteRunId !== job.progress.suiteRunId
-    if (boundary || now - job.sent >= PROGRESS_MS) {
-      job.sent = now
-      this.emit({ type: 'suite:progress', progress: job.progress })
-    }
+    })
   }
 
-  private async run(job: Job, request: SuiteRunRequest, release: () => void): Promise<void> {
+  private async run(job: Job<SuiteJobProgress>, request: SuiteRunRequest): Promise<void> {
     try {
       const result = await runSuite(this.store(), request, {
         signal: job.abort.signal,
@@ -158,15 +133,11 @@ export class SuiteService {
         etaMs: null
       }
     } finally {
-      this.last = job.progress
-      this.job = null
-      release()
-      this.emit({ type: 'suite:progress', progress: job.progress })
-      this.emit({ type: 'runs:changed' })
+      this.jobs.finish(job, { announce: true }) // the one 'finished' progress
     }
   }
 
   stopAll(): void {
-    this.job?.abort.abort()
+    this.jobs.stopAll()
   }
 }

@@ -3,7 +3,7 @@
  * (experiments/runner.ts), so every row lands in the run store as it happens. Progress (overall cells, the current
  * prompt's tokens) streams to the UI; cancel aborts between tokens and marks the run `cancelled`.
  */
-import { randomInt, randomUUID } from 'node:crypto'
+import { randomInt } from 'node:crypto'
 import path from 'node:path'
 import { RunConfig, type DatasetInfo, type HostEvent, type LoadSettings, type WorkbenchProgress, type WorkbenchStart } from '../api/contract'
 import type { ApiHandlers } from '../api/runs-service'
@@ -16,6 +16,7 @@ import { executeRun, prepareConfig } from '../experiments/runner'
 import { findSuite } from '../experiments/suites'
 import type { RunStore } from '../store/run-store'
 import type { JobLock } from './job-lock'
+import { JobSlot, type Job } from './job-slot'
 import type { LoadedModels, TrioEntries } from './loaded-models'
 import type { ModelLibrary } from './model-library'
 
@@ -50,19 +51,8 @@ export function importPromptFile(file: string): { path: string; prompts: PromptI
   return { path: absolute, prompts }
 }
 
-interface Job {
-  id: string
-  abort: AbortController
-  progress: WorkbenchProgress
-  started: number
-  /** When the last progress event went out. */
-  sent: number
-}
-
 export class WorkbenchService {
-  private job: Job | null = null
-  /** The last job's final state, so a reopened Workbench shows how it ended. */
-  private last: WorkbenchProgress | null = null
+  private readonly jobs: JobSlot<WorkbenchProgress>
   private readonly imported = new Map<string, DatasetInfo>()
 
   constructor(
@@ -71,11 +61,18 @@ export class WorkbenchService {
     private readonly models: LoadedModels,
     private readonly lock: JobLock,
     private readonly emit: (event: HostEvent) => void
-  ) {}
+  ) {
+    this.jobs = new JobSlot({
+      intervalMs: PROGRESS_MS,
+      emit,
+      progressEvent: (progress) => ({ type: 'workbench:progress', progress }),
+      isBoundary: (previous, next) => previous.cellsDone !== next.cellsDone || previous.phase !== next.phase
+    })
+  }
 
   /** The run id of the run in progress, if any (it must not be deleted under the executor). */
   get activeRunId(): number | null {
-    return this.job?.progress.runId ?? null
+    return this.jobs.current?.progress.runId ?? null
   }
 
   datasets(): DatasetInfo[] {
@@ -93,12 +90,8 @@ export class WorkbenchService {
         return info
       },
       'workbench:start': (request) => this.start(request),
-      'workbench:cancel': ({ jobId }) => {
-        if (this.job?.id !== jobId) return { cancelled: false }
-        this.job.abort.abort()
-        return { cancelled: true }
-      },
-      'workbench:status': () => this.job?.progress ?? this.last
+      'workbench:cancel': ({ jobId }) => this.jobs.cancel(jobId),
+      'workbench:status': () => this.jobs.status()
     }
   }
 
@@ -115,31 +108,23 @@ export class WorkbenchService {
     // Unknown or duplicate methods, missing models and bad parameters are refused before anything loads.
     const { config, prepared } = prepareConfig(this.buildConfig(request, entries))
     const release = await this.lock.acquireSoon('a workbench run', this.lock.busy === 'computing perplexities' ? 15_000 : 0)
-    const job: Job = {
-      id: randomUUID(),
-      abort: new AbortController(),
-      started: performance.now(),
-      sent: 0,
-      progress: {
-        jobId: '',
-        runId: null,
-        phase: 'loading',
-        message: 'Preparing…',
-        promptIndex: 0,
-        promptCount: limited.length,
-        method: request.methods[0],
-        tokens: 0,
-        maxTokens: request.settings.maxTokens,
-        cellsDone: 0,
-        cellsTotal: limited.length * request.methods.length,
-        elapsedMs: 0,
-        status: null,
-        error: null
-      }
-    }
-    job.progress.jobId = job.id
-    this.job = job
-    void this.run(job, config, prepared, entries, request.load, limited, release)
+    const job = this.jobs.start(release, (jobId) => ({
+      jobId,
+      runId: null,
+      phase: 'loading',
+      message: 'Preparing…',
+      promptIndex: 0,
+      promptCount: limited.length,
+      method: request.methods[0],
+      tokens: 0,
+      maxTokens: request.settings.maxTokens,
+      cellsDone: 0,
+      cellsTotal: limited.length * request.methods.length,
+      elapsedMs: 0,
+      status: null,
+      error: null
+    }))
+    void this.run(job, config, prepared, entries, request.load, limited)
     return { jobId: job.id }
   }
 
@@ -164,26 +149,17 @@ export class WorkbenchService {
     })
   }
 
-  private update(job: Job, patch: Partial<WorkbenchProgress>, force = false): void {
-    const now = performance.now()
-    const previous = job.progress
-    job.progress = { ...previous, ...patch, elapsedMs: now - job.started }
-    const boundary = patch.cellsDone !== undefined && patch.cellsDone !== previous.cellsDone
-    const phase = patch.phase !== undefined && patch.phase !== previous.phase
-    if (force || boundary || phase || now - job.sent >= PROGRESS_MS) {
-      job.sent = now
-      this.emit({ type: 'workbench:progress', progress: job.progress })
-    }
+  private update(job: Job<WorkbenchProgress>, patch: Partial<WorkbenchProgress>, force = false): void {
+    this.jobs.update(job, { ...patch, elapsedMs: performance.now() - job.started }, force)
   }
 
   private async run(
-    job: Job,
+    job: Job<WorkbenchProgress>,
     config: RunConfig,
     prepared: PreparedRun,
     entries: TrioEntries,
     load: LoadSettings,
-    prompts: PromptItem[],
-    release: () => void
+    prompts: PromptItem[]
   ): Promise<void> {
     try {
       this.update(job, { phase: 'loading', message: 'Loading models…' }, true)
@@ -225,14 +201,11 @@ export class WorkbenchService {
       const cancelled = job.abort.signal.aborted
       this.update(job, { phase: 'finished', status: cancelled ? 'cancelled' : 'failed', error: cancelled ? null : text, message: cancelled ? 'Cancelled.' : `Failed: ${text}` }, true)
     } finally {
-      this.last = job.progress
-      this.job = null
-      release()
-      this.emit({ type: 'runs:changed' })
+      this.jobs.finish(job)
     }
   }
 
   stopAll(): void {
-    this.job?.abort.abort()
+    this.jobs.stopAll()
   }
 }

@@ -7,10 +7,19 @@
  * Its own file, apart from the session pool (session-pool.ts): it knows beams and the output, nothing of KV state.
  */
 import type { LanguageModel } from '../model/types'
-import type { Beam } from './beam'
 import { OutputBuffer } from './output'
-import { commonPrefixLength } from './session-pool'
-import type { DecodeEvent } from './types'
+import { commonPrefixLength } from './session-sync'
+import type { DecodeEvent, Provenance } from './types'
+
+export interface Beam {
+  /** Prompt + generated tokens. */
+  tokens: number[]
+  /** Σ raw target log p of the generated tokens. */
+  logP: number
+  finished: boolean
+  /** Provenance of each generated token. */
+  provenance: Provenance[]
+}
 
 /**
  * Streams a beam decoder's single output: the common prefix of all beams as it becomes fixed, the rest of the

@@ -30,7 +30,7 @@
 import type { Distribution } from '../sampling/distribution'
 import { fromWeights, probabilityOf, sample } from '../sampling/distribution'
 import { warp, type WarpConfig } from '../sampling/warp'
-import { BeamStream } from './beam-stream'
+import { BeamStream, type Beam } from './beam-stream'
 import { SessionPool, distinctSequences, subtractStats } from './session-pool'
 import { now } from './session-sync'
 import { stepRecord } from './step-record'
@@ -116,15 +116,7 @@ export function restrictLaw(law: Distribution, keep: (key: number) => number | n
 // ---------------------------------------------------------------------------------------------------------------
 // Beams
 
-export interface Beam {
-  /** Prompt + generated tokens. */
-  tokens: number[]
-  /** Σ raw target log p of the generated tokens. */
-  logP: number
-  finished: boolean
-  /** Provenance of each generated token. */
-  provenance: Provenance[]
-}
+export type { Beam } from './beam-stream'
 
 export function generatedLength(beam: Beam, promptLength: number): number {
   return beam.tokens.length - promptLength

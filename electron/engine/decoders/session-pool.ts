@@ -23,18 +23,11 @@
 import type { LanguageModel, ModelSession } from '../model/types'
 import type { Distribution } from '../sampling/distribution'
 import type { WarpConfig } from '../sampling/warp'
-import { now } from './session-sync'
+import { commonPrefixLength, now } from './session-sync'
 
 /** Sessions of beam decoders return raw next-token distributions; the warp is applied to the joint (Eq 1). */
 export const RAW_WARP: WarpConfig = { temperature: 1, topK: 0, topP: 1 }
 
-/** Length of the longest common prefix of two token sequences. */
-export function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length)
-  let i = 0
-  while (i < n && a[i] === b[i]) i++
-  return i
-}
 
 /** Distinct sequences (by content), first occurrence order. */
 export function distinctSequences(sequences: readonly (readonly number[])[]): number[][] {

@@ -6,7 +6,8 @@
 import type { ModelSession } from '../model/types'
 import type { Distribution } from '../sampling/distribution'
 
-function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
+/** How many leading tokens two sequences share. */
+export function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
   const n = Math.min(a.length, b.length)
   let i = 0
   while (i < n && a[i] === b[i]) i++
