@@ -14,15 +14,14 @@
  * Paper ↔ here: Llama-2-13B / OPT-13B → the inflated stories-target5M (the compute of a 78M model, so cost ratios are
  * realistic; its quality is target5M's — use --target …/stories-target5M-f32.gguf for the same outputs faster),
  * Llama-68M → stories260K; SQuAD/Spider → the built-in story prompts; warping top-k 10, top-p 0.8 (§4.1). The runs
- * are not stored (several settings of one method do not fit one stored run); --json prints everything. Order is
- * prompt-major (every configuration on a prompt before the next prompt) with one PRNG stream per prompt, after an
- * untimed warm-up per configuration.
+ * are not stored (several settings of one method do not fit one stored run); --json prints everything. The schedule
+ * is the runner's (experiments/runner.ts runInterleaved): an untimed warm-up per configuration, then prompt-major
+ * order (every configuration on a prompt before the next prompt) with one PRNG stream per prompt.
  */
 import path from 'node:path'
 import { Command } from 'commander'
 import { RAW_WARP, openSessions } from '../engine/decoders/session-pool'
 import type { DecodeEvent, StepRecord } from '../engine/decoders/types'
-import { decodeOnce } from '../engine/methods/decode-once'
 import { MAX_SEQUENCES, prepare, type PreparedMethod } from '../engine/methods/prepare'
 import { UserInputError } from '../engine/errors'
 import { defaultThreads, type LlamaCppModel } from '../engine/model/llama-cpp-model'
@@ -32,6 +31,7 @@ import type { WarpConfig } from '../engine/sampling/warp'
 import { dsbdExpectedSteps } from '../engine/theory/dsbd'
 import { loadTrio } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
+import { runInterleaved, tokenizePrompts } from '../experiments/runner'
 import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { formatNumber, formatTable } from './format'
 import { parseInteger, parseNumber } from './run-command'
@@ -160,29 +160,21 @@ async function dsbdBenchAction(options: DsbdBenchOptions): Promise<void> {
   const trio = await loadTrio({ target: targetPath, draft: draftPath }, { threads, contextSize: options.contextSize, sequences })
   const { target, draft } = trio.models
   try {
-    const bos = target.info.bos
-    const promptTokens = prompts.map((p) => [...(bos === null ? [] : [bos]), ...target.tokenize(p.text)])
-    for (const [i, tokens] of promptTokens.entries())
-      if (tokens.length + options.maxTokens > options.contextSize)
-        throw new UserInputError(`prompt ${i + 1} does not fit the context size ${options.contextSize} with --max-tokens ${options.maxTokens}`)
-
-    const decodeConfig = async (config: Configuration, prompt: number[], stream: number, maxTokens: number) => {
-      const events: DecodeEvent[] = []
-      const started = performance.now()
-      const decoder = config.prepared.newRun()()
-      await decodeOnce({ decoder, models: { target, draft }, promptTokens: prompt, maxTokens, warp, seed: options.seed, stream, onEvent: (e) => events.push(e) })
-      return { events, wallMs: performance.now() - started }
-    }
-
-    process.stderr.write(`warming up ${configs.length} configurations…\n`)
-    for (const config of configs) await decodeConfig(config, promptTokens[0], 0, 4)
-
+    const promptTokens = tokenizePrompts(trio.models, prompts, { maxTokens: options.maxTokens, contextSize: options.contextSize })
+    const arms = configs.map((config) => ({ label: config.label, method: config.prepared, config }))
     const collected = configs.map(() => ({ tokens: 0, wallMs: 0, logProb: 0, steps: [] as StepRecord[], outputs: [] as string[] }))
     const cells = prompts.length * configs.length
     let done = 0
-    for (const [p, prompt] of promptTokens.entries()) {
-      for (const [c, config] of configs.entries()) {
-        const { events, wallMs } = await decodeConfig(config, prompt, p, options.maxTokens)
+    process.stderr.write(`warming up ${configs.length} configurations…\n`)
+    // The runner's schedule: untimed warm-up, prompt-major order, one PRNG stream per prompt.
+    await runInterleaved(arms, { models: { target, draft }, promptTokens, maxTokens: options.maxTokens, warp, seed: options.seed }, {
+      cell: async ({ config }, p, decode) => {
+        const c = configs.indexOf(config)
+        const prompt = promptTokens[p]
+        const events: DecodeEvent[] = []
+        const started = performance.now()
+        await decode((e) => events.push(e), { tokens: [], provenance: '', stopReason: 'max-tokens' })
+        const wallMs = performance.now() - started
         const tokens = events.flatMap((e) => (e.type === 'token' ? [e.token] : []))
         const steps = events.flatMap((e) => (e.type === 'step' ? [e.record] : []))
         const logProbs = (await target.logProbabilities([...prompt, ...tokens])).slice(prompt.length - 1)
@@ -195,7 +187,7 @@ async function dsbdBenchAction(options: DsbdBenchOptions): Promise<void> {
         done += 1
         process.stderr.write(`\r${done}/${cells} ${config.label.padEnd(32)} prompt ${p + 1}: ${formatNumber(tokensPerSecond(tokens.length, wallMs), 1)} tok/s   `)
       }
-    }
+    })
     process.stderr.write('\nmeasuring decode costs…\n')
     const timing = await measureTiming(target, promptTokens[0])
     const rows = analyse(configs, collected)

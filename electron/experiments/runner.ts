@@ -12,8 +12,9 @@ import { buildRunReport } from '../api/runs-service'
 import type { DecodeEvent, DecoderModels, StopReason } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
 import { decodeOnce, type DecodeOutcome } from '../engine/methods/decode-once'
-import { prepareRun, type PreparedRun } from '../engine/methods/prepare'
+import { prepareRun, type PreparedMethod, type PreparedRun } from '../engine/methods/prepare'
 import type { LanguageModel } from '../engine/model/types'
+import type { WarpConfig } from '../engine/sampling/warp'
 import type { RunStore } from '../store/run-store'
 import { RunDraftSelection } from './draft-selection'
 import type { PromptItem } from './prompts'
@@ -56,7 +57,7 @@ export function prepareConfig<C extends Pick<RunConfig, 'methods' | 'models' | '
 }
 
 /** Prompt + generated tokens must fit the context; say so up front rather than failing mid-run. */
-export function tokenizePrompts(models: DecoderModels, prompts: readonly PromptItem[], config: RunConfig): number[][] {
+export function tokenizePrompts(models: DecoderModels, prompts: readonly PromptItem[], config: Pick<RunConfig, 'maxTokens' | 'contextSize'>): number[][] {
   const bos = models.target.info.bos
   return prompts.map((prompt, index) => {
     const tokens = [...(bos === null ? [] : [bos]), ...models.target.tokenize(prompt.text)]
@@ -86,6 +87,60 @@ async function startDraftSelection(
   return selection
 }
 
+/** One arm of an interleaved schedule: a prepared method (a run's method, or one setting of a bench). */
+export interface Arm {
+  label: string
+  method: PreparedMethod
+}
+
+export interface ScheduleInput {
+  models: DecoderModels
+  promptTokens: readonly (readonly number[])[]
+  maxTokens: number
+  warp: WarpConfig
+  seed: number
+  signal?: AbortSignal
+}
+
+export interface ScheduleHooks<A extends Arm> {
+  /** After the warm-up, before the first measured prompt (draft selection profiles its candidates here). */
+  afterWarmUp?(): Promise<void>
+  /** The models of one prompt (draft selection picks its draft); default: the schedule's models. */
+  modelsFor?(promptIndex: number): Promise<DecoderModels>
+  /**
+   * One measured (prompt, arm) cell: `decode` runs it (the prompt's PRNG stream, the arm's run state) and fills
+   * `outcome` as tokens arrive, so a failure mid-decode keeps the partial output.
+   */
+  cell(arm: A, promptIndex: number, decode: (onEvent: (event: DecodeEvent) => void, outcome: DecodeOutcome) => Promise<DecodeOutcome>): Promise<void>
+}
+
+/**
+ * The measurement schedule every run and bench shares. An untimed warm-up per arm first pays one-time costs
+ * (page-in of weights, first-call allocations) on the first prompt, from runs of its own, so state that persists
+ * across prompts starts fresh for the measured run. Then prompt-major order: every arm on a prompt before the next
+ * prompt, so slow drifts of the machine hit all arms alike; each (prompt, arm) draws from the PRNG stream
+ * (seed, prompt index), so one prompt sees the same randomness under every arm and replays alone.
+ */
+export async function runInterleaved<A extends Arm>(arms: readonly A[], input: ScheduleInput, hooks: ScheduleHooks<A>): Promise<void> {
+  const { models, promptTokens, maxTokens, warp, seed, signal } = input
+  for (const arm of arms)
+    await decodeOnce({ decoder: arm.method.newRun()(), models, promptTokens: promptTokens[0], maxTokens: 4, warp, seed, stream: 0 })
+  const runs = arms.map((arm) => arm.method.newRun())
+  await hooks.afterWarmUp?.()
+  for (let promptIndex = 0; promptIndex < promptTokens.length && !signal?.aborted; promptIndex++) {
+    const promptModels = (await hooks.modelsFor?.(promptIndex)) ?? models
+    for (const [a, arm] of arms.entries()) {
+      if (signal?.aborted) break
+      await hooks.cell(arm, promptIndex, (onEvent, outcome) =>
+        decodeOnce(
+          { decoder: runs[a](), models: promptModels, promptTokens: promptTokens[promptIndex], maxTokens, warp, seed, stream: promptIndex, signal, onEvent },
+          outcome
+        )
+      )
+    }
+  }
+}
+
 export async function executeRun(
   store: RunStore,
   config: RunConfig,
@@ -97,21 +152,19 @@ export async function executeRun(
   const promptTokens = tokenizePrompts(models, prompts, config)
   const runId = store.createRun({ ...config, params: prepared.params })
   options.onRunCreated?.(runId)
-  const warp = warpOf(config)
+  const cellsTotal = prompts.length * config.methods.length
+  let cellsDone = 0
+  let selection: RunDraftSelection | null = null
   try {
-    // Warm-up runs are separate, so state that persists across prompts starts fresh for the measured run.
-    for (const method of prepared.methods)
-      await decodeOnce({ decoder: method.newRun()(), models, promptTokens: promptTokens[0], maxTokens: 4, warp, seed: config.seed, stream: 0 })
-    const factories = new Map(prepared.methods.map((method) => [method.id, method.newRun()]))
-    const selection = await startDraftSelection(store, runId, config, models, promptTokens, options)
-    const cellsTotal = prompts.length * config.methods.length
-    let cellsDone = 0
-    for (let promptIndex = 0; promptIndex < prompts.length && !options.signal?.aborted; promptIndex++) {
-      const promptModels = selection
-        ? { ...models, draft: await selection.choose(promptIndex, promptTokens[promptIndex]) }
-        : models
-      for (const method of config.methods) {
-        if (options.signal?.aborted) break
+    const arms = prepared.methods.map((method) => ({ label: method.id, method }))
+    const input = { models, promptTokens, maxTokens: config.maxTokens, warp: warpOf(config), seed: config.seed, signal: options.signal }
+    await runInterleaved(arms, input, {
+      afterWarmUp: async () => {
+        selection = await startDraftSelection(store, runId, config, models, promptTokens, options)
+      },
+      modelsFor: async (promptIndex) =>
+        selection ? { ...models, draft: await selection.choose(promptIndex, promptTokens[promptIndex]) } : models,
+      cell: async ({ label: method }, promptIndex, decode) => {
         const prompt = prompts[promptIndex]
         const resultId = store.startPromptResult({
           runId,
@@ -143,11 +196,7 @@ export async function executeRun(
             wallMs: performance.now() - started
           })
         try {
-          const decoder = factories.get(method)!()
-          await decodeOnce(
-            { decoder, models: promptModels, promptTokens: promptTokens[promptIndex], maxTokens: config.maxTokens, warp, seed: config.seed, stream: promptIndex, signal: options.signal, onEvent },
-            result
-          )
+          await decode(onEvent, result)
         } catch (error) {
           finish('failed', null)
           throw error
@@ -156,7 +205,7 @@ export async function executeRun(
         cellsDone += 1
         options.onProgress?.({ promptIndex, promptCount: prompts.length, method, tokens, cellsDone, cellsTotal })
       }
-    }
+    })
     store.finishRun(runId, options.signal?.aborted ? 'cancelled' : 'done')
   } catch (error) {
     store.finishRun(runId, 'failed', error instanceof Error ? error.message : String(error))

@@ -73,7 +73,7 @@ const withPolicy = (makePolicy: () => DraftLengthPolicy): (() => Decoder) => {
 
 const DRAFT = { draft: true, mid: false }
 const TRIO = { draft: true, mid: true }
-const CAP = 'γ_max: the largest draft length the policy may choose'
+const CAP = 'the cap γ_max on the draft length the policy chooses'
 
 const PRE_PARAMS = {
   window: integer('gamma', { min: 1 }, { help: 'M_q2-level tokens M_p verifies per target round (default: γ)', symbol: 'W', source: 'HSDDW Fig. 5' })
@@ -107,6 +107,20 @@ const dsbdSequences = (settings: Settings<DsbdParams>, oneBeam: boolean): number
   const sizes = dsbdSessions(dsbdOptions(settings, oneBeam))
   return Math.max(sizes.target, sizes.draft)
 }
+
+/** dsbd and dsbd-1beam: one family, one parameter set; they differ in what becomes the next input (§3.4). */
+const dsbdMethod = (oneBeam: boolean, text: Pick<MethodDefinition, 'id' | 'summary' | 'description'>): MethodDefinition =>
+  method({
+    ...text,
+    needs: DRAFT,
+    lossless: true,
+    gamma: 'draft layers per iteration',
+    namespace: 'dsbd',
+    params: DSBD_PARAMS,
+    check: dsbdWithin,
+    sessions: (settings) => dsbdSequences(settings, oneBeam),
+    newRun: (settings) => () => dsbdDecoder(dsbdOptions(settings, oneBeam))
+  })
 
 const METHODS: readonly MethodDefinition[] = [
   method({
@@ -361,7 +375,7 @@ const METHODS: readonly MethodDefinition[] = [
     sessions: ({ params }) => params.width,
     newRun: ({ params }) => () => beamDecoder(params)
   }),
-  method({
+  dsbdMethod(false, {
     id: 'dsbd',
     summary: 'DSBD (Alg. 1): the draft beam-samples a forest, the target verifies it layer by layer in one decode',
     description:
@@ -369,31 +383,15 @@ const METHODS: readonly MethodDefinition[] = [
       'every node in one batched decode (one sequence per tree path), layers are verified in order with ' +
       "min(1, p′/q_beam) (Appendix A's direction — Algorithm 1 prints the inverse), residual p′ ← norm(max(0, p′ − " +
       'q_beam)), completion from p′ then p_beam, an extra layer when all pass; width W_L = max(W_min, W̃(t)) from Eq ' +
-      "2–7. Lossless: with a fixed width it samples exactly `beam`'s law",
-    needs: DRAFT,
-    lossless: true,
-    gamma: 'draft layers per iteration',
-    namespace: 'dsbd',
-    params: DSBD_PARAMS,
-    check: dsbdWithin,
-    sessions: (settings) => dsbdSequences(settings, false),
-    newRun: (settings) => () => dsbdDecoder(dsbdOptions(settings, false))
+      "2–7. Lossless: with a fixed width it samples exactly `beam`'s law"
   }),
-  method({
+  dsbdMethod(true, {
     id: 'dsbd-1beam',
     summary: 'DSBD memory mode (§3.4): only the lowest-perplexity output beam becomes the next input',
     description:
       "DSBD's memory mode (§3.4): only the output beam with the lowest perplexity becomes the next input, so one KV " +
       'sequence per model is kept between iterations (the forest still needs one per path while it is scored). Same ' +
-      '`dsbd.*` parameters',
-    needs: DRAFT,
-    lossless: true,
-    gamma: 'draft layers per iteration',
-    namespace: 'dsbd',
-    params: DSBD_PARAMS,
-    check: dsbdWithin,
-    sessions: (settings) => dsbdSequences(settings, true),
-    newRun: (settings) => () => dsbdDecoder(dsbdOptions(settings, true))
+      '`dsbd.*` parameters'
   }),
   method({
     id: 'nlc-draft',
