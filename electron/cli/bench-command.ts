@@ -8,6 +8,7 @@ import path from 'node:path'
 import { Command } from 'commander'
 import { RunConfig, type MethodSummary, type RunReport } from '../api/contract'
 import { defaultThreads } from '../engine/model/llama-cpp-model'
+import { CATALOG } from '../engine/methods/catalog'
 import { loadTrio } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
 import { measureRawTimings, speedupBound, type RawTimings } from '../experiments/raw-timings'
@@ -18,17 +19,8 @@ import { RunStore } from '../store/run-store'
 import { formatNumber, formatTable, methodTable } from './format'
 import { createProgressBar, parseInteger, parseNumber } from './run-command'
 
-/** Every draft-length policy of issue 3 — `--policies` benchmarks them against sd (γ = --gamma) and ar. */
-export const POLICY_METHODS = [
-  'sd-heuristic',
-  'sd-pmin',
-  'svip',
-  'self-verify',
-  'adaptive-analytic',
-  'adaptive-fsm',
-  'adaptive-cache-fsm',
-  'adaptive-rl'
-] as const
+/** Every draft-length policy of the catalog — `--policies` benchmarks them against sd (γ = --gamma) and ar. */
+export const POLICY_METHODS = CATALOG.filter((m) => m.family === 'policy').map((m) => m.id)
 
 interface BenchOptions {
   methods: string

@@ -34,9 +34,13 @@ export interface Settings<P extends ParamSpecs = ParamSpecs> {
   params: ResolvedOf<P>
 }
 
+/** What kind of method it is: the baseline, plain SD, a draft-length policy on SD, a 3-model hierarchy, beam methods, a peer's. */
+export type MethodFamily = 'baseline' | 'speculative' | 'policy' | 'hierarchy' | 'beam' | 'peer'
+
 export interface MethodDefinition<P extends ParamSpecs = ParamSpecs> {
   /** Generated into methods/ids.ts (npm run methods:readme): a new id is refused by the compiler until then. */
   id: MethodId
+  family: MethodFamily
   /** One line: the method picker, `run --help`. */
   summary: string
   /** The README's paragraph: the algorithm with equation numbers, and every choice where the paper is ambiguous. */
@@ -109,7 +113,7 @@ const dsbdSequences = (settings: Settings<DsbdParams>, oneBeam: boolean): number
 }
 
 /** dsbd and dsbd-1beam: one family, one parameter set; they differ in what becomes the next input (§3.4). */
-const dsbdMethod = (oneBeam: boolean, text: Pick<MethodDefinition, 'id' | 'summary' | 'description'>): MethodDefinition =>
+const dsbdMethod = (oneBeam: boolean, text: Pick<MethodDefinition, 'id' | 'family' | 'summary' | 'description'>): MethodDefinition =>
   method({
     ...text,
     needs: DRAFT,
@@ -125,6 +129,7 @@ const dsbdMethod = (oneBeam: boolean, text: Pick<MethodDefinition, 'id' | 'summa
 const METHODS: readonly MethodDefinition[] = [
   method({
     id: 'ar',
+    family: 'baseline',
     summary: 'autoregressive decoding with the target alone (the speedup baseline)',
     description: 'the target alone, one token per forward call — the speedup baseline',
     needs: { draft: false, mid: false },
@@ -136,6 +141,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'sd',
+    family: 'speculative',
     summary: 'speculative decoding with a constant draft length γ',
     description:
       'speculative decoding with constant draft length γ (`--gamma`): draft γ tokens, verify all γ+1 positions in one ' +
@@ -150,6 +156,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'sd-heuristic',
+    family: 'policy',
     summary: "Hugging Face's heuristic draft length: +2 after an all-accepted round, else −1",
     description:
       "Hugging Face's heuristic schedule (`AssistedCandidateGenerator.update_candidate_strategy`): start at `--gamma`, " +
@@ -167,6 +174,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'sd-pmin',
+    family: 'policy',
     summary: "llama.cpp's confidence floor: stop after a draft token with top-1 probability < p_min",
     description:
       "llama.cpp's confidence floor (common/speculative.cpp): stop drafting after a token whose draft top-1 probability " +
@@ -188,6 +196,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'svip',
+    family: 'policy',
     summary: 'SVIP: stop drafting after a token whose draft entropy gives √(c·H) > h',
     description:
       'SVIP (Algorithm 1, Eq. 6): stop drafting after a token whose draft entropy H (nats) gives √(c·H) > h; at most ' +
@@ -208,6 +217,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'self-verify',
+    family: 'policy',
     summary: 'HSDDW self-verify: stop drafting after a token with H(q) > τ (τ = mean entropy of rejected tokens)',
     description:
       'HSDDW self-verify (App. C Algorithm 1, §3.1, §4.4): stop drafting after a token with H(q) > τ; τ = mean entropy ' +
@@ -226,6 +236,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'adaptive-analytic',
+    family: 'policy',
     summary: 'on-the-fly adaptation, Method 1: γ maximising the expected throughput of Eq 1 with measured Acc and costs',
     description:
       'on-the-fly adaptation, Method 1 (Liu et al. §4.1): before each round γ = argmax over [1, `--gamma`] of ' +
@@ -246,6 +257,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'adaptive-fsm',
+    family: 'policy',
     summary: 'on-the-fly adaptation, Method 2: saturating counter, −1 after a rejection, +1 when all accepted',
     description:
       'on-the-fly adaptation, Method 2 (Liu et al. §4.2): saturating counter, γ −1 after a rejection, +1 when every ' +
@@ -260,6 +272,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'adaptive-cache-fsm',
+    family: 'policy',
     summary: 'on-the-fly adaptation, Method 3: counter driven by accepted tokens already in a token-id cache',
     description:
       'on-the-fly adaptation, Method 3 (Liu et al. §4.2): token-id cache seeded with the prompt and grown with the ' +
@@ -274,6 +287,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'adaptive-rl',
+    family: 'policy',
     summary: 'on-the-fly adaptation, Method 4: tabular Q-learning over the next γ',
     description:
       'on-the-fly adaptation, Method 4 (Liu et al. App. B.4 Alg. 2): tabular Q-learning, state = previous γ, action = ' +
@@ -294,6 +308,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'pre-verify',
+    family: 'hierarchy',
     summary: 'three models (HSDDW Fig. 5a): M_q1 drafts, M_q2 pre-verifies, M_p verifies the M_q2-level tokens',
     description:
       'three models (HSDDW §4.3, Fig. 5a: "two speculative decoding models connected sequentially"): M_q1 (`--draft`) ' +
@@ -310,6 +325,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'pre-self-verify',
+    family: 'hierarchy',
     summary: 'pre-verify + self-verify at both levels (HSDDW Fig. 5b)',
     description:
       '`pre-verify` plus self-verify at both levels (Fig. 5b), same windows: M_q1 stops after a token with H(q1) > ' +
@@ -325,6 +341,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'hsddw',
+    family: 'hierarchy',
     summary: 'HSDDW (App. D Alg. 2): draft+self-verify by M_q1, pre-verify+self-verify by M_q2, verify by M_p',
     description:
       'HSDDW (App. D Algorithm 2): Draft + Self-verify by M_q1 (τ_q1, window `--gamma`), Pre-verify + Self-verify by ' +
@@ -340,6 +357,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'hier-chen',
+    family: 'hierarchy',
     summary: "Chen's hierarchical SD (Alg. 2): m mid guesses, each after n small guesses — NOT lossless as printed",
     description:
       "Chen's hierarchical SD (Algorithm 2): per target call m mid-model guesses, each after n small-model guesses, " +
@@ -359,6 +377,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'beam',
+    family: 'beam',
     summary: 'beam sampling (DSBD Eq 1) with the target alone; output = the final beam with the lowest perplexity',
     description:
       "beam sampling (DSBD Eq 1) with the target alone: W beams drawn i.i.d. (with replacement) from T∘p_beam, the run's " +
@@ -377,6 +396,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   dsbdMethod(false, {
     id: 'dsbd',
+    family: 'beam',
     summary: 'DSBD (Alg. 1): the draft beam-samples a forest, the target verifies it layer by layer in one decode',
     description:
       'DSBD (Algorithm 1, §3): the draft beam-samples a forest of `--gamma` layers × `dsbd.ws` beams, the target scores ' +
@@ -387,6 +407,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   dsbdMethod(true, {
     id: 'dsbd-1beam',
+    family: 'beam',
     summary: 'DSBD memory mode (§3.4): only the lowest-perplexity output beam becomes the next input',
     description:
       "DSBD's memory mode (§3.4): only the output beam with the lowest perplexity becomes the next input, so one KV " +
@@ -395,6 +416,7 @@ const METHODS: readonly MethodDefinition[] = [
   }),
   method({
     id: 'nlc-draft',
+    family: 'peer',
     summary: "node-llama-cpp's DraftSequenceTokenPredictor (peer baseline; maxTokens = γ)",
     description:
       "node-llama-cpp's own `DraftSequenceTokenPredictor` (peer baseline): the draft predicts in the background and a " +

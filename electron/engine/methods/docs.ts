@@ -3,7 +3,7 @@
  * help), `speclab run --help`'s method list, and the README's method table (scripts/generate-methods.ts writes it;
  * a unit test fails when the README is stale).
  */
-import { CATALOG, type MethodDefinition } from './catalog'
+import { CATALOG, type MethodDefinition, type MethodFamily } from './catalog'
 import type { MethodId } from './ids'
 import { describeRange, type ParamSpec } from './param-spec'
 import { keyOf } from './prepare'
@@ -27,6 +27,7 @@ export interface MethodParamInfo {
 
 export interface MethodInfo {
   id: MethodId
+  family: MethodFamily
   summary: string
   description: string
   needs: { draft: boolean; mid: boolean }
@@ -56,6 +57,7 @@ function paramInfo(definition: MethodDefinition, name: string, spec: ParamSpec):
 export function methodInfo(definition: MethodDefinition): MethodInfo {
   return {
     id: definition.id,
+    family: definition.family,
     summary: definition.summary,
     description: definition.description,
     needs: { ...definition.needs },
