@@ -10,6 +10,9 @@ import { benchCommand } from './cli/bench-command'
 import { ablationCommand } from './cli/ablation-command'
 import { dsbdBenchCommand } from './cli/dsbd-bench-command'
 import { reportCommand, suiteCommand, suitesCommand } from './cli/suite-command'
+import { shouldSupervise, stopWithSupervisor, superviseSelf } from './cli/supervise'
+import { defaultDatabasePath } from './store/default-path'
+import { RunStore } from './store/run-store'
 
 const program = new Command('speclab')
   .description('SpecLab: speculative decoding of local GGUF models — run, store, compare')
@@ -23,8 +26,39 @@ for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand()
   }))
 }
 
-try {
-  await program.parseAsync(process.argv)
-} catch (error) {
+// `speclab show 1 | head -1`: the reader has gone, so there is nobody left to tell — end quietly.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0)
   exitWithError(error)
+})
+
+if (shouldSupervise(process.argv)) {
+  // Model work in a child of this CLI: a llama.cpp abort there is one line here, and the run is marked interrupted.
+  process.exitCode = await superviseSelf(() => RunStore.open(databaseOf(process.argv)).close())
+} else {
+  stopWithSupervisor()
+  try {
+    await program.parseAsync(process.argv)
+  } catch (error) {
+    exitOnDatabaseError(error)
+    exitWithError(error)
+  }
+}
+
+/** The database a command line names (--db FILE or --db=FILE), else SPECLAB_DB or the app's. */
+function databaseOf(argv: readonly string[]): string {
+  const index = argv.indexOf('--db')
+  const inline = argv.find((arg) => arg.startsWith('--db='))
+  return (index >= 0 ? argv[index + 1] : inline?.slice('--db='.length)) ?? defaultDatabasePath()
+}
+
+/**
+ * A SQLite failure after the database was opened (a full disk mid-run, an I/O error): one line and exit 1, not an
+ * "internal error" with a stack trace. Opening problems are UserInputErrors already (exit 2).
+ */
+function exitOnDatabaseError(error: unknown): void {
+  const code = (error as { code?: unknown } | null)?.code
+  if (!(error instanceof Error) || typeof code !== 'string' || !code.startsWith('SQLITE_')) return
+  process.stderr.write(`speclab: database error: ${error.message}\n`)
+  process.exit(1)
 }

@@ -1,5 +1,6 @@
 /**
- * `npm run serve`: browser mode. Runs the engine host in this process and serves the built renderer with the api
+ * `npm run serve`: browser mode. Runs the engine host in a child process (host/child-host.ts: a model that aborts
+ * llama.cpp kills the child, not this server, and a fresh one starts) and serves the built renderer with the api
  * over a token-protected WebSocket on 127.0.0.1 (electron/host/server.ts). Prints one line with the URL (and its
  * random token) on stdout; Ctrl-C stops.
  */
@@ -8,7 +9,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Command, InvalidArgumentError } from 'commander'
 import type { HostEvent } from './api/contract'
-import { EngineHost } from './host/host'
+import { ChildHost } from './host/child-host'
 import { startBrowserServer } from './host/server'
 import { defaultDatabasePath } from './store/default-path'
 
@@ -37,21 +38,24 @@ if (!fs.existsSync(path.join(options.renderer, 'index.html'))) {
 
 const databasePath = path.resolve(options.db ?? defaultDatabasePath())
 const listeners = new Set<(event: HostEvent) => void>()
-let host: EngineHost
+// The engine (database, models) runs in a child process, so a llama.cpp abort cannot take this server down.
+const host = new ChildHost(
+  { entry: path.join(root, 'electron/host/utility-entry.ts'), execArgv: ['--import', import.meta.resolve('tsx')] },
+  {
+    databasePath,
+    nativeBinding: null,
+    downloadDirectory: path.resolve(options.downloadDir ?? path.join(path.dirname(databasePath), 'models')),
+    version: (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version,
+    mode: 'browser'
+  },
+  (event) => {
+    for (const listener of listeners) listener(event)
+  }
+)
 try {
-  host = EngineHost.open(
-    {
-      databasePath,
-      nativeBinding: null,
-      downloadDirectory: path.resolve(options.downloadDir ?? path.join(path.dirname(databasePath), 'models')),
-      version: (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version,
-      mode: 'browser'
-    },
-    (event) => {
-      for (const listener of listeners) listener(event)
-    }
-  )
+  await host.start()
 } catch (error) {
+  await host.close()
   process.stderr.write(`speclab: ${error instanceof Error ? error.message : String(error)}\n`)
   process.exit(2)
 }

@@ -128,12 +128,30 @@ export const ModelFilePath = Text(4096)
   .min(1)
   .refine((p) => /\.gguf$/i.test(p.trim()), 'a model file must end in .gguf')
 
-/** What node-llama-cpp's downloader accepts, restricted to model files over https (or a local http mirror). */
+/** A Hugging Face user, repo, file-path segment or branch segment: letters, digits, `-`, `_`, `.`, never only dots. */
+const hfSegment = (part: string, extra = '') => new RegExp(`^[\\w.${extra}-]+$`).test(part) && !/^\.+$/.test(part)
+
+/**
+ * What node-llama-cpp's downloader accepts, restricted to model files: `hf:<user>/<repo>` with an optional
+ * `:<quant>` or `/<path>.gguf` (and `#<branch>`), an https:// URL of a .gguf file, or http:// to this machine only
+ * (localhost, 127.0.0.1, [::1]). No `.` / `..` segments, so a URI cannot name a path outside the download folder.
+ */
 export function isModelUri(uri: string): boolean {
-  if (/^hf:[\w.-]+\/[\w.-]+(:[\w.-]+|\/[^\s#]+\.gguf(#[\w./-]+)?)?$/.test(uri)) return true
+  if (uri.startsWith('hf:')) {
+    const match = /^hf:([^/:#]+)\/([^/:#]+)(?::([^/:#]+)|\/([^#]+\.gguf)(?:#(.+))?)?$/i.exec(uri)
+    if (!match) return false
+    const [, user, repo, quant, file, branch] = match
+    return (
+      hfSegment(user) &&
+      hfSegment(repo) &&
+      (quant === undefined || hfSegment(quant)) &&
+      (file === undefined || file.split('/').every((part) => hfSegment(part, '+'))) &&
+      (branch === undefined || branch.split('/').every((part) => hfSegment(part)))
+    )
+  }
   try {
     const url = new URL(uri)
-    const local = url.hostname === '127.0.0.1' || url.hostname === 'localhost'
+    const local = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname)
     return (url.protocol === 'https:' || (url.protocol === 'http:' && local)) && /\.gguf$/i.test(url.pathname)
   } catch {
     return false
@@ -141,7 +159,7 @@ export function isModelUri(uri: string): boolean {
 }
 export const ModelUri = Text(2048).refine(
   isModelUri,
-  'expected hf:<user>/<repo>:<quant>, hf:<user>/<repo>/<file>.gguf or an https:// URL of a .gguf file'
+  'expected hf:<user>/<repo>:<quant>, hf:<user>/<repo>/<file>.gguf, an https:// URL of a .gguf file, or http:// to localhost'
 )
 
 export const LoadSettings = z.object({
@@ -418,6 +436,8 @@ export interface ModelEntry {
   parameters: number | null
   contextLength: number | null
   hasChatTemplate: boolean
+  /** Why the file failed to load last time (the engine process died loading it); it is not loaded again unless asked. */
+  loadError: string | null
 }
 export interface LoadedTrio {
   target: ModelEntry
@@ -593,7 +613,8 @@ export const API = {
   'models:remove': channel(z.object({ modelId: Id }), returns<{ removed: boolean }>()),
   'models:inspect': channel(z.object({ modelId: Id }), returns<ModelInspection>()),
   'models:check-trio': channel(TrioSelection, returns<TrioCheck>()),
-  'models:load': channel(z.object({ trio: TrioSelection, settings: LoadSettings }), returns<LoadedTrio>()),
+  /** retryFailed: load files whose last load killed the engine process anyway (the user chose "Try again"). */
+  'models:load': channel(z.object({ trio: TrioSelection, settings: LoadSettings, retryFailed: z.boolean().optional() }), returns<LoadedTrio>()),
   'models:unload': channel(z.object({}), returns<{ unloaded: boolean }>()),
   'models:catalog': channel(z.object({}), returns<CatalogTrio[]>()),
   'models:download': channel(z.object({ uri: ModelUri }), returns<DownloadState>()),

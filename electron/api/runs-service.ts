@@ -15,6 +15,7 @@ import {
   type RunSummary
 } from './contract'
 import { summarizeMethod, type PromptOutcome } from '../engine/metrics/fold'
+import { invalidRequestMessage } from './request-errors'
 
 /** One handler per channel; handlers may be sync (SQLite) or async (engine host). */
 export type ApiService = ApiHandlers<ApiChannel>
@@ -61,7 +62,8 @@ export async function handleApiRequest(
 ): Promise<ApiResponse<ApiChannel>> {
   if (!isApiChannel(channel)) throw new Error(`Unknown api channel: ${JSON.stringify(channel)}`)
   const parsed = API[channel].request.safeParse(payload)
-  if (!parsed.success) throw new Error(`Invalid request for ${channel}: ${z.prettifyError(parsed.error)}`)
+  if (!parsed.success) throw new Error(invalidRequestMessage(channel, parsed.error))
   const handler = service[channel] as (request: unknown) => ApiResponse<ApiChannel> | Promise<ApiResponse<ApiChannel>>
   return handler(parsed.data)
 }
+

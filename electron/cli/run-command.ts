@@ -7,7 +7,8 @@ import { RunConfig, type RunReport } from '../api/contract'
 import { loadPrompts } from '../experiments/prompts'
 import { loadTrio } from '../experiments/models'
 import { executeRun, prepareConfig, type RunProgress } from '../experiments/runner'
-import { defaultThreads } from '../engine/model/llama-cpp-model'
+import { assertGgufFile, defaultThreads } from '../engine/model/llama-cpp-model'
+import { GAMMA_RANGE } from '../engine/methods/limits'
 import { UserInputError } from '../engine/errors'
 import { methodHelp } from '../engine/methods/docs'
 import type { PreparedRun } from '../engine/methods/prepare'
@@ -18,7 +19,32 @@ import { methodTable } from './format'
 
 export const parseInteger = (value: string): number => {
   if (!/^-?\d+$/.test(value.trim())) throw new InvalidArgumentError('expected an integer')
-  return Number(value)
+  const n = Number(value)
+  // Beyond 2^53 a number is no longer exact (and zod would quote the bound as 9007199254740991).
+  if (!Number.isSafeInteger(n)) throw new InvalidArgumentError('expected an integer of at most 15 digits')
+  return n
+}
+
+/** An integer option with its bounds in the message ("expected an integer from 1 to 1000000"). */
+export const integerIn =
+  (min: number, max: number) =>
+  (value: string): number => {
+    if (!/^-?\d+$/.test(value.trim())) throw new InvalidArgumentError('expected an integer')
+    const n = Number(value)
+    if (n < min || n > max) throw new InvalidArgumentError(`expected an integer from ${min} to ${max}`)
+    return n
+  }
+
+/** Bounds of the integer options of `run` and `suite` (the contract's where it has one). */
+export const LIMITS = {
+  prompts: integerIn(1, 1_000_000),
+  maxTokens: integerIn(1, 100_000),
+  topK: integerIn(0, 1_000_000),
+  seed: integerIn(0, 2 ** 32 - 1),
+  gamma: integerIn(GAMMA_RANGE.min, GAMMA_RANGE.max),
+  threads: integerIn(1, 256),
+  contextSize: integerIn(1, 1_048_576),
+  warmup: integerIn(3, 1000)
 }
 export const parseNumber = (value: string): number => {
   const n = Number(value)
@@ -42,8 +68,8 @@ export function addModelOptions(command: Command): Command {
     .requiredOption('--target <file>', 'target model M_p (GGUF)')
     .option('--mid <file>', 'mid draft model M_q2 (GGUF, same vocabulary)')
     .option('--draft <file>', 'small draft model M_q1 (GGUF, same vocabulary); repeat with --select-draft', collect, [])
-    .option('--threads <n>', 'CPU threads per model (default: 1 on ≤ 2 cores, else llama.cpp default)', parseInteger)
-    .option('--context-size <n>', 'context size per sequence (capped by the model)', parseInteger, 2048)
+    .option('--threads <n>', 'CPU threads per model (default: 1 on ≤ 2 cores, else llama.cpp default)', LIMITS.threads)
+    .option('--context-size <n>', 'context size per sequence (capped by the model)', LIMITS.contextSize, 2048)
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
     .option('--json', 'print one JSON object on stdout; progress stays on stderr')
 }
@@ -77,21 +103,21 @@ export function runCommand(): Command {
     .option('--methods <ids>', `comma-separated method ids (${METHOD_IDS.join(', ')})`, 'ar,sd')
     .option('--prompts <file>', 'JSONL prompts: turns (MT-Bench/Spec-Bench), question (GSM8K), prompt (HumanEval) or text')
     .option('--dataset <id>', 'built-in prompt set: stories, chat, code, math, mixed (default stories)')
-    .option('--limit <n>', 'use the first N prompts', parseInteger)
-    .option('--max-tokens <n>', 'tokens to generate per prompt', parseInteger, 128)
+    .option('--limit <n>', 'use the first N prompts', LIMITS.prompts)
+    .option('--max-tokens <n>', 'tokens to generate per prompt', LIMITS.maxTokens, 128)
     .option('--temperature <t>', 'sampling temperature; 0 = greedy (argmax verify/correct)', parseNumber, 1)
-    .option('--top-k <k>', 'top-k warping for draft and target alike (0 = whole vocabulary)', parseInteger, 64)
+    .option('--top-k <k>', 'top-k warping for draft and target alike (0 = whole vocabulary)', LIMITS.topK, 64)
     .option('--top-p <p>', 'nucleus warping after top-k (1 = off)', parseNumber, 1)
     .option('--full-vocabulary', 'transfer all logits from llama.cpp instead of the top-k (slower, exact for any warp)')
-    .option('--seed <s>', 'PRNG seed (default: random, printed and recorded)', parseInteger)
-    .option('--gamma <g>', 'draft length γ for fixed-window methods (the cap of adaptive ones)', parseInteger, 5)
+    .option('--seed <s>', 'PRNG seed (default: random, printed and recorded)', LIMITS.seed)
+    .option('--gamma <g>', 'draft length γ for fixed-window methods (the cap of adaptive ones)', LIMITS.gamma, 5)
     .option(
       '--select-draft',
       'adaptive draft-model selection (004 §5) among several --draft files: profile each on the first prompts, fit ' +
         'acceptance = OLS(prompt length, perplexity under the draft, TF-IDF) per draft (Eq 5, no intercept), then ' +
         'give each prompt the draft with the highest predicted throughput max_γ Eq 1 (= Theorem 2)'
     )
-    .option('--select-warmup <r>', 'warm-up prompts for --select-draft (≥ 3, one per feature)', parseInteger, 3)
+    .option('--select-warmup <r>', 'warm-up prompts for --select-draft (≥ 3, one per feature)', LIMITS.warmup, 3)
     .addOption(new Option('--set <key=value>', 'method parameter, repeatable (e.g. nlc.minConfidence=0.6)').argParser(parseSetting).default({}))
     .addHelpText(
       'after',
@@ -147,6 +173,8 @@ function buildConfig(options: RunOptions, seed: number): { config: RunConfig; pr
 
 async function runAction(options: RunOptions): Promise<void> {
   if (options.prompts && options.dataset) throw new UserInputError('give either --prompts or --dataset, not both')
+  // The model files first: `--target README.md` is a bad target, not a run that lacks a draft model.
+  for (const file of [options.target, options.mid, ...options.draft]) if (file !== undefined) await assertGgufFile(path.resolve(file))
   const seed = options.seed ?? randomInt(2 ** 32)
   const { config, prepared } = buildConfig(options, seed)
   const prompts = loadPrompts(config.prompts)
@@ -158,9 +186,7 @@ async function runAction(options: RunOptions): Promise<void> {
     // Beam methods keep one KV sequence per beam / tree path (4 unless a method asks for more).
     sequences: prepared.sessions
   })
-  const abort = new AbortController()
-  const onSigint = () => abort.abort()
-  process.once('SIGINT', onSigint)
+  const stop = stopOnSignals()
   const progress = createProgressBar(prompts.length * config.methods.length)
   if (options.seed === undefined) process.stderr.write(`seed ${seed}\n`)
   let report: RunReport
@@ -168,18 +194,41 @@ async function runAction(options: RunOptions): Promise<void> {
     const effective = { ...config, contextSize: trio.models.target.context.contextSize, modelFingerprints: trio.fingerprints }
     report = await executeRun(store, effective, trio.models, prompts, {
       prepared,
-      signal: abort.signal,
+      signal: stop.signal,
       onProgress: progress.update,
       draftCandidates: trio.drafts
     })
   } finally {
     progress.stop()
-    process.off('SIGINT', onSigint)
+    stop.dispose()
     await trio.dispose()
     store.close()
   }
   printReport(report, options.json ?? false)
-  if (report.status === 'cancelled') process.exitCode = 130
+  if (report.status === 'cancelled') process.exitCode = stop.exitCode()
+}
+
+/**
+ * Ctrl-C (SIGINT) and SIGTERM (kill, a CI runner's timeout, systemd) both stop a run the same way: the signal
+ * aborts it, the prompt in flight keeps its partial output as `cancelled`, the run is marked cancelled, and the
+ * process exits with 128 + the signal's number — 130 after SIGINT, 143 after SIGTERM. A second signal is not
+ * caught and ends the process at once (a run left `running` is marked interrupted when the store next opens).
+ */
+export function stopOnSignals(): { signal: AbortSignal; exitCode(): number; dispose(): void } {
+  const abort = new AbortController()
+  let received: NodeJS.Signals = 'SIGINT'
+  const dispose = () => {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  }
+  function onSignal(signal: NodeJS.Signals) {
+    received = signal
+    dispose()
+    abort.abort()
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  return { signal: abort.signal, exitCode: () => (received === 'SIGTERM' ? 143 : 130), dispose }
 }
 
 export function printReport(report: RunReport, json: boolean): void {

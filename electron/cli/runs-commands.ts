@@ -14,8 +14,9 @@ interface ReadOptions {
   json?: boolean
 }
 
+/** Read-only: listing never writes, so it works on a full disk, and never touches a file that is not SpecLab's. */
 function withStore<T>(options: ReadOptions, read: (store: RunStore) => T): T {
-  const store = RunStore.open(options.db ?? defaultDatabasePath())
+  const store = RunStore.open(options.db ?? defaultDatabasePath(), { readonly: true })
   try {
     return read(store)
   } finally {

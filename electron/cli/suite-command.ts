@@ -18,7 +18,7 @@ import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
 import { SuiteStore } from '../store/suite-store'
 import { formatTable } from './format'
-import { parseInteger } from './run-command'
+import { LIMITS, parseInteger, stopOnSignals } from './run-command'
 
 interface SuiteOptions {
   quick?: boolean
@@ -39,7 +39,7 @@ interface SuiteOptions {
 }
 
 const parseResume = (value: string): number => {
-  if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError('expected a suite run id')
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError('expected a suite run id')
   return Number(value)
 }
 
@@ -56,11 +56,11 @@ export function suiteCommand(): Command {
     .option('--draft <file>', 'small draft M_q1 (default: $SPECLAB_MODELS/stories260K-f32.gguf)')
     .option('--dataset <id>', "built-in prompt set replacing the suite's datasets: stories, chat, code, math, mixed")
     .option('--prompts <file>', "JSONL prompts replacing the suite's datasets (turns, question, prompt or text per line)")
-    .option('--limit <n>', 'prompts per dataset', parseInteger)
-    .option('--max-tokens <n>', 'tokens per prompt (cells that sweep the generation length keep theirs)', parseInteger)
-    .option('--seed <s>', 'PRNG seed of every cell', parseInteger)
-    .option('--threads <n>', 'CPU threads per model', parseInteger)
-    .option('--context-size <n>', 'context size per sequence', parseInteger)
+    .option('--limit <n>', 'prompts per dataset', LIMITS.prompts)
+    .option('--max-tokens <n>', 'tokens per prompt (cells that sweep the generation length keep theirs)', LIMITS.maxTokens)
+    .option('--seed <s>', 'PRNG seed of every cell', LIMITS.seed)
+    .option('--threads <n>', 'CPU threads per model', LIMITS.threads)
+    .option('--context-size <n>', 'context size per sequence', LIMITS.contextSize)
     .option('--resume [suiteRunId]', 'continue a suite run (alone: the newest unfinished one of this suite); finished cells are kept', parseResume)
     .option('--out <dir>', 'where to write the report (default: reports/ beside the database)')
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
@@ -78,9 +78,8 @@ async function suiteAction(id: string, options: SuiteOptions): Promise<void> {
   const suite = requireSuite(id)
   const db = options.db ?? defaultDatabasePath()
   const store = RunStore.open(db)
-  const abort = new AbortController()
-  const onSigint = () => abort.abort()
-  process.once('SIGINT', onSigint)
+  // SIGINT and SIGTERM alike: the cell in flight is cancelled with its partial output, the suite run can resume.
+  const stop = stopOnSignals()
   const bar = createSuiteProgressBar()
   try {
     let resume: number | undefined
@@ -107,7 +106,7 @@ async function suiteAction(id: string, options: SuiteOptions): Promise<void> {
         resume
       },
       {
-        signal: abort.signal,
+        signal: stop.signal,
         onProgress: bar.update,
         onNotice: (message) => bar.log(message),
         onSuiteRunCreated: (suiteRunId) => bar.log(`suite run ${suiteRunId} (${suite.id}${options.quick ? ', --quick' : ''})`)
@@ -127,10 +126,10 @@ async function suiteAction(id: string, options: SuiteOptions): Promise<void> {
       )
       if (result.status === 'cancelled') process.stdout.write(`resume with: speclab suite ${suite.id} --resume ${result.suiteRunId}\n`)
     }
-    if (result.status === 'cancelled') process.exitCode = 130
+    if (result.status === 'cancelled') process.exitCode = stop.exitCode()
   } finally {
     bar.stop()
-    process.off('SIGINT', onSigint)
+    stop.dispose()
     store.close()
   }
 }

@@ -55,6 +55,8 @@ export function loadPromptFile(file: string): PromptItem[] {
   } catch {
     throw new UserInputError(`prompt file not found: ${file}`)
   }
+  // Editors on Windows often save UTF-8 with a byte-order mark; it is not part of the first record.
+  if (content.startsWith('\uFEFF')) content = content.slice(1)
   const prompts: PromptItem[] = []
   content.split('\n').forEach((line, index) => {
     if (line.trim() === '') return
@@ -64,12 +66,17 @@ export function loadPromptFile(file: string): PromptItem[] {
 }
 
 function parsePromptLine(line: string, where: string): PromptItem {
-  let record: Record<string, unknown>
+  let parsed: unknown
   try {
-    record = JSON.parse(line) as Record<string, unknown>
+    parsed = JSON.parse(line)
   } catch {
     throw new UserInputError(`${where}: not valid JSON`)
   }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new UserInputError(
+      `${where}: expected a JSON object with a "turns", "question", "prompt" or "text" field, got ${parsed === null ? 'null' : Array.isArray(parsed) ? 'an array' : `a ${typeof parsed}`}`
+    )
+  const record = parsed as Record<string, unknown>
   const text = promptText(record)
   if (text === null) throw new UserInputError(`${where}: expected a "turns", "question", "prompt" or "text" field`)
   const id = record.question_id ?? record.task_id ?? record.id ?? null

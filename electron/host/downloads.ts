@@ -1,12 +1,18 @@
 /**
  * Model downloads by `hf:` URI (or an https URL of a .gguf) with node-llama-cpp's `createModelDownloader`: parallel
- * connections, resumable temporary files, split GGUFs joined. Progress streams to the UI; cancel aborts and deletes
- * the temporary file. A finished file goes through the library's checks and is added as a `download`.
+ * connections, resumable temporary files, split GGUFs joined. Progress streams to the UI. A finished file goes
+ * through the library's checks and is added as a `download`.
+ *
+ * node-llama-cpp takes no signal while it resolves the URI and asks the server for the file's size, and its
+ * downloader retries an unreachable server for minutes, so every phase here is raced against the job's own abort
+ * signal: *Cancel* ends the job in any phase (state `cancelled`, the temporary file deleted), and a server that
+ * sends nothing for `responseTimeoutMs` (no first byte, or a stall mid-way) fails the job with a clear message.
  */
 import { randomUUID } from 'node:crypto'
-import { mkdir } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { mkdir, rm } from 'node:fs/promises'
 import { createModelDownloader, type ModelDownloaderOptions } from 'node-llama-cpp'
-import type { DownloadState, HostEvent } from '../api/contract'
+import { isModelUri, type DownloadState, type HostEvent } from '../api/contract'
 import type { ApiHandlers } from '../api/runs-service'
 import { UserInputError } from '../engine/errors'
 import type { ModelLibrary } from './model-library'
@@ -14,27 +20,87 @@ import type { ModelLibrary } from './model-library'
 /** The part of node-llama-cpp's ModelDownloader used here (tests substitute a fake). */
 export interface Downloader {
   download(options?: { signal?: AbortSignal }): Promise<string>
+  /** Stops the transfer and deletes the temporary file (`deleteTempFileOnCancel`). */
   cancel(): Promise<void>
+  /** Where the finished file goes; its temporary file is this path + `.ipull`. */
+  readonly entrypointFilePath?: string
 }
 export type CreateDownloader = (options: ModelDownloaderOptions) => Promise<Downloader>
 
+export interface DownloadOptions {
+  /**
+   * A job fails when the server sends no data for this long: no first byte after the start (name resolution,
+   * connection, response headers and all), or a stall mid-way. Default: SPECLAB_DOWNLOAD_TIMEOUT_MS or 30 s.
+   */
+  responseTimeoutMs?: number
+}
+
 const PROGRESS_MS = 200
+/** How long cancelling waits for node-llama-cpp to close its connections before the job is reported cancelled. */
+const CLOSE_WAIT_MS = 5000
+/** ipull's suffix for a download in progress. */
+const TEMP_SUFFIX = '.ipull'
+
+export function defaultResponseTimeoutMs(): number {
+  const fromEnv = Number(process.env.SPECLAB_DOWNLOAD_TIMEOUT_MS)
+  return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : 30_000
+}
+
+/** Why a job stopped early: the reason its abort signal carries. */
+class Stopped extends Error {
+  constructor(
+    readonly outcome: 'cancelled' | 'failed',
+    message: string
+  ) {
+    super(message)
+  }
+}
 
 interface Active {
   state: DownloadState
   abort: AbortController
   downloader: Downloader | null
+  /** Settles when the job has reached its final state. */
+  finished: Promise<void>
 }
+
+/** `promise`, or the signal's reason as soon as it aborts (the promise itself keeps running). */
+function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason)
+    const onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
+  })
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref?.())
+
+/** The server a URI talks to, for messages. */
+function serverOf(uri: string): string {
+  if (uri.startsWith('hf:')) return 'huggingface.co'
+  try {
+    return new URL(uri).host
+  } catch {
+    return uri
+  }
+}
+
+const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`
 
 export class DownloadManager {
   private readonly downloads = new Map<string, Active>()
+  private readonly responseTimeoutMs: number
 
   constructor(
     private readonly directory: string,
-    private readonly library: ModelLibrary,
+    private readonly library: Pick<ModelLibrary, 'add'>,
     private readonly emit: (event: HostEvent) => void,
-    private readonly createDownloader: CreateDownloader = createModelDownloader
-  ) {}
+    private readonly createDownloader: CreateDownloader = createModelDownloader,
+    options: DownloadOptions = {}
+  ) {
+    this.responseTimeoutMs = options.responseTimeoutMs ?? defaultResponseTimeoutMs()
+  }
 
   handlers(): ApiHandlers<'models:download' | 'models:download-cancel' | 'models:downloads'> {
     return {
@@ -45,15 +111,21 @@ export class DownloadManager {
   }
 
   private start(uri: string): DownloadState {
+    if (!isModelUri(uri))
+      throw new UserInputError(
+        `cannot download ${JSON.stringify(uri)}: expected hf:<user>/<repo>:<quant>, hf:<user>/<repo>/<file>.gguf, ` +
+          'an https:// URL of a .gguf file, or http:// to localhost'
+      )
     const running = [...this.downloads.values()].find((d) => d.state.uri === uri && d.state.state === 'downloading')
     if (running) throw new UserInputError(`${uri} is already downloading`)
     const active: Active = {
       abort: new AbortController(),
       downloader: null,
+      finished: Promise.resolve(),
       state: { downloadId: randomUUID(), uri, state: 'downloading', downloadedBytes: 0, totalBytes: 0, error: null, modelId: null, fileName: null }
     }
     this.downloads.set(active.state.downloadId, active)
-    void this.run(active)
+    active.finished = this.run(active)
     return active.state
   }
 
@@ -63,16 +135,41 @@ export class DownloadManager {
   }
 
   private async run(active: Active): Promise<void> {
+    const { signal } = active.abort
+    const timeoutMs = this.responseTimeoutMs
+    const server = serverOf(active.state.uri)
     let lastEmit = 0
+    let received = 0
+    // The watchdog: restarted by every byte that arrives, it fails the job when none come for timeoutMs.
+    let watchdog: ReturnType<typeof setTimeout> | undefined
+    const arm = () => {
+      clearTimeout(watchdog)
+      watchdog = setTimeout(() => {
+        const message =
+          received === 0
+            ? `no response from ${server} within ${seconds(timeoutMs)} (unreachable, or not answering)`
+            : `the download stalled: no data from ${server} for ${seconds(timeoutMs)}`
+        active.abort.abort(new Stopped('failed', message))
+      }, timeoutMs)
+    }
+    arm()
+    let creating: Promise<Downloader> | null = null
+    let ownsFile = false
     try {
       await mkdir(this.directory, { recursive: true })
-      active.downloader = await this.createDownloader({
+      if (signal.aborted) throw signal.reason
+      creating = this.createDownloader({
         modelUri: active.state.uri,
         dirPath: this.directory,
         showCliProgress: false,
         skipExisting: true,
         deleteTempFileOnCancel: true,
         onProgress: ({ downloadedSize, totalSize }) => {
+          if (signal.aborted) return
+          if (downloadedSize > received) {
+            received = downloadedSize
+            arm()
+          }
           active.state = { ...active.state, downloadedBytes: downloadedSize, totalBytes: totalSize }
           const now = performance.now()
           if (now - lastEmit >= PROGRESS_MS) {
@@ -81,26 +178,57 @@ export class DownloadManager {
           }
         }
       })
-      if (active.abort.signal.aborted) throw new Error('cancelled')
-      const file = await active.downloader.download({ signal: active.abort.signal })
+      active.downloader = await unlessAborted(creating, signal)
+      // A file already there (node-llama-cpp skips a complete one) is the user's to keep, whatever happens next.
+      const target = active.downloader.entrypointFilePath
+      ownsFile = target !== undefined && !existsSync(target)
+      const file = await unlessAborted(active.downloader.download({ signal }), signal)
+      // The file is complete: from here on the job ends as done (or failed, if the library refuses the file).
+      clearTimeout(watchdog)
       const entry = await this.library.add(file, 'download', active.state.uri)
       this.update(active, { state: 'done', modelId: entry.id, fileName: entry.fileName, downloadedBytes: entry.sizeBytes, totalBytes: entry.sizeBytes })
       this.emit({ type: 'models:changed' })
     } catch (error) {
-      if (active.abort.signal.aborted) this.update(active, { state: 'cancelled', error: null })
-      else this.update(active, { state: 'failed', error: error instanceof Error ? error.message : String(error) })
+      clearTimeout(watchdog)
+      const stopped = signal.aborted ? signal.reason : null
+      if (!signal.aborted) active.abort.abort(new Stopped('failed', 'failed'))
+      const cancelled = stopped instanceof Stopped && stopped.outcome === 'cancelled'
+      await this.cleanUp(active, creating, cancelled && ownsFile)
+      if (cancelled) this.update(active, { state: 'cancelled', error: null })
+      else {
+        const message = stopped instanceof Stopped ? stopped.message : error instanceof Error ? error.message : String(error)
+        this.update(active, { state: 'failed', error: message })
+      }
     }
+  }
+
+  /**
+   * Stops node-llama-cpp's transfer and deletes the temporary file. A downloader still being created when the job
+   * stopped is closed whenever it arrives (node-llama-cpp cannot be interrupted while it retries the server). With
+   * `removeFile`, a file this job completed just before the cancel is deleted too: cancelled leaves nothing behind.
+   */
+  private async cleanUp(active: Active, creating: Promise<Downloader> | null, removeFile = false): Promise<void> {
+    const close = async (downloader: Downloader) => {
+      await downloader.cancel().catch(() => undefined)
+      const target = downloader.entrypointFilePath
+      if (target === undefined) return
+      await rm(target + TEMP_SUFFIX, { force: true }).catch(() => undefined)
+      if (removeFile) await rm(target, { force: true }).catch(() => undefined)
+    }
+    if (active.downloader) await Promise.race([close(active.downloader), sleep(CLOSE_WAIT_MS)])
+    else if (creating) void creating.then(close, () => undefined)
   }
 
   private async cancel(downloadId: string): Promise<{ cancelled: boolean }> {
     const active = this.downloads.get(downloadId)
     if (!active || active.state.state !== 'downloading') return { cancelled: false }
-    active.abort.abort()
-    await active.downloader?.cancel().catch(() => undefined)
-    return { cancelled: true }
+    if (!active.abort.signal.aborted) active.abort.abort(new Stopped('cancelled', 'cancelled'))
+    await active.finished
+    const final: DownloadState = active.state // narrowed to 'downloading' above; the job has ended since
+    return { cancelled: final.state === 'cancelled' }
   }
 
   async stopAll(): Promise<void> {
-    for (const active of this.downloads.values()) if (active.state.state === 'downloading') await this.cancel(active.state.downloadId)
+    await Promise.all([...this.downloads.values()].filter((d) => d.state.state === 'downloading').map((d) => this.cancel(d.state.downloadId)))
   }
 }

@@ -19,7 +19,7 @@ import { RunStore } from '../store/run-store'
 import { ChatService } from './chat'
 import { DownloadManager, type CreateDownloader } from './downloads'
 import { JobLock } from './job-lock'
-import { LoadedModels } from './loaded-models'
+import { LoadedModels, refuseFailedLoads } from './loaded-models'
 import { methodInfos } from '../engine/methods/docs'
 import { ModelLibrary } from './model-library'
 import { RunsBrowser } from './runs-browser'
@@ -32,7 +32,12 @@ export const HostOptions = z.object({
   nativeBinding: z.string().nullable(),
   downloadDirectory: z.string().min(1),
   version: z.string(),
-  mode: z.enum(['electron', 'browser'])
+  mode: z.enum(['electron', 'browser']),
+  /**
+   * What ended the previous engine process, when its supervisor saw it die (e.g. the llama.cpp assertion on its
+   * stderr): recorded as the load error of any model it died loading.
+   */
+  lastCrash: z.string().nullable().optional()
 })
 export type HostOptions = z.infer<typeof HostOptions>
 
@@ -68,7 +73,7 @@ export class EngineHost {
   private appStore: AppStore
   private databasePath: string
   private readonly lock = new JobLock()
-  private readonly loaded = new LoadedModels()
+  private readonly loaded: LoadedModels
   private readonly library: ModelLibrary
   private readonly chat: ChatService
   private readonly workbench: WorkbenchService
@@ -89,6 +94,11 @@ export class EngineHost {
     this.databasePath = path.resolve(options.databasePath)
     this.runStore = RunStore.open(this.databasePath, { nativeBinding: options.nativeBinding ?? undefined })
     this.appStore = new AppStore(this.runStore.database)
+    this.appStore.recordCrashedLoads(`the engine process died while loading it${options.lastCrash ? ` (${options.lastCrash})` : ''}`)
+    this.loaded = new LoadedModels({
+      starting: (paths) => this.appStore.markLoading(paths),
+      finished: (paths) => this.appStore.clearLoading(paths)
+    })
     const runs = () => this.runStore
     const app = () => this.appStore
     this.library = new ModelLibrary(app)
@@ -168,12 +178,14 @@ export class EngineHost {
       },
       'models:inspect': ({ modelId }) => this.library.inspect(modelId),
       'models:check-trio': (trio) => this.library.checkTrio(trio),
-      'models:load': async ({ trio, settings }) => {
+      'models:load': async ({ trio, settings, retryFailed }) => {
         const entries = {
           target: await this.library.get(trio.target),
           mid: trio.mid === null ? null : await this.library.get(trio.mid),
           draft: trio.draft === null ? null : await this.library.get(trio.draft)
         }
+        if (!retryFailed) refuseFailedLoads(entries)
+        for (const entry of [entries.target, entries.mid, entries.draft]) if (entry?.loadError) this.appStore.clearLoadError(entry.id)
         const release = this.lock.acquire('loading models')
         try {
           await this.loaded.load(entries, settings, (progress) => this.emit({ type: 'models:load-progress', ...progress }))

@@ -5,6 +5,7 @@
  * resource).
  */
 import type { LoadedTrio, LoadSettings, ModelEntry, ModelFingerprint, ModelPaths } from '../api/contract'
+import { UserInputError } from '../engine/errors'
 import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'
 import { defaultThreads, type LlamaCppModel } from '../engine/model/llama-cpp-model'
@@ -40,9 +41,28 @@ export interface HeldTrio {
 const sameSettings = (a: LoadSettings, b: LoadSettings) =>
   a.contextSize === b.contextSize && a.gpuLayers === b.gpuLayers && a.threads === b.threads && a.fullVocabulary === b.fullVocabulary
 
+/**
+ * Told before llama.cpp reads a trio's files and after the load ends either way, so a load that kills the process
+ * is known at the next start (the library records it: AppStore.markLoading / recordCrashedLoads).
+ */
+export interface LoadGuard {
+  starting(paths: readonly string[]): void
+  finished(paths: readonly string[]): void
+}
+
+const NO_GUARD: LoadGuard = { starting: () => {}, finished: () => {} }
+
+/** A file whose last load killed the engine process is loaded again only when the user asks (models:load retryFailed). */
+export function refuseFailedLoads(entries: TrioEntries): void {
+  const failed = [entries.target, entries.mid, entries.draft].find((e) => e?.loadError)
+  if (failed) throw new UserInputError(`${failed.fileName} failed to load before: ${failed.loadError}. Choose "Try again" on the Models screen to load it anyway.`)
+}
+
 export class LoadedModels {
   private held: HeldTrio | null = null
   private loadingNow = false
+
+  constructor(private readonly guard: LoadGuard = NO_GUARD) {}
 
   get current(): HeldTrio | null {
     return this.held
@@ -85,6 +105,8 @@ export class LoadedModels {
     if (this.matches(entries, settings, sequences)) return this.held!
     await this.unload()
     this.loadingNow = true
+    const paths = [entries.target, entries.mid, entries.draft].flatMap((e) => (e ? [e.path] : []))
+    this.guard.starting(paths)
     try {
       const trio = await loadTrio(
         { target: entries.target.path, mid: entries.mid?.path, draft: entries.draft?.path },
@@ -108,6 +130,7 @@ export class LoadedModels {
       }
       return this.held
     } finally {
+      this.guard.finished(paths)
       this.loadingNow = false
     }
   }

@@ -2,7 +2,8 @@
  * The model library: GGUF files the user added by path (or downloaded), with what their headers say — size,
  * architecture, vocabulary, quantisation — read by node-llama-cpp's `readGgufFileInfo` without loading weights.
  * Every path is checked before it is kept: an existing regular file ending in .gguf whose first bytes are the GGUF
- * magic and whose header parses. The engine only ever loads files from this library.
+ * magic and whose header passes our bounded scan (engine/model/gguf-validate.ts) and parses. The engine only ever
+ * loads files from this library.
  *
  * The trio check compares vocabularies from the headers (size, BOS/EOS, tokenizer model, every token's text), so
  * the user learns before loading whether speculative decoding can verify draft tokens by id; loading runs the
@@ -14,6 +15,7 @@ import path from 'node:path'
 import { GgufFileType, readGgufFileInfo } from 'node-llama-cpp'
 import type { ModelEntry, ModelInspection, TrioCheck, TrioSelection } from '../api/contract'
 import { UserInputError } from '../engine/errors'
+import { validateGgufFile } from '../engine/model/gguf-validate'
 import { assertGgufFile } from '../engine/model/llama-cpp-model'
 import type { AppStore, ModelRow } from '../store/app-store'
 
@@ -73,6 +75,8 @@ function flattenMetadata(value: unknown, prefix: string, out: { key: string; val
 }
 
 export async function readGgufSummary(file: string): Promise<GgufSummary> {
+  // Our bounded scan first: node-llama-cpp's reader would allocate whatever array count a crafted header claims.
+  await validateGgufFile(file)
   let metadata: Metadata
   try {
     const info = await readGgufFileInfo(file, {
@@ -113,7 +117,7 @@ export async function readGgufSummary(file: string): Promise<GgufSummary> {
 
 /**
  * A path the user picked or typed: resolved to an absolute path and checked to be an existing regular .gguf file
- * with the GGUF magic. Returns the absolute path and size.
+ * with the GGUF magic and a sane header (assertGgufFile → gguf-validate.ts). Returns the absolute path and size.
  */
 export async function checkModelFile(file: string): Promise<{ path: string; sizeBytes: number }> {
   const trimmed = file.trim()
@@ -168,7 +172,8 @@ export class ModelLibrary {
       quantization: s?.quantization ?? null,
       parameters: s?.parameters ?? null,
       contextLength: s?.contextLength ?? null,
-      hasChatTemplate: !!s?.chatTemplate
+      hasChatTemplate: !!s?.chatTemplate,
+      loadError: row.loadError
     }
   }
 
@@ -180,7 +185,10 @@ export class ModelLibrary {
     const row = this.store().listModels().find((m) => m.id === modelId)
     if (!row) throw new UserInputError(`no model with id ${modelId} in the library`)
     const entry = await this.entryOf(row)
-    if (entry.missing) throw new UserInputError(`${entry.path}: the file is missing or unreadable`)
+    if (entry.missing) {
+      await this.summary(entry.path) // a file that is there but refused (a crafted header) throws its own one line
+      throw new UserInputError(`${entry.path}: the file is missing or unreadable`)
+    }
     return entry
   }
 

@@ -7,6 +7,7 @@
 import { z } from 'zod'
 import type { HostEvent } from '../api/contract'
 import { EngineHost, HostOptions } from './host'
+import { CHILD_HOST_ENV } from './child-host'
 import { serveRequests } from './rpc-server'
 
 export interface PortLike {
@@ -59,5 +60,21 @@ export function runUtilityHost(parentPort: ParentPortLike, exit: (code: number) 
   })
 }
 
+/**
+ * The same host over Node's child_process IPC channel (browser mode, host/child-host.ts): the channel itself plays
+ * the MessagePort — the first message is `init`, then requests and events; the parent going away closes the host.
+ */
+export function nodeIpcParentPort(child: NodeJS.Process = process): ParentPortLike {
+  const port: PortLike = {
+    on: (event: 'message' | 'close', listener: (event: { data: unknown }) => void) =>
+      event === 'message' ? child.on('message', (data) => listener({ data })) : child.on('disconnect', () => listener({ data: null })),
+    postMessage: (message) => void child.send?.(message),
+    start: () => {},
+    close: () => child.connected && child.disconnect?.()
+  }
+  return { once: (_event, listener) => child.once('message', (data) => listener({ data, ports: [port] })) }
+}
+
 const parentPort = (process as NodeJS.Process & { parentPort?: ParentPortLike }).parentPort
 if (parentPort) runUtilityHost(parentPort)
+else if (process.env[CHILD_HOST_ENV] === '1' && process.send) runUtilityHost(nodeIpcParentPort())

@@ -17,7 +17,7 @@ import { findSuite } from '../experiments/suites'
 import type { RunStore } from '../store/run-store'
 import type { JobLock } from './job-lock'
 import { JobSlot, type Job } from './job-slot'
-import type { LoadedModels, TrioEntries } from './loaded-models'
+import { refuseFailedLoads, type LoadedModels, type TrioEntries } from './loaded-models'
 import type { ModelLibrary } from './model-library'
 
 /** Progress events at most this often while a cell decodes (cell boundaries are always sent). */
@@ -102,6 +102,7 @@ export class WorkbenchService {
       mid: request.models.mid === null ? null : await this.library.get(request.models.mid),
       draft: request.models.draft === null ? null : await this.library.get(request.models.draft)
     }
+    refuseFailedLoads(entries)
     const prompts =
       request.dataset.kind === 'builtin' ? loadBuiltinDataset(request.dataset.id) : importPromptFile(request.dataset.path).prompts
     const limited = request.limit ? prompts.slice(0, request.limit) : prompts

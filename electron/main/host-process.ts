@@ -7,6 +7,7 @@
 import { MessageChannelMain, utilityProcess, type MessagePortMain, type UtilityProcess } from 'electron'
 import type { HostEvent } from '../api/contract'
 import { RpcClient } from '../api/rpc-client'
+import { CrashWitness } from '../host/crash-witness'
 import type { HostOptions } from '../host/host'
 
 const RESTART_WINDOW_MS = 60_000
@@ -18,6 +19,7 @@ export class HostProcess {
   private client: RpcClient | null = null
   private restarts: number[] = []
   private stopping = false
+  private witness = new CrashWitness()
 
   constructor(
     private readonly entry: string,
@@ -25,14 +27,21 @@ export class HostProcess {
     private readonly onEvent: (event: HostEvent) => void
   ) {}
 
-  start(): void {
+  start(lastCrash: string | null = null): void {
     const { port1, port2 } = new MessageChannelMain()
-    const child = utilityProcess.fork(this.entry, [], { serviceName: 'SpecLab engine host', stdio: 'inherit' })
+    // stderr is piped (and echoed) so a llama.cpp assertion that kills the host can be reported and recorded.
+    const child = utilityProcess.fork(this.entry, [], { serviceName: 'SpecLab engine host', stdio: ['ignore', 'inherit', 'pipe'] })
+    const witness = (this.witness = new CrashWitness())
+    child.stderr?.on('data', (chunk: Buffer) => {
+      process.stderr.write(chunk)
+      witness.stderr(chunk.toString('utf8'))
+    })
     const client = new RpcClient((message) => port1.postMessage(message))
+    client.onEvent((event) => witness.event(event))
     client.onEvent(this.onEvent)
     port1.on('message', (event) => client.receive(event.data))
     port1.start()
-    child.postMessage({ kind: 'init', options: this.options }, [port2])
+    child.postMessage({ kind: 'init', options: { ...this.options, lastCrash } }, [port2])
     child.once('exit', (code) => this.onExit(child, code))
     this.child = child
     this.port = port1
@@ -41,7 +50,8 @@ export class HostProcess {
 
   private onExit(child: UtilityProcess, code: number): void {
     if (this.child !== child) return
-    this.client?.failAll(`the engine host stopped (exit code ${code}); it is being restarted`)
+    const message = this.witness.describe(code, null)
+    this.client?.failAll(`${message}; it is being restarted`)
     this.port?.close()
     this.child = null
     this.client = null
@@ -49,11 +59,12 @@ export class HostProcess {
     const now = Date.now()
     this.restarts = [...this.restarts.filter((t) => now - t < RESTART_WINDOW_MS), now]
     if (this.restarts.length > MAX_RESTARTS) {
-      this.onEvent({ type: 'host:status', state: 'failed', message: `the engine host keeps stopping (exit code ${code})` })
+      this.onEvent({ type: 'host:status', state: 'failed', message: `${message} — it keeps stopping; restart SpecLab` })
       return
     }
-    this.onEvent({ type: 'host:status', state: 'restarting', message: `the engine host stopped (exit code ${code})` })
-    setTimeout(() => this.start(), 500)
+    this.onEvent({ type: 'host:status', state: 'restarting', message })
+    const reason = this.witness.reason ?? message
+    setTimeout(() => this.start(reason), 500)
   }
 
   /** Forwards a request the caller has validated. */

@@ -10,6 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { app, BrowserWindow, dialog, ipcMain, Menu, session, shell, type IpcMainInvokeEvent } from 'electron'
 import { z } from 'zod'
 import { API, isApiChannel, PRIVILEGED_CHANNELS, type HostEvent, type UiCommand } from '../api/contract'
+import { invalidRequestMessage } from '../api/request-errors'
 import { SUITES } from '../experiments/suites'
 import { HostProcess } from './host-process'
 import { buildMenuTemplate } from './menu'
@@ -62,7 +63,7 @@ async function onApiCall(event: IpcMainInvokeEvent, channel: unknown, payload: u
     if (!isApiChannel(channel)) throw new Error(`Unknown api channel: ${JSON.stringify(channel)}`)
     if (PRIVILEGED_CHANNELS.has(channel)) throw new Error(`${channel} is only available from the application menu`)
     const parsed = API[channel].request.safeParse(payload)
-    if (!parsed.success) throw new Error(`Invalid request for ${channel}: ${z.prettifyError(parsed.error)}`)
+    if (!parsed.success) throw new Error(invalidRequestMessage(channel, parsed.error))
     if (!host) throw new Error('the engine host is not running')
     return { ok: true, result: await host.call(channel, parsed.data) }
   } catch (error) {

@@ -2,6 +2,7 @@
  * The app's own tables beside the runs (migration 5): chat conversations and messages, the model library, and
  * the filtered run list of the Runs screen. Shares the RunStore's connection (one file, one WAL).
  */
+import os from 'node:os'
 import type Database from 'better-sqlite3'
 import {
   ChatMessage,
@@ -13,7 +14,11 @@ import {
   type RunListItem
 } from '../api/contract'
 import { z } from 'zod'
+import { isOwnerAlive, type OwnedRow } from './owner'
 import { toRunSummary, type RunRow } from './run-store'
+
+/** A previous process of this pid that marked a load is gone, whatever it had in progress. */
+const NOTHING_IN_PROGRESS: ReadonlySet<number> = new Set()
 
 export interface ModelRow {
   id: number
@@ -21,6 +26,11 @@ export interface ModelRow {
   source: 'file' | 'download'
   uri: string | null
   addedAt: string
+  /** Set while llama.cpp loads the file, with the process loading it (migration 7). */
+  loadingSince: string | null
+  loadingOwner: OwnedRow
+  /** Why the file failed to load last time (the engine process died loading it); null = no known failure. */
+  loadError: string | null
 }
 
 export interface NewAssistantMessage {
@@ -151,8 +161,51 @@ export class AppStore {
       source: 'file' | 'download'
       uri: string | null
       added_at: string
+      loading_since: string | null
+      loading_pid: number | null
+      loading_host: string | null
+      load_error: string | null
     }[]
-    return rows.map((r) => ({ id: r.id, path: r.path, source: r.source, uri: r.uri, addedAt: r.added_at }))
+    return rows.map((r) => ({
+      id: r.id,
+      path: r.path,
+      source: r.source,
+      uri: r.uri,
+      addedAt: r.added_at,
+      loadingSince: r.loading_since,
+      loadingOwner: { id: r.id, pid: r.loading_pid, host: r.loading_host },
+      loadError: r.load_error
+    }))
+  }
+
+  /** llama.cpp is about to read these files: if the process dies now, the next start knows which (issue 11). */
+  markLoading(paths: readonly string[]): void {
+    const mark = this.db.prepare('UPDATE models SET loading_since = ?, loading_pid = ?, loading_host = ? WHERE path = ?')
+    const at = now()
+    this.db.transaction(() => paths.forEach((p) => mark.run(at, process.pid, os.hostname(), p)))()
+  }
+
+  /** The load ended (loaded, or refused with an error this process survived): the files are no longer suspects. */
+  clearLoading(paths: readonly string[]): void {
+    const clear = this.db.prepare('UPDATE models SET loading_since = NULL, loading_pid = NULL, loading_host = NULL WHERE path = ?')
+    this.db.transaction(() => paths.forEach((p) => clear.run(p)))()
+  }
+
+  /**
+   * An engine process starts: a file still marked loading by a process that is gone killed that process (another
+   * live process — the CLI or a second app on this database — may be loading it right now: left alone). Records
+   * `reason` as the load error, so it is not loaded again without the user asking, and returns the paths.
+   */
+  recordCrashedLoads(reason: string): string[] {
+    const crashed = this.listModels().filter((m) => m.loadingSince !== null && !isOwnerAlive(m.loadingOwner, NOTHING_IN_PROGRESS))
+    const record = this.db.prepare('UPDATE models SET loading_since = NULL, loading_pid = NULL, loading_host = NULL, load_error = ? WHERE id = ?')
+    this.db.transaction(() => crashed.forEach((m) => record.run(reason, m.id)))()
+    return crashed.map((m) => m.path)
+  }
+
+  /** The user asked to load it anyway: forget the recorded failure. */
+  clearLoadError(modelId: number): void {
+    this.db.prepare('UPDATE models SET load_error = NULL WHERE id = ?').run(modelId)
   }
 
   /** Adds the path (or returns the existing row for it, updating a download's URI). */

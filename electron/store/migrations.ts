@@ -3,6 +3,7 @@
  * version, so an applied migration is never edited — a change to the schema is a new entry at the end.
  */
 import type Database from 'better-sqlite3'
+import { UserInputError } from '../engine/errors'
 
 export interface Migration {
   version: number
@@ -176,35 +177,90 @@ export const MIGRATIONS: readonly Migration[] = [
         tokens      INTEGER NOT NULL   -- output tokens scored
       );
     `
+  },
+  {
+    version: 7,
+    name: 'model library: load attempts and load failures',
+    // Issue 11: a model whose loading killed the engine process (a llama.cpp abort) must not be loaded again
+    // without the user asking. `loading_since` is set before llama.cpp sees the file and cleared after; a host that
+    // starts and finds it set knows the previous process died loading that file, and records why in `load_error`.
+    sql: `
+      ALTER TABLE models ADD COLUMN loading_since TEXT NULL;
+      ALTER TABLE models ADD COLUMN loading_pid INTEGER NULL;
+      ALTER TABLE models ADD COLUMN loading_host TEXT NULL;
+      ALTER TABLE models ADD COLUMN load_error TEXT NULL;
+    `
   }
 ]
 
-const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version
+/** The schema version this build writes: the last migration's. */
+export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version
 
-/** Applies every pending migration, each in its own transaction, and returns how many it applied. */
+/**
+ * `PRAGMA application_id` of every SpecLab database: 0x53704C62, "SpLb" in ASCII. With `PRAGMA user_version` (the
+ * schema version, mirroring schema_migrations) it tells SpecLab's files from other applications' SQLite files
+ * without reading their tables (database-file.ts). Files of older builds lack it and are stamped when next opened
+ * for writing.
+ */
+export const SPECLAB_APPLICATION_ID = 0x53704c62
+
+/**
+ * Applies every pending migration, each in its own transaction that also stamps the file (application_id, and
+ * user_version = the migration's version), and returns how many it applied. A database already at the latest
+ * version but not stamped (made by an older build) is stamped; when that write fails (a full disk) it is left for
+ * the next open, since nothing depends on it.
+ */
 export function migrate(db: Database.Database): number {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
     name       TEXT NOT NULL,
     applied_at TEXT NOT NULL
   )`)
-  const current = currentVersion(db)
+  const current = schemaVersion(db)
   // An older build must not write into a schema it does not know; refusing is safer than guessing.
-  if (current > LATEST_VERSION) {
-    throw new Error(`database schema version ${current} is newer than this SpecLab supports (${LATEST_VERSION})`)
-  }
+  if (current > LATEST_VERSION) throw newerSchemaError(current)
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
   const pending = MIGRATIONS.filter((m) => m.version > current)
   for (const migration of pending) {
     db.transaction(() => {
       db.exec(migration.sql)
       record.run(migration.version, migration.name, new Date().toISOString())
+      stamp(db, migration.version)
     })()
+  }
+  if (pending.length === 0 && !isStamped(db)) {
+    try {
+      stamp(db, LATEST_VERSION)
+    } catch {
+      // read-only or full: the stamp is written by a later open
+    }
   }
   return pending.length
 }
 
-function currentVersion(db: Database.Database): number {
+/** The schema version of a SpecLab database: the newer of user_version and the last recorded migration. */
+export function schemaVersion(db: Database.Database): number {
+  const userVersion = db.pragma('user_version', { simple: true }) as number
+  const hasTable = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).get()
+  if (!hasTable) return userVersion
   const row = db.prepare('SELECT MAX(version) AS version FROM schema_migrations').get() as { version: number | null }
-  return row.version ?? 0
+  return Math.max(userVersion, row.version ?? 0)
+}
+
+export function newerSchemaError(version: number): UserInputError {
+  return new UserInputError(
+    `database schema version ${version} is newer than this SpecLab supports (${LATEST_VERSION}); update SpecLab to open it`
+  )
+}
+
+function isStamped(db: Database.Database): boolean {
+  return (
+    db.pragma('application_id', { simple: true }) === SPECLAB_APPLICATION_ID &&
+    db.pragma('user_version', { simple: true }) === LATEST_VERSION
+  )
+}
+
+function stamp(db: Database.Database, version: number): void {
+  db.pragma(`application_id = ${SPECLAB_APPLICATION_ID}`)
+  db.pragma(`user_version = ${version}`)
 }

@@ -1,16 +1,21 @@
 /**
  * The run store: every run, prompt result and decoding step in one SQLite file (DESIGN.md "Run record").
  * Rows are written as they happen under WAL, so a crash loses at most the step in flight; on open, runs left
- * `running` by a process that died are marked `interrupted`.
+ * `running` by a process that died are marked `interrupted`. Which files it opens, and how: database-file.ts.
+ *
+ * A write that fails (a full disk) fails the run with that first error. Marking the run (or a prompt result)
+ * failed or cancelled never throws: when that write fails too, the mark is kept in memory — and shown by reads —
+ * and retried on every later write and read of the store, every few seconds, on close (after truncating the WAL,
+ * which frees space) and on the next open of the file in this process; a run whose process is gone is
+ * `interrupted` on the next writing open.
  */
-import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import Database from 'better-sqlite3'
+import type Database from 'better-sqlite3'
 import { RunConfig, type RunStatus, type RunSummary } from '../api/contract'
 import { PROVENANCE_CODES, type LevelCounters, type StepRecord } from '../engine/decoders/types'
 import type { PromptOutcome } from '../engine/metrics/fold'
-import { migrate } from './migrations'
+import { describeOpenError, openDatabase } from './database-file'
 import { isOwnerAlive, type OwnedRow } from './owner'
 
 export type PromptResultStatus = 'running' | 'done' | 'cancelled' | 'failed'
@@ -73,6 +78,8 @@ export interface RunRow {
   status: RunStatus
   error: string | null
   prompt_count: number
+  owner_pid?: number | null
+  owner_host?: string | null
 }
 
 interface PromptResultDbRow {
@@ -123,6 +130,17 @@ const PROVENANCE_CHARS = new Set(Object.values(PROVENANCE_CODES))
 const RUN_COLUMNS = `r.*, (SELECT COUNT(*) FROM prompt_results p WHERE p.run_id = r.id) AS prompt_count`
 
 const now = (): string => new Date().toISOString()
+/** How often marks that could not be written are tried again while the store is open. */
+const RETRY_MS = 5000
+
+type FinalStatus = Exclude<RunStatus, 'running'>
+
+/** Marks this process could not write yet, per database file (path.resolve), in the order they were made. */
+interface PendingMarks {
+  runs: Map<number, { status: FinalStatus; error: string | null; at: string }>
+  results: Map<number, { finish: PromptResultFinish; at: string }>
+}
+const pendingByFile = new Map<string, PendingMarks>()
 
 export class RunStore {
   /** How many runs `open` found left `running` by an earlier process and marked `interrupted`. */
@@ -137,29 +155,35 @@ export class RunStore {
   private readonly insertStep: Database.Statement
   /** Runs created through this instance and not finished yet. */
   private readonly ownRuns = new Set<number>()
+  private readonly pending: PendingMarks
+  private retryTimer: NodeJS.Timeout | null = null
 
   /**
    * `nativeBinding`: a better-sqlite3 addon built for another runtime's ABI — under `npm start` Electron uses the
    * copy scripts/prepare-electron-native.mjs builds, while plain Node (CLI, tests) uses the installed one.
+   * `readonly`: for reading commands — nothing is written (no migration, no recovery), so it works on a full disk
+   * and on read-only files; runs whose process is gone read as `interrupted`.
+   * Throws a UserInputError naming the file when it is not a SpecLab database or cannot be opened.
    */
-  static open(file: string, options: { nativeBinding?: string } = {}): RunStore {
-    fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
-    let db: Database.Database | undefined
+  static open(file: string, options: { nativeBinding?: string; readonly?: boolean } = {}): RunStore {
+    const db = openDatabase(file, options)
     try {
-      db = new Database(file, options.nativeBinding ? { nativeBinding: options.nativeBinding } : {})
-      db.pragma('journal_mode = WAL')
-      db.pragma('synchronous = NORMAL')
-      db.pragma('foreign_keys = ON')
-      migrate(db)
-      return new RunStore(db)
+      return new RunStore(db, path.resolve(file), options.readonly ?? false)
     } catch (error) {
-      db?.close()
-      throw openError(file, error)
+      db.close()
+      throw describeOpenError(file, error)
     }
   }
 
-  private constructor(db: Database.Database) {
+  private constructor(
+    db: Database.Database,
+    file: string,
+    private readonly readonly: boolean
+  ) {
     this.db = db
+    const pending = pendingByFile.get(file) ?? { runs: new Map(), results: new Map() }
+    if (!readonly) pendingByFile.set(file, pending)
+    this.pending = pending
     this.insertRun = db.prepare(
       `INSERT INTO runs (created_at, suite, methods, config, status, owner_pid, owner_host)
        VALUES (?, ?, ?, ?, 'running', ?, ?)`
@@ -182,10 +206,16 @@ export class RunStore {
          total_ms, levels)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
     )
+    if (readonly) {
+      this.recoveredInterruptedRuns = 0
+      return
+    }
+    this.retryPending()
     this.recoveredInterruptedRuns = this.markInterrupted()
   }
 
   createRun(config: RunConfig): number {
+    this.retryPending()
     const info = this.insertRun.run(
       now(),
       config.suite,
@@ -200,18 +230,36 @@ export class RunStore {
     return runId
   }
 
-  finishRun(runId: number, status: RunStatus, error: string | null = null): void {
-    this.updateRun.run(status, error, now(), runId)
-    runsInProgressHere.delete(runId)
-    this.ownRuns.delete(runId)
+  /**
+   * `done` throws when it cannot be written (the caller then fails the run). Any other status never throws: `error`
+   * is the run's first failure and must survive a second one, so an unwritten mark is kept and retried (see above).
+   * Prompt results still `running` end with the run (failed, or cancelled).
+   */
+  finishRun(runId: number, status: FinalStatus, error: string | null = null): void {
+    this.retryPending()
+    const mark = { status, error, at: now() }
+    if (status === 'done') {
+      this.writeRunMark(runId, mark)
+      this.settleRun(runId)
+      return
+    }
+    try {
+      this.writeRunMark(runId, mark)
+      this.settleRun(runId)
+    } catch {
+      if (!this.pending.runs.has(runId)) this.pending.runs.set(runId, mark)
+      this.scheduleRetry()
+    }
   }
 
   startPromptResult(input: PromptResultInput): number {
+    this.retryPending()
     const info = this.insertResult.run({ ...input, startedAt: now() })
     return Number(info.lastInsertRowid)
   }
 
   addStep(resultId: number, step: StepRecord): void {
+    if (this.pending.runs.size + this.pending.results.size > 0) this.retryPending()
     this.insertStep.run(
       resultId,
       step.index,
@@ -235,32 +283,33 @@ export class RunStore {
     )
   }
 
+  /** Like finishRun: `done` throws when it cannot be written, failed or cancelled is kept and retried instead. */
   finishPromptResult(resultId: number, r: PromptResultFinish): void {
     checkProvenance(r.provenance, r.outputTokens.length)
-    this.updateResult.run({
-      id: resultId,
-      status: r.status,
-      outputText: r.outputText,
-      outputTokens: JSON.stringify(r.outputTokens),
-      provenance: r.provenance,
-      outputCount: r.outputTokens.length,
-      stopReason: r.stopReason,
-      wallMs: r.wallMs,
-      finishedAt: now()
-    })
+    this.retryPending()
+    const at = now()
+    if (r.status === 'done') return this.writeResult(resultId, r, at)
+    try {
+      this.writeResult(resultId, r, at)
+    } catch {
+      if (!this.pending.results.has(resultId)) this.pending.results.set(resultId, { finish: r, at })
+      this.scheduleRetry()
+    }
   }
 
   listRuns(limit = 100): RunSummary[] {
+    this.retryPending()
     const rows = this.db
       .prepare(`SELECT ${RUN_COLUMNS} FROM runs r ORDER BY r.id DESC LIMIT ?`)
       .all(limit) as RunRow[]
-    return rows.map(toRunSummary)
+    return rows.map((row) => this.summaryOf(row))
   }
 
   getRun(runId: number): { summary: RunSummary; config: RunConfig } | null {
+    this.retryPending()
     const row = this.db.prepare(`SELECT ${RUN_COLUMNS} FROM runs r WHERE r.id = ?`).get(runId) as RunRow | undefined
     if (!row) return null
-    return { summary: toRunSummary(row), config: RunConfig.parse(JSON.parse(row.config)) }
+    return { summary: this.summaryOf(row), config: RunConfig.parse(JSON.parse(row.config)) }
   }
 
   getPromptResults(runId: number): PromptResultRow[] {
@@ -298,6 +347,7 @@ export class RunStore {
 
   /** 004 §5 draft-model selection: one row per warm-up decode (phase 'warmup') and per prompt's choice. */
   addDraftChoice(runId: number, choice: DraftChoiceRow): void {
+    this.retryPending()
     this.db
       .prepare(`INSERT INTO draft_choices (run_id, prompt_index, phase, draft_path, detail) VALUES (?, ?, ?, ?, ?)`)
       .run(runId, choice.promptIndex, choice.phase, choice.draftPath, JSON.stringify(choice.detail))
@@ -311,6 +361,7 @@ export class RunStore {
   }
 
   deleteRun(runId: number): void {
+    this.retryPending()
     this.db.prepare('DELETE FROM runs WHERE id = ?').run(runId)
   }
 
@@ -319,9 +370,106 @@ export class RunStore {
     return this.db
   }
 
+  /** Marks still unwritten get a last try (after the WAL is truncated, which frees space) and else wait in memory. */
   close(): void {
-    for (const runId of this.ownRuns) runsInProgressHere.delete(runId)
+    if (!this.db.open) return
+    if (this.retryTimer) clearInterval(this.retryTimer)
+    this.retryTimer = null
+    if (!this.readonly && !this.retryPending()) {
+      try {
+        this.db.pragma('wal_checkpoint(TRUNCATE)')
+      } catch {
+        // the checkpoint needs space too
+      }
+      this.retryPending()
+    }
+    // A run whose failure is not written yet stays "in progress here": a later open in this process writes its mark
+    // (with its own error) rather than calling it interrupted.
+    for (const runId of this.ownRuns) if (!this.pending.runs.has(runId)) runsInProgressHere.delete(runId)
     this.db.close()
+  }
+
+  /** What a row reads as: a mark not written yet, or `interrupted` when its process is gone and no open marked it. */
+  private summaryOf(row: RunRow): RunSummary {
+    const summary = toRunSummary(row)
+    if (summary.status !== 'running') return summary
+    const mark = this.pending.runs.get(row.id)
+    if (mark) return { ...summary, status: mark.status, error: mark.error, finishedAt: mark.at }
+    const owner = { id: row.id, pid: row.owner_pid ?? null, host: row.owner_host ?? null }
+    if (!isOwnerAlive(owner, runsInProgressHere)) return { ...summary, status: 'interrupted', error: INTERRUPTED_ERROR }
+    return summary
+  }
+
+  private writeResult(resultId: number, r: PromptResultFinish, finishedAt: string): void {
+    this.updateResult.run({
+      id: resultId,
+      status: r.status,
+      outputText: r.outputText,
+      outputTokens: JSON.stringify(r.outputTokens),
+      provenance: r.provenance,
+      outputCount: r.outputTokens.length,
+      stopReason: r.stopReason,
+      wallMs: r.wallMs,
+      finishedAt
+    })
+  }
+
+  private writeRunMark(runId: number, mark: { status: FinalStatus; error: string | null; at: string }): void {
+    this.db.transaction(() => {
+      if (mark.status !== 'done')
+        this.db
+          .prepare(`UPDATE prompt_results SET status = ?, finished_at = ? WHERE run_id = ? AND status = 'running'`)
+          .run(mark.status === 'cancelled' ? 'cancelled' : 'failed', mark.at, runId)
+      this.updateRun.run(mark.status, mark.error, mark.at, runId)
+    })()
+  }
+
+  private settleRun(runId: number): void {
+    runsInProgressHere.delete(runId)
+    this.ownRuns.delete(runId)
+  }
+
+  /**
+   * Writes the marks kept after a failed write; true when none is left. Prompt results first (with their output;
+   * when even that does not fit, the status alone), then runs. Never throws.
+   */
+  private retryPending(): boolean {
+    const { runs, results } = this.pending
+    if (runs.size + results.size === 0) return true
+    if (this.readonly || !this.db.open || this.db.inTransaction) return false
+    for (const [resultId, { finish, at }] of results) {
+      try {
+        this.writeResult(resultId, finish, at)
+      } catch {
+        try {
+          this.db.prepare(`UPDATE prompt_results SET status = ?, finished_at = ? WHERE id = ?`).run(finish.status, at, resultId)
+        } catch {
+          continue
+        }
+      }
+      results.delete(resultId)
+    }
+    for (const [runId, mark] of runs) {
+      try {
+        this.writeRunMark(runId, mark)
+      } catch {
+        continue
+      }
+      runs.delete(runId)
+      this.settleRun(runId)
+    }
+    const done = runs.size + results.size === 0
+    if (done && this.retryTimer) {
+      clearInterval(this.retryTimer)
+      this.retryTimer = null
+    }
+    return done
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer || this.readonly) return
+    this.retryTimer = setInterval(() => this.retryPending(), RETRY_MS)
+    this.retryTimer.unref()
   }
 
   /** One query for the whole run rather than one per prompt result. */
@@ -347,6 +495,17 @@ export class RunStore {
    * from before owners were recorded cannot be checked and count as ended.
    */
   private markInterrupted(): number {
+    try {
+      return this.interruptOrphans()
+    } catch (error) {
+      // A full disk or a locked file must not keep the store from opening: reads show these runs interrupted
+      // (summaryOf), and the next open tries again.
+      if (String((error as { code?: unknown }).code).startsWith('SQLITE_')) return 0
+      throw error
+    }
+  }
+
+  private interruptOrphans(): number {
     return this.db.transaction(() => {
       const running = this.db
         .prepare(`SELECT id, owner_pid AS pid, owner_host AS host FROM runs WHERE status = 'running'`)
@@ -367,15 +526,6 @@ export class RunStore {
 
 /** Runs this process is executing through an open store (a store closed mid-run leaves its runs orphaned). */
 const runsInProgressHere = new Set<number>()
-
-function openError(file: string, error: unknown): Error {
-  const code = (error as { code?: string }).code
-  const message = error instanceof Error ? error.message : String(error)
-  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
-    return new Error(`${file} is not a SpecLab database (${message})`, { cause: error })
-  }
-  return new Error(`cannot open the SpecLab database ${file}: ${message}`, { cause: error })
-}
 
 function checkProvenance(provenance: string, tokenCount: number): void {
   if (provenance.length !== tokenCount) {

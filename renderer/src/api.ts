@@ -119,4 +119,9 @@ function browserApi(): Api {
 
 export const api: Api = window.speclab ? electronApi(window.speclab) : browserApi()
 
-export const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+/**
+ * What a screen shows for a failed call: the message without the api's "Invalid request for <channel>: " prefix
+ * (the host words the rest for people: "path: a model file must end in .gguf").
+ */
+export const errorMessage = (error: unknown): string =>
+  (error instanceof Error ? error.message : String(error)).replace(/^Invalid request for [\w:-]+: /, '')

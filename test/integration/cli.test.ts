@@ -10,6 +10,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { RunStore } from '../../electron/store/run-store'
+import { killCli } from '../helpers/kill-cli'
 import { describeWithModels, modelPath } from '../helpers/gguf'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
@@ -100,7 +101,24 @@ withModels('speclab CLI', () => {
     ['an unknown nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.typo=1'], /nlc\.typo is not a parameter of nlc-draft \(nlc-draft takes nlc\.minConfidence, nlc\.minTokens\)/],
     ['a missing prompt file', ['run', '--target', target, '--methods', 'ar', '--prompts', '/no/prompts.jsonl'], /prompt file not found/],
     ['an unknown run id', ['show', '999'], /no run with id 999/],
-    ['a missing --target', ['run'], /required option '--target/]
+    ['a missing --target', ['run'], /required option '--target/],
+    // Bad prompt lines, a BOM, a file that is not a model as --target, a huge numeric option: one line, exit 2.
+    ...((promptFile: (name: string, content: string) => string) => [
+      ['a prompt line that is null', ['run', '--target', target, '--methods', 'ar', '--prompts', promptFile('null.jsonl', '{"text": "ok"}\nnull\n')], /null\.jsonl:2: expected a JSON object with a "turns", "question", "prompt" or "text" field, got null/],
+      ['a prompt line that is an array', ['run', '--target', target, '--methods', 'ar', '--prompts', promptFile('array.jsonl', '[1, 2]\n')], /array\.jsonl:1: expected a JSON object .*, got an array/],
+      // The BOM is stripped: line 1 is read, and the error is the real one on line 2.
+      ['a prompt file with a UTF-8 BOM', ['run', '--target', target, '--methods', 'ar', '--prompts', promptFile('bom.jsonl', '\uFEFF{"text": "ok"}\n{oops\n')], /bom\.jsonl:2: not valid JSON/],
+      ['README.md as --target', ['run', '--target', path.join(root, 'README.md')], /README\.md: not a GGUF model file$/],
+      ['README.md as --draft', ['run', '--target', target, '--draft', path.join(root, 'README.md'), '--methods', 'ar,sd'], /README\.md: not a GGUF model file$/],
+      ['a huge --limit', ['run', '--target', target, '--methods', 'ar', '--limit', '99999999999999999999'], /'--limit <n>' argument '99999999999999999999' is invalid\. expected an integer from 1 to 1000000$/],
+      ['a huge --context-size', ['run', '--target', target, '--methods', 'ar', '--context-size', '9007199254740993'], /--context-size .* expected an integer from 1 to 1048576$/],
+      ['a huge suite --seed', ['suite', 'smoke', '--quick', '--seed', '99999999999'], /--seed .* expected an integer from 0 to 4294967295$/]
+    ])((name, content) => {
+      const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-cli-prompts-'))
+      afterAll(() => fs.rmSync(folder, { recursive: true, force: true }))
+      fs.writeFileSync(path.join(folder, name), content)
+      return path.join(folder, name)
+    })
   ])('%s exits 2 with one clear line', (_name, args, message) => {
     const { code, stderr } = speclab(...(args as string[]))
     expect(code).toBe(2)
@@ -111,7 +129,7 @@ withModels('speclab CLI', () => {
 
   it('a run killed mid-way is marked interrupted and keeps its finished rows', async () => {
     const crashDb = path.join(dir, 'crash.sqlite')
-    // node --import tsx keeps the CLI in this one process (the tsx binary would fork a child SIGKILL can't reach).
+    // node --import tsx: no tsx wrapper between us and the CLI (its supervised worker is killCli's business).
     const child = spawn(process.execPath, ['--import', 'tsx', cli, 'run', '--target', target, '--draft', draft, '--methods', 'ar,sd', '--max-tokens', '200', '--db', crashDb], {
       cwd: root,
       stdio: 'ignore'
@@ -130,8 +148,7 @@ withModels('speclab CLI', () => {
         // the writer may hold the schema lock while migrating; try again
       }
     }
-    child.kill('SIGKILL')
-    await new Promise((r) => child.once('exit', r))
+    await killCli(child)
     expect(finished).toBeGreaterThan(0)
 
     const store = RunStore.open(crashDb)
@@ -141,6 +158,52 @@ withModels('speclab CLI', () => {
       const results = store.getPromptResults(1)
       expect(results.filter((r) => r.status === 'done').length).toBeGreaterThanOrEqual(finished)
       expect(results.every((r) => r.status !== 'running')).toBe(true)
+    } finally {
+      store.close()
+    }
+  })
+
+  it('SIGTERM cancels a run like Ctrl-C: marked cancelled, finished rows kept, exit 143', async () => {
+    const termDb = path.join(dir, 'sigterm.sqlite')
+    const child = spawn(process.execPath, ['--import', 'tsx', cli, 'run', '--target', target, '--draft', draft, '--methods', 'sd', '--limit', '4', '--max-tokens', '400', '--db', termDb], {
+      cwd: root,
+      stdio: 'ignore'
+    })
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    // Wait until a prompt is finished and the next one is early in its decoding (a few steps stored), then SIGTERM.
+    const deadline = Date.now() + 60_000
+    let finished = 0
+    let inFlight = false
+    while (!(finished > 0 && inFlight) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20))
+      if (!fs.existsSync(termDb)) continue
+      try {
+        const peek = RunStore.open(termDb)
+        const results = peek.getPromptResults(1)
+        finished = results.filter((r) => r.status === 'done').length
+        const running = results.find((r) => r.status === 'running')
+        const steps = running ? peek.getSteps(running.id).length : 0
+        inFlight = steps > 0 && steps <= 30
+        peek.close()
+      } catch {
+        // the writer may hold the schema lock while migrating; try again
+      }
+    }
+    child.kill('SIGTERM')
+    expect(await exited).toBe(143)
+    expect(finished).toBeGreaterThan(0)
+
+    const store = RunStore.open(termDb)
+    try {
+      expect(store.recoveredInterruptedRuns).toBe(0) // the process finished the run itself
+      expect(store.listRuns()[0].status).toBe('cancelled')
+      const results = store.getPromptResults(1)
+      expect(results.filter((r) => r.status === 'done').length).toBeGreaterThanOrEqual(finished)
+      expect(results.every((r) => r.status === 'done' || r.status === 'cancelled')).toBe(true)
+      // The prompt in flight is cancelled and keeps the output it had so far.
+      const cancelled = results.filter((r) => r.status === 'cancelled')
+      expect(cancelled).toHaveLength(1)
+      expect(cancelled[0].outputText.length).toBeGreaterThan(0)
     } finally {
       store.close()
     }

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RunStore } from '../../electron/store/run-store'
 import { SuiteStore } from '../../electron/store/suite-store'
+import { killCli } from '../helpers/kill-cli'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
@@ -66,7 +67,7 @@ describe.skipIf(!haveModels)('speclab suite / report / suites', () => {
 
   it('a suite killed mid-way is marked interrupted, keeps its finished cells, and --resume runs only the rest', async () => {
     const crashDb = path.join(dir, 'crash.sqlite')
-    // node --import tsx keeps the CLI in this one process (the tsx binary would fork a child SIGKILL can't reach).
+    // node --import tsx: no tsx wrapper between us and the CLI (its supervised worker is killCli's business).
     const child = spawn(process.execPath, ['--import', 'tsx', cli, 'suite', 'svip', '--quick', '--db', crashDb], { cwd: root, stdio: 'ignore' })
     const finishedCells = () => {
       if (!fs.existsSync(crashDb)) return new Map<string, number>()
@@ -87,8 +88,7 @@ describe.skipIf(!haveModels)('speclab suite / report / suites', () => {
       await new Promise((resolve) => setTimeout(resolve, 100))
       kept = finishedCells()
     }
-    child.kill('SIGKILL')
-    await new Promise((resolve) => child.once('exit', resolve))
+    await killCli(child)
     expect(kept.size).toBeGreaterThan(0)
 
     const store = RunStore.open(crashDb)

@@ -49,6 +49,20 @@ describe('prompt files', () => {
     expect(() => loadPromptFile('/no/such.jsonl')).toThrow(/prompt file not found: \/no\/such.jsonl/)
   })
 
+  it('refuses a line that is not a JSON object with one clear error', () => {
+    for (const [line, got] of [['null', 'null'], ['42', 'a number'], ['[{"text": "x"}]', 'an array'], ['"text"', 'a string']]) {
+      const file = tempFile(`${JSON.stringify({ text: 'ok' })}\n${line}\n`)
+      expect(() => loadPromptFile(file)).toThrow(
+        new UserInputError(`${file}:2: expected a JSON object with a "turns", "question", "prompt" or "text" field, got ${got}`)
+      )
+    }
+  })
+
+  it('accepts a UTF-8 byte-order mark and CRLF line ends', () => {
+    const file = tempFile(`\uFEFF${JSON.stringify({ text: 'first' })}\r\n${JSON.stringify({ text: 'second' })}\r\n`)
+    expect(loadPromptFile(file).map((p) => p.text)).toEqual(['first', 'second'])
+  })
+
   it('ships every built-in set, and mixed is their union', () => {
     const sizes = BUILTIN_DATASETS.filter((d) => d !== 'mixed').map((d) => loadBuiltinDataset(d).length)
     for (const size of sizes) expect(size).toBeGreaterThanOrEqual(4)

@@ -317,7 +317,7 @@ describe('RunStore', () => {
   it('names the file when it is not a database', () => {
     const bogus = path.join(dir, 'notes.sqlite')
     fs.writeFileSync(bogus, 'these are some notes, certainly not a SQLite database\n'.repeat(40))
-    expect(() => RunStore.open(bogus)).toThrow(`${bogus} is not a SpecLab database`)
+    expect(() => RunStore.open(bogus)).toThrow(`not a SpecLab database: ${bogus} is not a SQLite database`)
   })
 
   it('deletes a run with its prompt results and steps', () => {

@@ -9,7 +9,6 @@
  *   collapses to that token at temperature > 0, so it cannot serve as q or p.)
  * - Rollback is `eraseContextTokenRanges`. Sequences start with BOS (raw evaluation does not add it).
  */
-import { open, stat } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import {
@@ -26,6 +25,7 @@ import {
 import type { Distribution } from '../sampling/distribution'
 import { warp, type WarpConfig } from '../sampling/warp'
 import { UserInputError } from '../errors'
+import { validateGgufFile } from './gguf-validate'
 import type { LanguageModel, ModelInfo, ModelSession } from './types'
 
 export interface LlamaLoadOptions {
@@ -51,28 +51,12 @@ export function sharedLlama(): Promise<Llama> {
   return llamaInstance
 }
 
-const GGUF_MAGIC = 'GGUF'
-
-/** Missing files and non-GGUF files get one clear error naming the file, before llama.cpp sees them. */
+/**
+ * Missing files, non-GGUF files and crafted or corrupt headers get one clear error naming the file (and the field),
+ * before node-llama-cpp or llama.cpp see them (gguf-validate.ts). Returns the file size.
+ */
 export async function assertGgufFile(file: string): Promise<number> {
-  let size: number
-  try {
-    const info = await stat(file)
-    if (!info.isFile()) throw new UserInputError(`${file}: not a file`)
-    size = info.size
-  } catch (error) {
-    if (error instanceof UserInputError) throw error
-    throw new UserInputError(`model file not found: ${file}`)
-  }
-  const handle = await open(file, 'r')
-  try {
-    const magic = Buffer.alloc(4)
-    await handle.read(magic, 0, 4, 0)
-    if (magic.toString('latin1') !== GGUF_MAGIC) throw new UserInputError(`${file}: not a GGUF model file`)
-  } finally {
-    await handle.close()
-  }
-  return size
+  return (await validateGgufFile(file)).sizeBytes
 }
 
 export async function loadLlamaModel(file: string, options: LlamaLoadOptions = {}): Promise<LlamaCppModel> {
@@ -136,7 +120,7 @@ export class LlamaCppModel implements LanguageModel {
   }
 
   async createSession(warpConfig: WarpConfig): Promise<ModelSession> {
-    return new LlamaCppSession(this.context.getSequence(), warpConfig, this.logitsRequest(warpConfig))
+    return new LlamaCppSession(this.context.getSequence(), warpConfig, this.logitsRequest(warpConfig), this.info.path)
   }
 
   sessionsLeft(): number {
@@ -166,7 +150,9 @@ export class LlamaCppModel implements LanguageModel {
         const { logits, totalLogitWeight } = output[i]?.next ?? {}
         if (!logits || totalLogitWeight === undefined) throw new Error(`node-llama-cpp returned no logits at position ${i}`)
         const maxLogit = Math.max(...logits.values())
-        return (logits.get(next as Token) ?? -Infinity) - maxLogit - Math.log(totalLogitWeight)
+        const logProbability = (logits.get(next as Token) ?? -Infinity) - maxLogit - Math.log(totalLogitWeight)
+        if (Number.isNaN(logProbability)) throw unusableLogits(this.info.path, i, 'NaN logits')
+        return logProbability
       })
     } finally {
       sequence.dispose()
@@ -194,7 +180,8 @@ class LlamaCppSession implements ModelSession {
   constructor(
     readonly sequence: LlamaContextSequence,
     private readonly warpConfig: WarpConfig,
-    private readonly logits: LogitsRequest
+    private readonly logits: LogitsRequest,
+    private readonly modelPath: string
   ) {}
 
   get tokens(): readonly number[] {
@@ -217,9 +204,19 @@ class LlamaCppSession implements ModelSession {
     for (let i = distributionsFrom; i < tokens.length; i++) {
       const logits = output[i]?.next.logits
       if (!logits) throw new Error(`node-llama-cpp returned no logits at position ${i}`)
-      distributions.push(warp(Int32Array.from(logits.keys()), Float64Array.from(logits.values()), this.warpConfig))
+      distributions.push(this.warpChecked(Int32Array.from(logits.keys()), Float64Array.from(logits.values()), i))
     }
     return distributions
+  }
+
+  /** NaN logits (corrupt weights) or no mass after warping end the decode with an error naming the model file. */
+  private warpChecked(ids: Int32Array, values: Float64Array, position: number): Distribution {
+    if (values.some(Number.isNaN)) throw unusableLogits(this.modelPath, position, 'NaN logits')
+    try {
+      return warp(ids, values, this.warpConfig)
+    } catch (error) {
+      throw unusableLogits(this.modelPath, position, (error as Error).message)
+    }
   }
 
   async truncate(length: number): Promise<void> {
@@ -254,6 +251,12 @@ class LlamaCppSession implements ModelSession {
   async dispose(): Promise<void> {
     this.sequence.dispose()
   }
+}
+
+function unusableLogits(modelPath: string, position: number, what: string): UserInputError {
+  return new UserInputError(
+    `${modelPath}: the model produced unusable logits at position ${position} (${what}); its tensor data may be corrupt`
+  )
 }
 
 function fileTypeName(fileType: unknown): string | null {

@@ -1,0 +1,124 @@
+/**
+ * Browser mode's engine host in a child process — what Electron's utilityProcess is to the desktop app
+ * (main/host-process.ts). Model work runs in native code: a llama.cpp assertion (GGML_ASSERT) aborts the whole
+ * process, and no JavaScript can catch it. So the server forks utility-entry.ts over Node's IPC channel and talks to
+ * it with the contract's RpcClient; when the child dies, every call in flight fails with what killed it — "the model
+ * process crashed while loading X: <the assertion from its stderr>" — and a fresh child starts, told the reason so
+ * the library records it against the file (it is not loaded again unless the user asks). The server keeps
+ * answering other clients throughout.
+ */
+import { fork, type ChildProcess } from 'node:child_process'
+import type { HostEvent } from '../api/contract'
+import { RpcClient } from '../api/rpc-client'
+import type { HostOptions } from './host'
+import { CrashWitness } from './crash-witness'
+import type { RequestHandler } from './rpc-server'
+
+/** Set in the child's environment: utility-entry.ts then serves over the IPC channel. */
+export const CHILD_HOST_ENV = 'SPECLAB_CHILD_HOST'
+
+const RESTART_WINDOW_MS = 60_000
+const MAX_RESTARTS = 3
+
+export interface ChildHostOptions {
+  /** The utility entry to fork (utility-entry.ts under tsx, or the built host.js). */
+  entry: string
+  /** Node flags for the child, e.g. ['--import', <tsx>] when the entry is TypeScript. */
+  execArgv?: string[]
+}
+
+export class ChildHost implements RequestHandler {
+  private child: ChildProcess | null = null
+  private client: RpcClient | null = null
+  private witness = new CrashWitness()
+  private restarts: number[] = []
+  private stopping = false
+  private ready: Promise<void> = Promise.resolve()
+
+  constructor(
+    private readonly fork: ChildHostOptions,
+    private readonly options: HostOptions,
+    private readonly onEvent: (event: HostEvent) => void
+  ) {}
+
+  /** Starts the child; resolves once it reports ready, or rejects with why it could not start. */
+  start(lastCrash: string | null = null): Promise<void> {
+    const child = fork(this.fork.entry, [], {
+      execArgv: this.fork.execArgv ?? [],
+      env: { ...process.env, [CHILD_HOST_ENV]: '1' },
+      stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+      serialization: 'advanced'
+    })
+    const client = new RpcClient((message) => {
+      if (!child.connected) throw new Error('the engine process is not running')
+      child.send(message)
+    })
+    this.child = child
+    this.client = client
+    const witness = (this.witness = new CrashWitness())
+    child.stderr?.setEncoding('utf8')
+    child.stderr?.on('data', (chunk: string) => {
+      process.stderr.write(chunk)
+      witness.stderr(chunk)
+    })
+    child.on('message', (message) => client.receive(message))
+    this.ready = new Promise<void>((resolve, reject) => {
+      const off = client.onEvent((event) => {
+        if (event.type !== 'host:status') return
+        off()
+        if (event.state === 'ready') resolve()
+        else reject(new Error(event.message ?? 'the engine host did not start'))
+      })
+      child.once('exit', (code, signal) => reject(new Error(witness.describe(code, signal))))
+    })
+    client.onEvent((event) => witness.event(event))
+    client.onEvent(this.onEvent)
+    child.once('exit', (code, signal) => this.onExit(child, code, signal))
+    child.send({ kind: 'init', options: { ...this.options, lastCrash } })
+    return this.ready
+  }
+
+  /** The child's process id (tests, diagnostics); undefined while none runs. */
+  get pid(): number | undefined {
+    return this.child?.pid
+  }
+
+  private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.child !== child) return
+    const message = this.witness.describe(code, signal)
+    const reason = this.witness.reason
+    this.client?.failAll(message)
+    this.child = null
+    this.client = null
+    if (this.stopping) return
+    const now = Date.now()
+    this.restarts = [...this.restarts.filter((t) => now - t < RESTART_WINDOW_MS), now]
+    if (this.restarts.length > MAX_RESTARTS) {
+      this.onEvent({ type: 'host:status', state: 'failed', message: `${message} — it keeps stopping; restart SpecLab` })
+      return
+    }
+    this.onEvent({ type: 'host:status', state: 'restarting', message: `${message}; restarting it` })
+    this.start(reason ?? message).catch((error: unknown) => {
+      this.onEvent({ type: 'host:status', state: 'failed', message: error instanceof Error ? error.message : String(error) })
+    })
+  }
+
+  /** Forwards a request (validated again by the child); waits while a restarted child comes up. */
+  async request(channel: string, payload: unknown): Promise<unknown> {
+    await this.ready.catch(() => {})
+    if (!this.client) throw new Error('the engine process is not running; it is being restarted')
+    return this.client.callRaw(channel, payload)
+  }
+
+  /** Asks the child to close its database and models, then ends it after `graceMs`. */
+  async close(graceMs = 3000): Promise<void> {
+    this.stopping = true
+    const child = this.child
+    if (!child || child.exitCode !== null) return
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+    if (child.connected) child.send({ kind: 'shutdown' })
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
+    await exited
+    clearTimeout(timer)
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * Downloads with node-llama-cpp's real downloader against local HTTP servers that misbehave: one that never
+ * answers fails after the (shortened) response timeout, one that stalls mid-way likewise, cancel ends a job in any
+ * phase (state cancelled, nothing left in the download folder), and bad URIs are refused with one line.
+ */
+import fs from 'node:fs'
+import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { isModelUri, ModelUri, type DownloadState, type HostEvent, type ModelEntry } from '../../electron/api/contract'
+import { handleApiRequest, type ApiService } from '../../electron/api/runs-service'
+import { DownloadManager } from '../../electron/host/downloads'
+import { until } from '../helpers/until'
+
+const DATA = Buffer.alloc(12 << 20, 7) // 12 MiB (ipull writes 5 MiB chunks); the fake library does not read it
+type Mode = 'fast' | 'slow' | 'stall' | 'hang'
+
+let server: http.Server
+let base: string
+
+beforeAll(async () => {
+  server = http.createServer((request, response) => {
+    const mode = (request.url?.split('/')[1] ?? 'fast') as Mode
+    if (mode === 'hang') return // accepts the connection, never answers
+    const range = /bytes=(\d+)-(\d*)/.exec(request.headers.range ?? '')
+    const start = range ? Number(range[1]) : 0
+    const end = range && range[2] ? Number(range[2]) : DATA.length - 1
+    response.writeHead(range ? 206 : 200, {
+      'Content-Length': end - start + 1,
+      'Accept-Ranges': 'bytes',
+      ...(range ? { 'Content-Range': `bytes ${start}-${end}/${DATA.length}` } : {})
+    })
+    if (request.method === 'HEAD') return void response.end()
+    if (mode === 'fast') return void response.end(DATA.subarray(start, end + 1))
+    if (mode === 'stall') return void response.write(DATA.subarray(start, start + 16_384)) // then nothing
+    let offset = start
+    const timer = setInterval(() => {
+      if (offset > end || response.destroyed) return void (clearInterval(timer), response.end())
+      response.write(DATA.subarray(offset, Math.min(end + 1, offset + 65_536)))
+      offset += 65_536
+    }, 20)
+    response.on('close', () => clearInterval(timer))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
+  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+})
+
+afterAll(async () => {
+  server.closeAllConnections()
+  await new Promise((resolve) => server.close(resolve))
+})
+
+let dir: string
+const managers: DownloadManager[] = []
+afterEach(async () => {
+  server.closeAllConnections()
+  const stopped = Promise.all(managers.splice(0).map((manager) => manager.stopAll()))
+  await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 2000))])
+})
+
+function setup(responseTimeoutMs = 30_000) {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-downloads-'))
+  const events: HostEvent[] = []
+  const added: string[] = []
+  const library = {
+    add: async (file: string) => {
+      added.push(file)
+      return { id: 1, fileName: path.basename(file), sizeBytes: fs.statSync(file).size } as ModelEntry
+    }
+  }
+  const manager = new DownloadManager(dir, library, (event) => events.push(event), undefined, { responseTimeoutMs })
+  managers.push(manager)
+  const handlers = manager.handlers()
+  const state = (id: string) => handlers['models:downloads']({}) as DownloadState[]
+  const final = (id: string) => until(() => state(id).find((d) => d.downloadId === id && d.state !== 'downloading'), 20_000)
+  return { manager, handlers, events, added, final, state }
+}
+
+// Short per-test limits: a cancel that does not end the job must fail here, not wait out vitest's two minutes.
+describe('downloads', { timeout: 15_000 }, () => {
+  it('downloads a file and hands it to the library', async () => {
+    const { handlers, final, added } = setup()
+    const started = await handlers['models:download']({ uri: `${base}/fast/model.gguf` })
+    expect(started.state).toBe('downloading')
+    expect(await final(started.downloadId)).toMatchObject({ state: 'done', fileName: 'model.gguf', totalBytes: DATA.length })
+    expect(added).toEqual([path.join(dir, 'model.gguf')])
+  })
+
+  it('fails with a clear message when the server never answers', async () => {
+    const { handlers, final } = setup(400)
+    const t0 = performance.now()
+    const started = await handlers['models:download']({ uri: `${base}/hang/model.gguf` })
+    const failed = await final(started.downloadId)
+    expect(failed.state).toBe('failed')
+    expect(failed.error).toMatch(/^no response from 127\.0\.0\.1:\d+ within 0\.4 s/)
+    expect(performance.now() - t0).toBeLessThan(5000)
+    expect(fs.readdirSync(dir)).toEqual([])
+  })
+
+  it('fails when the transfer stalls mid-way', async () => {
+    const { handlers, final } = setup(600)
+    const started = await handlers['models:download']({ uri: `${base}/stall/model.gguf` })
+    const failed = await final(started.downloadId)
+    expect(failed).toMatchObject({ state: 'failed' })
+    expect(failed.error).toMatch(/^the download stalled: no data from 127\.0\.0\.1:\d+ for 0\.6 s/)
+    expect(fs.readdirSync(dir).filter((f) => f.endsWith('.ipull'))).toEqual([])
+  })
+
+  it('cancels mid-download: state cancelled, the partial file removed', async () => {
+    const { handlers, events } = setup()
+    const started = await handlers['models:download']({ uri: `${base}/slow/model.gguf` })
+    await until(() => events.find((e) => e.type === 'download:progress' && e.download.downloadedBytes > 0), 20_000)
+    await until(() => (fs.readdirSync(dir).includes('model.gguf.ipull') ? true : undefined), 20_000)
+    // The reply comes once the job has ended, so the state and the folder are final here.
+    expect(await handlers['models:download-cancel']({ downloadId: started.downloadId })).toEqual({ cancelled: true })
+    expect((handlers['models:downloads']({}) as DownloadState[])[0].state).toBe('cancelled')
+    expect(fs.readdirSync(dir)).toEqual([])
+    expect(await handlers['models:download-cancel']({ downloadId: started.downloadId })).toEqual({ cancelled: false })
+  })
+
+  it('cancels while the server has not answered yet', async () => {
+    const { handlers } = setup()
+    const started = await handlers['models:download']({ uri: `${base}/hang/model.gguf` })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const t0 = performance.now()
+    expect(await handlers['models:download-cancel']({ downloadId: started.downloadId })).toEqual({ cancelled: true })
+    expect(performance.now() - t0).toBeLessThan(1000)
+    expect((handlers['models:downloads']({}) as DownloadState[])[0]).toMatchObject({ state: 'cancelled', error: null })
+    expect(fs.readdirSync(dir)).toEqual([])
+  })
+
+  it('refuses bad URIs with one line', async () => {
+    const { manager, handlers } = setup()
+    for (const uri of ['hf:../..:Q4', 'hf:user/repo/../../etc/x.gguf', 'http://example.com/m.gguf', 'ftp://example.com/m.gguf']) {
+      expect(() => handlers['models:download']({ uri })).toThrow(/^cannot download .*: expected hf:<user>\/<repo>:<quant>/)
+      // Through the api as the app sends it: the field and what it allows, in plain words on one line.
+      const reply = handleApiRequest(manager.handlers() as unknown as ApiService, 'models:download', { uri })
+      const error = await reply.then(() => null, (e: Error) => e.message)
+      expect(error).toMatch(/^Invalid request for models:download: uri: expected hf:<user>\/<repo>:<quant>, .* or http:\/\/ to localhost$/)
+      expect(error).not.toMatch(/\n|✖|→/)
+    }
+    expect(handlers['models:downloads']({})).toEqual([])
+  })
+})
+
+describe('model URIs', () => {
+  it.each([
+    'hf:bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M',
+    'hf:user/repo',
+    'hf:user.name/repo_1.0',
+    'hf:user/repo/sub/model-Q8_0.gguf',
+    'hf:user/repo/model.gguf#main',
+    'https://example.com/models/m.gguf',
+    'http://127.0.0.1:8080/m.gguf',
+    'http://localhost/m.gguf',
+    'http://[::1]:9000/m.gguf'
+  ])('accepts %s', (uri) => {
+    expect(isModelUri(uri)).toBe(true)
+    expect(ModelUri.safeParse(uri).success).toBe(true)
+  })
+
+  it.each([
+    'hf:../..:Q4',
+    'hf:./repo',
+    'hf:user/..',
+    'hf:user/repo:../x',
+    'hf:user/repo/../../etc/passwd.gguf',
+    'hf:user/repo/./m.gguf',
+    'hf:user/repo/m.gguf#../x',
+    'hf:us er/repo',
+    'hf:user',
+    'hf:user/repo/m.bin',
+    'http://example.com/m.gguf',
+    'http://127.0.0.2.example.com/m.gguf',
+    'https://example.com/script.sh',
+    'file:///etc/m.gguf',
+    ''
+  ])('refuses %j', (uri) => {
+    expect(isModelUri(uri)).toBe(false)
+  })
+})
