@@ -187,7 +187,7 @@ export function reportCommand(): Command {
     .option('--json', 'print the file paths and the report model as JSON')
     .action((suiteRunId: number, options: { out?: string; db?: string; json?: boolean }) => {
       const db = options.db ?? defaultDatabasePath()
-      const store = RunStore.open(db)
+      const store = RunStore.open(db, { readonly: true })
       try {
         const rendered = renderSuiteReport(store, suiteRunId)
         const files = writeSuiteReport(rendered, reportsDirectory(options, db))
@@ -205,7 +205,7 @@ export function suitesCommand(): Command {
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
     .option('--json', 'print JSON on stdout')
     .action((options: { db?: string; json?: boolean }) => {
-      const store = RunStore.open(options.db ?? defaultDatabasePath())
+      const store = RunStore.open(options.db ?? defaultDatabasePath(), { readonly: true })
       try {
         const suites = new SuiteStore(store.database)
         const runs = suites.listSuiteRuns<SuiteRunOptions, PlannedCell[]>({ limit: 200 }).map((r) => ({

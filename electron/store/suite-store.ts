@@ -60,7 +60,8 @@ const suitesInProgressHere = new Set<number>()
 
 export class SuiteStore {
   constructor(private readonly db: Database.Database) {
-    this.markInterrupted()
+    // A read-only connection (speclab suites / report) only reads: orphaned runs are marked by the next writer.
+    if (!db.readonly) this.markInterrupted()
   }
 
   createSuiteRun(input: { suite: string; quick: boolean; options: unknown; plan: unknown }): number {
@@ -151,6 +152,8 @@ export class SuiteStore {
 }
 
 function toSuiteRun<Options, Plan>(row: SuiteDbRow): SuiteRunRow<Options, Plan> {
+  // Read-only readers do not mark orphans: a `running` row whose process is gone reads as what it is.
+  const orphaned = row.status === 'running' && !isOwnerAlive({ id: row.id, pid: row.owner_pid, host: row.owner_host }, suitesInProgressHere)
   return {
     id: row.id,
     suite: row.suite,
@@ -159,7 +162,7 @@ function toSuiteRun<Options, Plan>(row: SuiteDbRow): SuiteRunRow<Options, Plan> 
     quick: row.quick !== 0,
     options: JSON.parse(row.options) as Options,
     plan: JSON.parse(row.plan) as Plan,
-    status: row.status,
-    error: row.error
+    status: orphaned ? 'interrupted' : row.status,
+    error: orphaned ? INTERRUPTED_ERROR : row.error
   }
 }
