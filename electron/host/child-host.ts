@@ -86,7 +86,7 @@ export class ChildHost implements RequestHandler {
   private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
     if (this.child !== child) return
     const message = this.witness.describe(code, signal)
-    const reason = this.witness.reason
+    const cause = this.witness.cause(code, signal)
     this.client?.failAll(message)
     this.child = null
     this.client = null
@@ -98,7 +98,7 @@ export class ChildHost implements RequestHandler {
       return
     }
     this.onEvent({ type: 'host:status', state: 'restarting', message: `${message}; restarting it` })
-    this.start(reason ?? message).catch((error: unknown) => {
+    this.start(cause).catch((error: unknown) => {
       this.onEvent({ type: 'host:status', state: 'failed', message: error instanceof Error ? error.message : String(error) })
     })
   }

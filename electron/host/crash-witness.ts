@@ -17,7 +17,10 @@ export function crashReason(tail: readonly string[]): string | null {
 
 export class CrashWitness {
   private tail: string[] = []
-  /** The file the process reported loading and has not finished (models:load-progress). */
+  /**
+   * The file the process reported loading last (models:load-progress), until the load ends (models:changed) — the
+   * context is created after the file is read, and that is loading too.
+   */
   private loadingFile: string | null = null
 
   /** A chunk of the process's stderr. */
@@ -27,13 +30,18 @@ export class CrashWitness {
 
   /** Every event the process pushes. */
   event(event: HostEvent): void {
-    if (event.type === 'models:load-progress') this.loadingFile = event.fraction < 1 || event.index < event.count - 1 ? event.fileName : null
+    if (event.type === 'models:load-progress') this.loadingFile = event.fileName
     else if (event.type === 'models:changed') this.loadingFile = null
   }
 
-  /** The assertion or error line, for the next process's `lastCrash`. */
+  /** The assertion or error line, if the process printed one. */
   get reason(): string | null {
     return crashReason(this.tail)
+  }
+
+  /** Why it died in a few words, for the next process's `lastCrash` (recorded against the file it was loading). */
+  cause(code: number | null, signal: string | null): string {
+    return this.reason ?? (signal ? `killed by ${signal}` : `exit code ${code}`)
   }
 
   describe(code: number | null, signal: string | null): string {

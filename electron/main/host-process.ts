@@ -63,8 +63,8 @@ export class HostProcess {
       return
     }
     this.onEvent({ type: 'host:status', state: 'restarting', message })
-    const reason = this.witness.reason ?? message
-    setTimeout(() => this.start(reason), 500)
+    const cause = this.witness.cause(code, null)
+    setTimeout(() => this.start(cause), 500)
   }
 
   /** Forwards a request the caller has validated. */

@@ -8,7 +8,7 @@
  * Needs: a built renderer (`npm test` builds first), Chromium (`.ci/run` installs Debian's; override with
  * SPECLAB_CHROMIUM) and the shared models (SPECLAB_MODELS, default ../shared/models).
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
@@ -22,6 +22,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
 const chromiumPath = process.env.SPECLAB_CHROMIUM ?? '/usr/bin/chromium'
 const shots = path.join(root, 'test-results/e2e')
+/** The largest shared model: its load lasts long enough to be interrupted. */
+const bigModel = path.join(models, 'family/stories-target5M-inflated-78M-f16.gguf')
 const trio = {
   target: path.join(models, 'family/stories-target5M-f32.gguf'),
   mid: path.join(models, 'family/stories-mid1M-f32.gguf'),
@@ -29,7 +31,7 @@ const trio = {
   foreign: path.join(models, 'tinystories-656k-q8_0.gguf')
 }
 const missing = [
-  ...Object.values(trio).filter((f) => !fs.existsSync(f)),
+  ...[...Object.values(trio), bigModel].filter((f) => !fs.existsSync(f)),
   ...(fs.existsSync(chromiumPath) ? [] : [chromiumPath]),
   ...(fs.existsSync(path.join(root, 'out/renderer/index.html')) ? [] : ['out/renderer (run `npm run build`)'])
 ]
@@ -436,4 +438,41 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await shot('suite-report')
     expect(pageErrors).toEqual([])
   }, 120_000)
+
+  it('Models: a load that kills the engine process is one message; the file is marked and loads again only on "Try again"', async () => {
+    await page.getByTestId('nav-models').click()
+    await page.getByTestId('model-path').fill(bigModel)
+    await page.getByTestId('model-add').click()
+    await waitForText(page.getByTestId('model-added'), /inflated/)
+    await page.getByTestId('trio-target').selectOption({ label: path.basename(bigModel) })
+    await page.getByTestId('trio-mid').selectOption({ label: 'none' })
+    await page.getByTestId('trio-draft').selectOption({ label: 'none' })
+    await page.getByTestId('trio-load').click()
+    // What a GGML_ASSERT does to the engine process, sent as soon as it reports loading the file.
+    await page.getByText(`Loading ${path.basename(bigModel)}`).waitFor({ timeout: STEP_TIMEOUT })
+    process.kill(enginePid(), 'SIGABRT')
+    await waitForText(page.getByTestId('load-error'), new RegExp(`the model process crashed while loading ${path.basename(bigModel).replace(/\./g, '\\.')}`))
+    await waitForText(page.getByTestId('model-table'), /failed to load/)
+    await page.getByTestId('trio-retry').waitFor()
+    await shot('models-load-failed')
+    await page.getByTestId('trio-retry').click()
+    await waitForText(page.getByTestId('trio-loaded'), new RegExp(`Loaded: ${path.basename(bigModel).replace(/\./g, '\\.')}`))
+    expect(await page.getByTestId('load-failed').count()).toBe(0)
+    expect(pageErrors).toEqual([])
+  }, 120_000)
 })
+
+/** The engine process of browser mode: the server's descendant running the host entry (electron/host/child-host.ts). */
+function enginePid(): number {
+  const children = (pid: number): number[] => {
+    try {
+      return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).map(Number)
+    } catch {
+      return [] // pgrep exits 1 when there is none
+    }
+  }
+  const descendants = (pid: number): number[] => children(pid).flatMap((child) => [child, ...descendants(child)])
+  const engine = descendants(server.pid!).find((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('utility-entry'))
+  if (engine === undefined) throw new Error('no engine process under the server')
+  return engine
+}
