@@ -11,14 +11,11 @@ import { fork, type ChildProcess } from 'node:child_process'
 import type { HostEvent } from '../api/contract'
 import { RpcClient } from '../api/rpc-client'
 import type { HostOptions } from './host'
-import { CrashWitness } from './crash-witness'
+import { CrashWitness, RestartBudget } from './crash-witness'
 import type { RequestHandler } from './rpc-server'
 
 /** Set in the child's environment: utility-entry.ts then serves over the IPC channel. */
 export const CHILD_HOST_ENV = 'SPECLAB_CHILD_HOST'
-
-const RESTART_WINDOW_MS = 60_000
-const MAX_RESTARTS = 3
 
 export interface ChildHostOptions {
   /** The utility entry to fork (utility-entry.ts under tsx, or the built host.js). */
@@ -31,7 +28,7 @@ export class ChildHost implements RequestHandler {
   private child: ChildProcess | null = null
   private client: RpcClient | null = null
   private witness = new CrashWitness()
-  private restarts: number[] = []
+  private readonly budget = new RestartBudget()
   private stopping = false
   private ready: Promise<void> = Promise.resolve()
 
@@ -91,13 +88,9 @@ export class ChildHost implements RequestHandler {
     this.child = null
     this.client = null
     if (this.stopping) return
-    const now = Date.now()
-    this.restarts = [...this.restarts.filter((t) => now - t < RESTART_WINDOW_MS), now]
-    if (this.restarts.length > MAX_RESTARTS) {
-      this.onEvent({ type: 'host:status', state: 'failed', message: `${message} — it keeps stopping; restart SpecLab` })
-      return
-    }
-    this.onEvent({ type: 'host:status', state: 'restarting', message: `${message}; restarting it` })
+    const { restart, status } = this.budget.afterDeath(message)
+    this.onEvent(status)
+    if (!restart) return
     this.start(cause).catch((error: unknown) => {
       this.onEvent({ type: 'host:status', state: 'failed', message: error instanceof Error ? error.message : String(error) })
     })

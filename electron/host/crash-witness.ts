@@ -51,3 +51,25 @@ export class CrashWitness {
     return `the engine process ${how}${reason ? `: ${reason}` : ''}`
   }
 }
+
+/** How often a dead engine is restarted: at most three times a minute, then the supervisor gives up and says so. */
+export class RestartBudget {
+  private restarts: number[] = []
+
+  constructor(
+    private readonly max = 3,
+    private readonly windowMs = 60_000
+  ) {}
+
+  /**
+   * One more death: the status event to show (restarting, or failed when the budget is spent) and whether to start
+   * a new engine.
+   */
+  afterDeath(message: string): { restart: boolean; status: Extract<HostEvent, { type: 'host:status' }> } {
+    const now = Date.now()
+    this.restarts = [...this.restarts.filter((t) => now - t < this.windowMs), now]
+    if (this.restarts.length > this.max)
+      return { restart: false, status: { type: 'host:status', state: 'failed', message: `${message} — it keeps stopping; restart SpecLab` } }
+    return { restart: true, status: { type: 'host:status', state: 'restarting', message: `${message}; restarting it` } }
+  }
+}

@@ -7,17 +7,14 @@
 import { MessageChannelMain, utilityProcess, type MessagePortMain, type UtilityProcess } from 'electron'
 import type { HostEvent } from '../api/contract'
 import { RpcClient } from '../api/rpc-client'
-import { CrashWitness } from '../host/crash-witness'
+import { CrashWitness, RestartBudget } from '../host/crash-witness'
 import type { HostOptions } from '../host/host'
-
-const RESTART_WINDOW_MS = 60_000
-const MAX_RESTARTS = 3
 
 export class HostProcess {
   private child: UtilityProcess | null = null
   private port: MessagePortMain | null = null
   private client: RpcClient | null = null
-  private restarts: number[] = []
+  private readonly budget = new RestartBudget()
   private stopping = false
   private witness = new CrashWitness()
 
@@ -56,13 +53,9 @@ export class HostProcess {
     this.child = null
     this.client = null
     if (this.stopping) return
-    const now = Date.now()
-    this.restarts = [...this.restarts.filter((t) => now - t < RESTART_WINDOW_MS), now]
-    if (this.restarts.length > MAX_RESTARTS) {
-      this.onEvent({ type: 'host:status', state: 'failed', message: `${message} — it keeps stopping; restart SpecLab` })
-      return
-    }
-    this.onEvent({ type: 'host:status', state: 'restarting', message })
+    const { restart, status } = this.budget.afterDeath(message)
+    this.onEvent(status)
+    if (!restart) return
     const cause = this.witness.cause(code, null)
     setTimeout(() => this.start(cause), 500)
   }
