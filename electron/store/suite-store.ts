@@ -61,6 +61,7 @@ const suitesInProgressHere = new Set<number>()
 export class SuiteStore {
   constructor(private readonly db: Database.Database) {
     // A read-only connection (speclab suites / report) only reads: orphaned runs are marked by the next writer.
+    this.retryKept()
     if (!db.readonly) this.markInterrupted()
   }
 
@@ -84,9 +85,36 @@ export class SuiteStore {
     suitesInProgressHere.add(id)
   }
 
+  /**
+   * Ends a suite run. `done` throws when it cannot be written; failed / cancelled never does: on a full disk the
+   * mark (with the FIRST error, the one that ended the run) is kept, shown by reads, and written by the next store
+   * call that can — as run-store.ts keeps its run marks.
+   */
   finishSuiteRun(id: number, status: Exclude<RunStatus, 'running'>, error: string | null = null): void {
-    this.db.prepare(`UPDATE suite_runs SET status = ?, error = ?, finished_at = ? WHERE id = ?`).run(status, error, now(), id)
     suitesInProgressHere.delete(id)
+    const mark = { status, error, at: now() }
+    try {
+      this.writeMark(id, mark)
+    } catch (failure) {
+      if (status === 'done') throw failure
+      keptMarks.set(id, mark)
+    }
+  }
+
+  private writeMark(id: number, mark: KeptMark): void {
+    this.db.prepare(`UPDATE suite_runs SET status = ?, error = ?, finished_at = ? WHERE id = ?`).run(mark.status, mark.error, mark.at, id)
+  }
+
+  /** Writes the marks a full disk kept back, where this connection can. */
+  private retryKept(): void {
+    if (this.db.readonly) return
+    for (const [id, mark] of keptMarks)
+      try {
+        this.writeMark(id, mark)
+        keptMarks.delete(id)
+      } catch {
+        return // still full: the next call tries again
+      }
   }
 
   /** Links a run (just created by the runner, before any decoding) to its suite run and cell. */
@@ -95,12 +123,14 @@ export class SuiteStore {
   }
 
   getSuiteRun<Options, Plan>(id: number): SuiteRunRow<Options, Plan> | null {
+    this.retryKept()
     const row = this.db.prepare(`SELECT * FROM suite_runs WHERE id = ?`).get(id) as SuiteDbRow | undefined
     return row ? toSuiteRun<Options, Plan>(row) : null
   }
 
   /** Newest first; `suite` filters by suite id. */
   listSuiteRuns<Options, Plan>(options: { suite?: string; limit?: number } = {}): SuiteRunRow<Options, Plan>[] {
+    this.retryKept()
     const rows = (
       options.suite === undefined
         ? this.db.prepare(`SELECT * FROM suite_runs ORDER BY id DESC LIMIT ?`).all(options.limit ?? 100)
@@ -151,7 +181,18 @@ export class SuiteStore {
   }
 }
 
-function toSuiteRun<Options, Plan>(row: SuiteDbRow): SuiteRunRow<Options, Plan> {
+interface KeptMark {
+  status: Exclude<RunStatus, 'running'>
+  error: string | null
+  at: string
+}
+
+/** Suite-run marks this process could not write yet (full disk), by suite run id. */
+const keptMarks = new Map<number, KeptMark>()
+
+function toSuiteRun<Options, Plan>(stored: SuiteDbRow): SuiteRunRow<Options, Plan> {
+  const kept = keptMarks.get(stored.id)
+  const row = kept ? { ...stored, status: kept.status, error: kept.error, finished_at: kept.at } : stored
   // Read-only readers do not mark orphans: a `running` row whose process is gone reads as what it is.
   const orphaned = row.status === 'running' && !isOwnerAlive({ id: row.id, pid: row.owner_pid, host: row.owner_host }, suitesInProgressHere)
   return {

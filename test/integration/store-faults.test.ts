@@ -18,6 +18,7 @@ import { RunConfig } from '../../electron/api/contract'
 import { executeRun } from '../../electron/experiments/runner'
 import { LATEST_VERSION } from '../../electron/store/migrations'
 import { RunStore } from '../../electron/store/run-store'
+import { SuiteStore } from '../../electron/store/suite-store'
 import { describeWithModels, modelPath } from '../helpers/gguf'
 import { toyDraft, toyTarget } from '../helpers/toy-models'
 
@@ -138,6 +139,26 @@ describe('the reading commands', () => {
     const closed = spawnSync('bash', ['-c', `set -o pipefail; "${tsx}" "${cli}" show 1 --json --db "${file}" | true`], { cwd: root, encoding: 'utf8' })
     expect(closed.stderr).toBe('')
     expect(closed.status).toBe(0)
+  })
+})
+
+describe('a suite run ended while writes fail (a full disk, simulated by a trigger)', () => {
+  it('keeps the first error, reads as failed, and is written as soon as writes work again', () => {
+    const store = RunStore.open(path.join(dir, 'suite-full.sqlite'))
+    try {
+      const suites = new SuiteStore(store.database)
+      const id = suites.createSuiteRun({ suite: 'smoke', quick: true, options: {}, plan: [] })
+      store.database.exec(`CREATE TEMP TRIGGER disk_full BEFORE UPDATE ON suite_runs BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END`)
+      expect(() => suites.finishSuiteRun(id, 'failed', 'the first error')).not.toThrow()
+      expect(() => suites.finishSuiteRun(id, 'done')).toThrow(/full/) // a success that cannot be recorded is an error
+      expect(suites.getSuiteRun(id)).toMatchObject({ status: 'failed', error: 'the first error' })
+      expect(store.database.prepare('SELECT status FROM suite_runs WHERE id = ?').get(id)).toEqual({ status: 'running' })
+      store.database.exec('DROP TRIGGER disk_full')
+      suites.listSuiteRuns() // the next call that can write writes the kept mark
+      expect(store.database.prepare('SELECT status, error FROM suite_runs WHERE id = ?').get(id)).toEqual({ status: 'failed', error: 'the first error' })
+    } finally {
+      store.close()
+    }
   })
 })
 
