@@ -2,7 +2,6 @@
 import { randomInt } from 'node:crypto'
 import path from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
-import cliProgress from 'cli-progress'
 import { RunConfig, type RunReport } from '../api/contract'
 import { loadPrompts } from '../experiments/prompts'
 import { loadTrio } from '../experiments/models'
@@ -16,6 +15,9 @@ import { METHOD_IDS } from '../engine/methods/ids'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
 import { methodTable } from './format'
+import { createProgressBar } from './progress'
+
+export { createProgressBar }
 
 export const parseInteger = (value: string): number => {
   if (!/^-?\d+$/.test(value.trim())) throw new InvalidArgumentError('expected an integer')
@@ -187,8 +189,9 @@ async function runAction(options: RunOptions): Promise<void> {
     sequences: prepared.sessions
   })
   const stop = stopOnSignals()
-  const progress = createProgressBar(prompts.length * config.methods.length)
+  // Before the bar starts, on a line of its own (the report's first line repeats it).
   if (options.seed === undefined) process.stderr.write(`seed ${seed}\n`)
+  const progress = createProgressBar(prompts.length * config.methods.length)
   let report: RunReport
   try {
     const effective = { ...config, contextSize: trio.models.target.context.contextSize, modelFingerprints: trio.fingerprints }
@@ -236,31 +239,6 @@ export function printReport(report: RunReport, json: boolean): void {
     process.stdout.write(`${JSON.stringify(report)}\n`)
     return
   }
-  process.stdout.write(`run ${report.runId} (${report.status})\n${methodTable(report.methods)}\n`)
+  process.stdout.write(`run ${report.runId} (${report.status}) · seed ${report.config.seed}\n${methodTable(report.methods)}\n`)
   if (!report.methods.some((m) => m.method === 'ar')) process.stdout.write('(add ar to --methods to measure speedups)\n')
-}
-
-/** A cli-progress bar on stderr; silent when stderr is not a terminal (CI logs stay clean). */
-export function createProgressBar(cells: number) {
-  const bar = new cliProgress.SingleBar(
-    {
-      stream: process.stderr,
-      format: '{bar} {percentage}% | cell {cell}/{cells} | prompt {prompt} {method} | {tokens} tokens | ETA {eta_formatted}',
-      hideCursor: true,
-      clearOnComplete: true
-    },
-    cliProgress.Presets.shades_classic
-  )
-  bar.start(cells, 0, { cell: 0, cells, prompt: '-', method: '-', tokens: 0 })
-  return {
-    update: (p: RunProgress) =>
-      bar.update(p.cellsDone, {
-        cell: Math.min(p.cellsDone + 1, p.cellsTotal),
-        cells: p.cellsTotal,
-        prompt: `${p.promptIndex + 1}/${p.promptCount}`,
-        method: p.method,
-        tokens: p.tokens
-      }),
-    stop: () => bar.stop()
-  }
 }

@@ -9,7 +9,6 @@
  */
 import path from 'node:path'
 import { Command, InvalidArgumentError } from 'commander'
-import cliProgress from 'cli-progress'
 import { UserInputError } from '../engine/errors'
 import { renderSuiteReport, writeSuiteReport } from '../experiments/reports/index'
 import { datasetOverride, runSuite, type PlannedCell, type SuiteProgress, type SuiteRunOptions } from '../experiments/suite-runner'
@@ -18,6 +17,7 @@ import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
 import { SuiteStore } from '../store/suite-store'
 import { formatTable } from './format'
+import { createProgressLine, formatEta } from './progress'
 import { LIMITS, parseInteger, stopOnSignals } from './run-command'
 
 interface SuiteOptions {
@@ -136,21 +136,8 @@ async function suiteAction(id: string, options: SuiteOptions): Promise<void> {
 
 /** One bar over the whole suite in token-budget units, with the suite's own ETA (model loading excluded). */
 function createSuiteProgressBar() {
-  const bar = new cliProgress.SingleBar(
-    {
-      stream: process.stderr,
-      format: '{bar} {percentage}% | cell {cell}/{cells} {key} | {method} | ETA {eta_text}',
-      hideCursor: true,
-      clearOnComplete: true
-    },
-    cliProgress.Presets.shades_classic
-  )
+  const line = createProgressLine('{bar} {percentage}% | cell {cell}/{cells} {key} | {method} | ETA {eta_text}')
   let started = false
-  const eta = (ms: number | null) => {
-    if (ms === null) return '…'
-    const s = Math.round(ms / 1000)
-    return s >= 60 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s` : `${s}s`
-  }
   return {
     update(p: SuiteProgress) {
       if (p.phase === 'loading' || p.unitsTotal === 0) return
@@ -159,20 +146,18 @@ function createSuiteProgressBar() {
         cells: p.cellCount,
         key: p.cellKey ?? '',
         method: p.phase === 'scoring' ? 'scoring outputs' : (p.run?.method ?? '-'),
-        eta_text: eta(p.etaMs)
+        eta_text: formatEta(p.etaMs)
       }
       if (!started) {
-        bar.start(p.unitsTotal, 0, payload)
+        line.start(p.unitsTotal, payload)
         started = true
       }
-      bar.update(Math.min(p.unitsDone, p.unitsTotal), payload)
+      line.update(Math.min(p.unitsDone, p.unitsTotal), payload)
     },
-    log(message: string) {
-      // Clear the bar's line first; it redraws on the next update.
-      process.stderr.write(`${started && process.stderr.isTTY ? '\r\x1b[K' : ''}${message}\n`)
-    },
+    /** On a line of its own: the bar's line is cleared first and the bar redraws below. */
+    log: (message: string) => line.log(message),
     stop() {
-      if (started) bar.stop()
+      line.stop()
       started = false
     }
   }

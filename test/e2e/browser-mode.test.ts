@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
+import { LAPTOP_AND_DESKTOP, layoutProblems } from '../helpers/layout'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
@@ -38,6 +39,8 @@ const missing = [
 if (missing.length > 0) console.warn(`\n!!! browser-mode e2e SKIPPED: missing ${missing.join(', ')} !!!\n`)
 
 const STEP_TIMEOUT = 60_000
+/** The size the flows run at; shot() also checks and photographs every screen at LAPTOP_AND_DESKTOP sizes. */
+const VIEWPORT = { width: 1440, height: 900 }
 
 let dir: string
 let server: ChildProcess
@@ -85,12 +88,27 @@ async function runWorkbench(): Promise<string | null> {
   return progress.getAttribute('data-status')
 }
 
-/** The whole screen, not just the viewport: the app scrolls inside <main>, so let the page grow for the shot. */
+/**
+ * The screen as it stands, at laptop and desktop sizes: no control covered, nothing scrolling sideways (test/helpers/
+ * layout.ts), and a screenshot of the whole screen at each size — the app scrolls inside <main>, so the page is let
+ * grow for the shot. Problems are collected for the last test, which lists them all.
+ */
 async function shot(name: string): Promise<void> {
-  const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
-  await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true })
-  await style.evaluate((node) => (node as HTMLElement).remove())
+  const problems: string[] = []
+  for (const size of LAPTOP_AND_DESKTOP) {
+    await page.setViewportSize(size)
+    await page.waitForTimeout(50) // let charts and layout settle at the new size
+    for (const problem of await layoutProblems(page)) problems.push(`${name} at ${size.width}×${size.height}: ${problem}`)
+    const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
+    await page.screenshot({ path: path.join(shots, `${name}-${size.width}x${size.height}.png`), fullPage: true })
+    await style.evaluate((node) => (node as HTMLElement).remove())
+  }
+  await page.setViewportSize(VIEWPORT)
+  layoutFailures.push(...problems)
 }
+
+/** Every layout problem any screen showed; the last test lists them all at once. */
+const layoutFailures: string[] = []
 
 function startServer(): Promise<URL> {
   server = spawn(
@@ -137,7 +155,7 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
       executablePath: chromiumPath,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update']
     })
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, acceptDownloads: true })
+    const context = await browser.newContext({ viewport: VIEWPORT, acceptDownloads: true })
     page = await context.newPage()
     page.on('pageerror', (error) => pageErrors.push(`pageerror: ${error.message}`))
     page.on('console', (message) => {
@@ -460,6 +478,10 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     expect(await page.getByTestId('load-failed').count()).toBe(0)
     expect(pageErrors).toEqual([])
   }, 120_000)
+
+  it('every screen above holds at 1280×800, 1440×900 and 1920×1080: no control covered, nothing scrolls sideways', () => {
+    expect(layoutFailures, layoutFailures.join('\n')).toEqual([])
+  })
 })
 
 /** The engine process of browser mode: the server's descendant running the host entry (electron/host/child-host.ts). */

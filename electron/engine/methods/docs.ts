@@ -79,15 +79,22 @@ function origin(param: MethodParamInfo): string {
   return parts.length > 0 ? ` (${parts.join('; ')})` : ''
 }
 
-/** `speclab run --help`'s method list: one line per method, one per parameter. */
+/**
+ * `speclab run --help`'s method list: one line per method, one per parameter. The id column is as wide as the
+ * longest id + 2, and every continuation line starts under the summary's text.
+ */
 export function methodHelp(): string {
+  const infos = methodInfos()
+  const idWidth = Math.max(...infos.map((info) => info.id.length)) + 2
+  const setting = (p: MethodParamInfo) => `${p.key}=${String(p.defaultValue)}`
+  const settingWidth = Math.max(0, ...infos.flatMap((info) => info.params.map((p) => setting(p).length))) + 2
+  const indent = ' '.repeat(2 + idWidth)
   const lines: string[] = []
-  for (const info of methodInfos()) {
-    lines.push(`  ${info.id.padEnd(18)} ${info.summary}`)
+  for (const info of infos) {
+    lines.push(`  ${info.id.padEnd(idWidth)}${info.summary}`)
     const facts = [`models: ${modelsText(info.needs)}`, info.gamma ? `γ: ${info.gamma}` : 'ignores γ', info.lossless ? 'lossless' : 'NOT lossless']
-    lines.push(`  ${''.padEnd(18)} ${facts.join(' · ')}`)
-    for (const p of info.params)
-      lines.push(`  ${''.padEnd(18)}   ${`${p.key}=${String(p.defaultValue)}`.padEnd(26)} ${p.help}; ${p.range}${origin(p)}`)
+    lines.push(`${indent}${facts.join(' · ')}`)
+    for (const p of info.params) lines.push(`${indent}  ${setting(p).padEnd(settingWidth)}${p.help}; ${p.range}${origin(p)}`)
   }
   return lines.join('\n')
 }
