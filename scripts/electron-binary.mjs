@@ -34,13 +34,15 @@ export function electronStatus(dir = electronDir()) {
   } catch {
     return { dir, version, binary: null, problem: 'the electron package is not installed' }
   }
-  let executable
+  const override = process.env.ELECTRON_OVERRIDE_DIST_PATH
+  let executable = ''
   try {
     executable = fs.readFileSync(path.join(dir, 'path.txt'), 'utf8').trim()
   } catch {
-    return { dir, version, binary: null, problem: 'the Electron binary was never downloaded' }
+    // electron's index.js accepts an override dist without path.txt (then the executable is called `electron`).
+    if (!override) return { dir, version, binary: null, problem: 'the Electron binary was never downloaded' }
   }
-  const distDir = process.env.ELECTRON_OVERRIDE_DIST_PATH || path.join(dir, 'dist')
+  const distDir = override || path.join(dir, 'dist')
   const binary = path.join(distDir, executable || 'electron')
   if (!fs.existsSync(binary)) return { dir, version, binary, problem: `the Electron binary ${binary} is missing` }
   return { dir, version, binary, problem: null }

@@ -405,6 +405,8 @@ export interface SuiteInfo {
   name: string
   description: string
   preset: SuitePreset
+  /** How long the whole grid takes on the development machine, full and --quick (shown before a suite starts). */
+  estimate: { full: string; quick: string }
 }
 export interface AppInfo {
   version: string

@@ -115,7 +115,7 @@ const smoke: SuiteDefinition = {
   id: 'smoke',
   name: 'Smoke test (ar, sd, svip, hsddw, dsbd)',
   description:
-    'A two-minute first look: ar, sd, svip, hsddw and dsbd on the trio, one prompt per built-in category; speedup, ' +
+    'A first look: ar, sd, svip, hsddw and dsbd on the trio, one prompt per built-in category; speedup, ' +
     'acceptance, σ, η and perplexity per method, next to each paper\'s headline number. Also the CI suite.',
   preset: { methods: ['ar', 'sd', 'svip', 'hsddw', 'dsbd'], dataset: 'mixed', limit: 4, maxTokens: 64, temperature: 1, topK: 64, gamma: 5, params: { 'dsbd.ws': 2 } },
   paper: null,

@@ -137,7 +137,7 @@ export class EngineHost {
       downloadDirectory: this.options.downloadDirectory,
       methods: methodInfos(),
       datasets: this.workbench.datasets(),
-      suites: SUITES.map(({ id, name, description, preset }) => ({ id, name, description, preset })),
+      suites: SUITES.map(({ id, name, description, preset, estimate }) => ({ id, name, description, preset, estimate })),
       cpuCount: os.cpus().length,
       defaultThreads: defaultThreads() ?? null
     }

@@ -462,9 +462,10 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await page.getByTestId('model-path').fill(bigModel)
     await page.getByTestId('model-add').click()
     await waitForText(page.getByTestId('model-added'), /inflated/)
+    // The big file in all three roles: three loads in a row leave time to interrupt one.
     await page.getByTestId('trio-target').selectOption({ label: path.basename(bigModel) })
-    await page.getByTestId('trio-mid').selectOption({ label: 'none' })
-    await page.getByTestId('trio-draft').selectOption({ label: 'none' })
+    await page.getByTestId('trio-mid').selectOption({ label: path.basename(bigModel) })
+    await page.getByTestId('trio-draft').selectOption({ label: path.basename(bigModel) })
     await page.getByTestId('trio-load').click()
     // What a GGML_ASSERT does to the engine process, sent as soon as it reports loading the file.
     await page.getByText(`Loading ${path.basename(bigModel)}`).waitFor({ timeout: STEP_TIMEOUT })

@@ -46,6 +46,16 @@ export function parseParams(text: string): { params: Record<string, number | str
   return { params, error: null }
 }
 
+/** Why a generation ended, in words (the engine's StopReason, and chat's stop string). */
+export const STOP_REASON_LABELS: Record<string, string> = {
+  eos: 'ended by the model',
+  'max-tokens': 'reached the token limit',
+  cancelled: 'stopped',
+  'stop-string': 'ended at a stop string'
+}
+
+export const stopReasonLabel = (reason: string): string => STOP_REASON_LABELS[reason] ?? reason
+
 export const PROVENANCE_LABELS = {
   draft: 'accepted from the small draft (M_q1)',
   mid: 'accepted from the mid draft (M_q2)',
