@@ -35,9 +35,12 @@ export function entropyHistogram(method: string, steps: readonly StepRecord[]): 
   return { method, bins, accepted: count(accepted), rejected: count(rejected) }
 }
 
+/** Six significant digits: timings are not known better than that, and 1404.0636299999896 helps nobody. */
+const csvNumber = (value: number): string => (Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(6))))
+
 function csvCell(value: string | number | boolean | null): string {
   if (value === null) return ''
-  let text = String(value)
+  let text = typeof value === 'number' ? csvNumber(value) : String(value)
   // Spreadsheets run cells that start like a formula; a leading apostrophe keeps text as text.
   if (typeof value === 'string' && /^[=+\-@\t\r]/.test(text)) text = `'${text}`
   return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text
