@@ -167,7 +167,7 @@ function printBench(report: RunReport, raw: RawTimings, a: BenchAnalysis): void 
   const ms = (v: number) => `${formatNumber(v, 2)} ms`
   const out = [
     `bench run ${report.runId}: ${report.config.models.target} ← ${report.config.models.draft}`,
-    `γ ${report.config.gamma}, temperature ${report.config.sampling.temperature}, top-k ${report.config.sampling.topK}, ${report.config.maxTokens} tokens × ${report.methods[0]?.prompts ?? 0} prompts`,
+    `γ ${report.config.gamma}, temperature ${report.config.sampling.temperature}, top-k ${report.config.sampling.topK}, ${report.config.maxTokens} tokens × ${report.methods[0]?.prompts ?? 0} prompts, seed ${report.config.seed}`,
     '',
     methodTable(report.methods),
     '',

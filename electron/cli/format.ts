@@ -1,16 +1,41 @@
 /** Plain-text tables for the terminal (stdout stays parseable: progress and notices go to stderr). */
-import type { MethodSummary } from '../api/contract'
+import path from 'node:path'
+import type { MethodSummary, RunConfig, RunSummary } from '../api/contract'
+import type { DiffMetric, RunDiff } from '../api/run-diff'
+import { tokensPerSecond } from '../engine/metrics/fold'
 
+/** Integers as they are, other numbers with `digits` decimals; missing, NaN and ±Infinity as "–". */
 export function formatNumber(value: number | null | undefined, digits = 2): string {
-  if (value === null || value === undefined || Number.isNaN(value)) return '–'
+  if (value === null || value === undefined || !Number.isFinite(value)) return '–'
   return Number.isInteger(value) ? String(value) : value.toFixed(digits)
 }
 
+/** Always `digits` decimals (a column of ratios reads 1.00, 0.78), "–" when missing. */
+export function formatFixed(value: number | null | undefined, digits = 2): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '–'
+  return value.toFixed(digits)
+}
+
+/** A number, a ratio, a count, a duration or a percentage: right-aligned; anything else left-aligned. */
+const NUMERIC = /^[-+]?[\d.,/]+\s?(×|%|ms|s)?$/
+const isNumeric = (cell: string) => cell === '–' || cell === '' || NUMERIC.test(cell)
+
+/**
+ * Columns padded to their widest cell: the first column and text columns left-aligned, numeric ones right-aligned.
+ * Trailing spaces are trimmed, so a table is no wider than its content.
+ */
 export function formatTable(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')
+  const right = header.map((_, i) => i > 0 && rows.some((r) => (r[i] ?? '') !== '' && r[i] !== '–') && rows.every((r) => isNumeric(r[i] ?? '')))
+  const line = (cells: string[]) =>
+    widths
+      .map((w, i) => (right[i] ? (cells[i] ?? '').padStart(w) : (cells[i] ?? '').padEnd(w)))
+      .join('  ')
+      .trimEnd()
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n')
 }
+
+const times = (value: number | null | undefined, digits = 2) => (value === null || value === undefined || !Number.isFinite(value) ? '–' : `${formatFixed(value, digits)}×`)
 
 export function methodTable(methods: readonly MethodSummary[]): string {
   return formatTable(
@@ -18,14 +43,155 @@ export function methodTable(methods: readonly MethodSummary[]): string {
     methods.map((m) => [
       m.method,
       String(m.outputTokens),
-      formatNumber(m.tokensPerSecond, 1),
-      m.speedup === null ? '–' : `${formatNumber(m.speedup)}×`,
-      formatNumber(m.acceptanceRate, 3),
-      formatNumber(m.meanAcceptedLength),
-      formatNumber(m.sigma, 3),
-      formatNumber(m.eta, 3),
+      formatFixed(m.tokensPerSecond, 1),
+      times(m.speedup),
+      formatFixed(m.acceptanceRate, 3),
+      formatFixed(m.meanAcceptedLength),
+      formatFixed(m.sigma, 3),
+      formatFixed(m.eta, 3),
       String(m.targetCalls),
-      formatNumber(m.overheadPerStepMs, 3)
+      formatFixed(m.overheadPerStepMs, 3)
     ])
   )
+}
+
+// ─── speclab runs ────────────────────────────────────────────────────────────────────────────────────────────────
+
+/** What `runs` prints of one result row (structurally the store's PromptResultRow). */
+export interface ResultTiming {
+  method: string
+  status: string
+  outputCount: number
+  wallMs: number | null
+}
+
+/**
+ * The best speedup over `ar` in a run: every other method's aggregate tokens/s over its finished prompts ÷ ar's
+ * (as `show` computes speedup); null without a finished ar or without another method.
+ */
+export function bestSpeedup(results: readonly ResultTiming[]): { method: string; speedup: number } | null {
+  const totals = new Map<string, { tokens: number; wallMs: number }>()
+  for (const r of results) {
+    if (r.status !== 'done') continue
+    const t = totals.get(r.method) ?? { tokens: 0, wallMs: 0 }
+    t.tokens += r.outputCount
+    t.wallMs += r.wallMs ?? 0
+    totals.set(r.method, t)
+  }
+  const ar = totals.get('ar')
+  const baseline = ar ? tokensPerSecond(ar.tokens, ar.wallMs) : 0
+  if (baseline <= 0) return null
+  let best: { method: string; speedup: number } | null = null
+  for (const [method, t] of totals) {
+    if (method === 'ar') continue
+    const speedup = tokensPerSecond(t.tokens, t.wallMs) / baseline
+    if (best === null || speedup > best.speedup) best = { method, speedup }
+  }
+  return best
+}
+
+export interface RunsRow {
+  summary: RunSummary
+  /** null when the stored config cannot be read (`show` reports why). */
+  config: Pick<RunConfig, 'models' | 'prompts'> | null
+  best: { method: string; speedup: number } | null
+}
+
+/** Where a run's prompts came from: the built-in set's id or the prompt file's name. */
+export function promptSource(prompts: RunConfig['prompts'] | undefined): string {
+  if (prompts?.dataset) return prompts.dataset
+  if (prompts?.file) return path.basename(prompts.file)
+  return '–'
+}
+
+export function runsTable(rows: readonly RunsRow[]): string {
+  return formatTable(
+    ['id', 'created', 'status', 'target', 'prompts', 'methods', 'results', 'best vs ar', 'suite'],
+    rows.map(({ summary: r, config, best }) => [
+      String(r.id),
+      r.createdAt.replace('T', ' ').slice(0, 19),
+      r.status,
+      config ? path.basename(config.models.target) : '?',
+      config ? promptSource(config.prompts) : '?',
+      r.methods.join(','),
+      String(r.promptCount),
+      best ? `${formatFixed(best.speedup)}× ${best.method}` : '–',
+      r.suite ?? '–'
+    ])
+  )
+}
+
+// ─── speclab diff ────────────────────────────────────────────────────────────────────────────────────────────────
+
+/** Human labels and decimals of the diff's metrics, in the order they are printed. */
+export const METRIC_LABELS: Record<DiffMetric, { label: string; digits: number }> = {
+  tokensPerSecond: { label: 'tokens/s', digits: 1 },
+  speedup: { label: 'speedup vs ar', digits: 2 },
+  acceptanceRate: { label: 'acceptance', digits: 3 },
+  meanAcceptedLength: { label: 'mean accepted length', digits: 2 },
+  sigma: { label: 'σ', digits: 3 },
+  eta: { label: 'η', digits: 3 },
+  outputTokens: { label: 'output tokens', digits: 0 },
+  targetCalls: { label: 'target calls', digits: 0 },
+  draftTokens: { label: 'draft tokens', digits: 0 },
+  acceptedTokens: { label: 'accepted tokens', digits: 0 },
+  overheadPerStepMs: { label: 'overhead ms/step', digits: 3 }
+}
+
+/** A config value as a cell: lists joined with commas, long strings (paths) keep their informative end. */
+function settingText(value: unknown): string {
+  if (value === null || value === undefined) return '–'
+  if (Array.isArray(value)) return clip(value.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(','))
+  if (typeof value === 'string') return clip(value)
+  if (typeof value === 'number') return String(value)
+  return clip(JSON.stringify(value))
+}
+
+/** Long values (paths) keep their informative end. */
+function clip(text: string, width = 60): string {
+  return text.length <= width ? text : `…${text.slice(-(width - 1))}`
+}
+
+function signed(value: number | null, digits: number): string {
+  if (value === null || !Number.isFinite(value)) return '–'
+  if (value === 0) return '0'
+  return `${value > 0 ? '+' : ''}${digits === 0 ? formatNumber(value) : value.toFixed(digits)}`
+}
+
+function change(a: number | null, b: number | null): string {
+  if (a === null || b === null || a === 0 || a === b) return ''
+  const percent = ((b - a) / Math.abs(a)) * 100
+  return `${percent > 0 ? '+' : ''}${percent.toFixed(1)}%`
+}
+
+/**
+ * Two tables: the settings that differ, then one row per (method, metric) with run a, run b, Δ and the relative
+ * change. Rows with nothing to say are left out: metrics neither run has or that are 0 on every side (ar's draft
+ * tokens), and ar's speedup (1 by definition).
+ */
+export function formatDiff(diff: RunDiff): string {
+  const settings = diff.configDifferences.filter((d) => !/^modelFingerprints\.\d+\.path$/.test(d.key))
+  const config =
+    settings.length === 0
+      ? 'configs are identical'
+      : formatTable(
+          ['setting', `run ${diff.a}`, `run ${diff.b}`],
+          settings.map((d) => [d.key, settingText(d.a), settingText(d.b)])
+        )
+  const rows: string[][] = []
+  for (const m of diff.methods) {
+    const name = m.inA && m.inB ? m.method : `${m.method} (run ${m.inA ? diff.a : diff.b} only)`
+    let first = true
+    for (const [metric, { label, digits }] of Object.entries(METRIC_LABELS) as [DiffMetric, { label: string; digits: number }][]) {
+      const { a, b, delta } = m.metrics[metric]
+      if ([a, b].every((v) => v === null || v === 0)) continue
+      if (m.method === 'ar' && metric === 'speedup') continue
+      const cell = (v: number | null) => (digits === 0 ? formatNumber(v) : formatFixed(v, digits))
+      rows.push([first ? name : '', label, cell(a), cell(b), signed(delta, digits), change(a, b)])
+      first = false
+    }
+  }
+  const metrics = rows.length === 0 ? 'no metrics in either run' : formatTable(['method', 'metric', `run ${diff.a}`, `run ${diff.b}`, 'Δ', 'change'], rows)
+  const differ = settings.length === 0 ? 'same settings' : settings.length === 1 ? '1 setting differs' : `${settings.length} settings differ`
+  return [`run ${diff.a} vs run ${diff.b}: ${differ}`, config, '', metrics].join('\n')
 }

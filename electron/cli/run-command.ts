@@ -207,7 +207,7 @@ async function runAction(options: RunOptions): Promise<void> {
     await trio.dispose()
     store.close()
   }
-  printReport(report, options.json ?? false)
+  printReport(report, options.json ?? false, { withSeed: true })
   if (report.status === 'cancelled') process.exitCode = stop.exitCode()
 }
 
@@ -234,11 +234,13 @@ export function stopOnSignals(): { signal: AbortSignal; exitCode(): number; disp
   return { signal: abort.signal, exitCode: () => (received === 'SIGTERM' ? 143 : 130), dispose }
 }
 
-export function printReport(report: RunReport, json: boolean): void {
+/** `withSeed`: the header names the seed (`run` prints it; `show` has its own settings line with it). */
+export function printReport(report: RunReport, json: boolean, { withSeed = false } = {}): void {
   if (json) {
     process.stdout.write(`${JSON.stringify(report)}\n`)
     return
   }
-  process.stdout.write(`run ${report.runId} (${report.status}) · seed ${report.config.seed}\n${methodTable(report.methods)}\n`)
+  const seed = withSeed ? ` · seed ${report.config.seed}` : ''
+  process.stdout.write(`run ${report.runId} (${report.status})${seed}\n${methodTable(report.methods)}\n`)
   if (!report.methods.some((m) => m.method === 'ar')) process.stdout.write('(add ar to --methods to measure speedups)\n')
 }

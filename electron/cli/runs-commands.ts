@@ -1,12 +1,12 @@
 /** `speclab runs`, `show <id>`, `diff <a> <b>`: read the store, print tables or --json. */
 import { Command } from 'commander'
 import type { RunReport } from '../api/contract'
-import { diffRuns, type RunDiff } from '../api/run-diff'
+import { diffRuns } from '../api/run-diff'
 import { buildRunReport } from '../api/runs-service'
 import { UserInputError } from '../engine/errors'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
-import { formatNumber, formatTable, methodTable } from './format'
+import { bestSpeedup, formatDiff, runsTable, type RunsRow } from './format'
 import { parseInteger, printReport } from './run-command'
 
 interface ReadOptions {
@@ -37,12 +37,27 @@ export function runsCommand(): Command {
   return readOptions(new Command('runs').description('list stored runs, newest first'))
     .option('--limit <n>', 'how many', parseInteger, 50)
     .action((options: ReadOptions & { limit: number }) => {
-      const runs = withStore(options, (store) => store.listRuns(options.limit))
-      if (options.json) return void process.stdout.write(`${JSON.stringify(runs)}\n`)
-      if (runs.length === 0) return void process.stdout.write('no runs yet — try: npm run speclab -- run --target T.gguf --draft D.gguf\n')
-      const rows = runs.map((r) => [String(r.id), r.createdAt.replace('T', ' ').slice(0, 19), r.suite ?? '–', r.methods.join(','), r.status, String(r.promptCount)])
-      process.stdout.write(`${formatTable(['id', 'created', 'suite', 'methods', 'status', 'results'], rows)}\n`)
+      withStore(options, (store) => {
+        const runs = store.listRuns(options.limit)
+        if (options.json) return void process.stdout.write(`${JSON.stringify(runs)}\n`)
+        if (runs.length === 0) return void process.stdout.write('no runs yet — try: npm run speclab -- run --target T.gguf --draft D.gguf\n')
+        const rows = runs.map((summary): RunsRow => ({
+          summary,
+          config: configOf(store, summary.id),
+          best: bestSpeedup(store.getPromptResults(summary.id))
+        }))
+        process.stdout.write(`${runsTable(rows)}\n`)
+      })
     })
+}
+
+/** A run's config, or null when it cannot be read (the list still shows the run; `show` says what is wrong). */
+function configOf(store: RunStore, runId: number): RunsRow['config'] {
+  try {
+    return store.getRun(runId)?.config ?? null
+  } catch {
+    return null
+  }
 }
 
 export function showCommand(): Command {
@@ -81,30 +96,4 @@ export function diffCommand(): Command {
       const diff = withStore(options, (store) => diffRuns(reportOf(store, a), reportOf(store, b)))
       process.stdout.write(options.json ? `${JSON.stringify(diff)}\n` : `${formatDiff(diff)}\n`)
     })
-}
-
-function formatDiff(diff: RunDiff): string {
-  const config =
-    diff.configDifferences.length === 0
-      ? 'configs are identical'
-      : formatTable(
-          ['setting', `run ${diff.a}`, `run ${diff.b}`],
-          diff.configDifferences.map((d) => [d.key, clip(JSON.stringify(d.a) ?? '–'), clip(JSON.stringify(d.b) ?? '–')])
-        )
-  const metrics = diff.methods.map((m) => {
-    const rows = Object.entries(m.metrics).map(([name, v]) => [name, formatNumber(v.a, 3), formatNumber(v.b, 3), signed(v.delta)])
-    return `${m.method}${m.inA ? '' : ` (only in run ${diff.b})`}${m.inB ? '' : ` (only in run ${diff.a})`}\n` +
-      formatTable(['metric', `run ${diff.a}`, `run ${diff.b}`, 'Δ (b − a)'], rows)
-  })
-  return [`config differences (run ${diff.a} vs run ${diff.b})`, config, '', ...metrics.flatMap((t) => [t, ''])].join('\n')
-}
-
-/** Long values (paths) keep their informative end. */
-function clip(text: string, width = 60): string {
-  return text.length <= width ? text : `…${text.slice(-(width - 1))}`
-}
-
-function signed(value: number | null): string {
-  if (value === null) return '–'
-  return `${value > 0 ? '+' : ''}${formatNumber(value, 3)}`
 }

@@ -10,6 +10,7 @@
  */
 import { spawn } from 'node:child_process'
 import { crashReason } from '../host/crash-witness'
+import { TTY_COLUMNS_ENV } from './progress'
 
 /** Set in the child's environment, so it runs the command instead of supervising again. */
 export const SUPERVISED_ENV = 'SPECLAB_SUPERVISED'
@@ -39,7 +40,8 @@ export function shouldSupervise(argv: readonly string[], env: NodeJS.ProcessEnv 
  */
 export function superviseSelf(afterCrash: () => void): Promise<number> {
   const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
-    env: { ...process.env, [SUPERVISED_ENV]: '1' },
+    // The child's stderr is a pipe: tell it the terminal's width so it still draws its progress bar (copied through).
+    env: { ...process.env, [SUPERVISED_ENV]: '1', ...(process.stderr.isTTY ? { [TTY_COLUMNS_ENV]: String(process.stderr.columns || 80) } : {}) },
     stdio: ['inherit', 'inherit', 'pipe', 'ipc'],
     detached: true
   })
@@ -65,6 +67,7 @@ export function superviseSelf(afterCrash: () => void): Promise<number> {
         // the database may be what failed; the crash line below still says what happened
       }
       const reason = crashReason(tail)
+      if (process.stderr.isTTY) process.stderr.write('\r\x1b[K\x1b[?25h') // off a half-drawn bar, cursor back
       process.stderr.write(
         `speclab: the model process crashed (${signal})${reason ? `: ${reason}` : ''} — a model file llama.cpp cannot run? ` +
           'Finished prompts are stored; the run is marked interrupted\n'

@@ -208,4 +208,47 @@ withModels('speclab CLI', () => {
       store.close()
     }
   })
+  it('run prints a random seed on a line of its own and in the report; no bar and no ETA in a log', () => {
+    const { code, stdout, stderr } = speclab('run', '--target', target, '--draft', draft, '--methods', 'ar,sd', '--limit', '1', '--max-tokens', '16')
+    expect(code).toBe(0)
+    const seed = /^seed (\d+)$/m.exec(stderr)?.[1]
+    expect(seed).toBeDefined()
+    expect(stdout.split('\n')[0]).toMatch(new RegExp(`^run \\d+ \\(done\\) · seed ${seed}$`))
+    // stderr is not a terminal here: the progress bar prints nothing at all.
+    expect(stderr).not.toMatch(/ETA|cell \d|\u2588|\u2591|\x1b\[/)
+    expect(stdout).toMatch(/^method\s+tokens\s+tok\/s\s+speedup\s+accept\s+mean acc\s+σ\s+η\s+target calls\s+overhead ms\/step$/m)
+    expect(stdout).not.toMatch(/\d\.\d{5,}/)
+  })
+
+  it('runs lists target file, prompt source and best speedup over ar; --json is unchanged', () => {
+    const { code, stdout } = speclab('runs')
+    expect(code).toBe(0)
+    const lines = stdout.trim().split('\n')
+    expect(lines[0]).toMatch(/^id\s+created\s+status\s+target\s+prompts\s+methods\s+results\s+best vs ar\s+suite$/)
+    const run1 = lines.find((l) => /^1\s/.test(l))!
+    expect(run1).toMatch(/\sdone\s+stories260K-f32\.gguf\s+stories\s+ar,sd,nlc-draft\s+6\s+\d+\.\d\d× (sd|nlc-draft)\s+–$/)
+    const json = JSON.parse(speclab('runs', '--json').stdout)
+    expect(Object.keys(json[0]).sort()).toEqual(['createdAt', 'error', 'finishedAt', 'id', 'methods', 'promptCount', 'status', 'suite'])
+  })
+
+  it('diff prints one settings table and one metrics table with human labels', () => {
+    const { code, stdout } = speclab('diff', '1', '2')
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/^run 1 vs run 2: \d+ settings differ$/m)
+    expect(stdout.match(/^method\s+metric\s+run 1\s+run 2\s+Δ\s+change$/gm)).toHaveLength(1)
+    expect(stdout).toMatch(/^sd\s+tokens\/s\s/m)
+    expect(stdout).toMatch(/^nlc-draft \(run 1 only\)\s/m)
+    for (const label of ['acceptance', 'mean accepted length', 'σ', 'η', 'target calls']) expect(stdout).toContain(label)
+    expect(stdout).not.toMatch(/tokensPerSecond|acceptanceRate|meanAcceptedLength|\d\.\d{5,}/)
+    expect(stdout.trim().split('\n').length).toBeLessThan(45)
+  })
+
+  it('run --help aligns the method list to the longest id', () => {
+    const { code, stdout } = speclab('run', '--help')
+    expect(code).toBe(0)
+    const summary = stdout.split('\n').find((l) => l.startsWith('  adaptive-cache-fsm '))!
+    const facts = stdout.split('\n')[stdout.split('\n').indexOf(summary) + 1]
+    expect(summary).toMatch(/^ {2}adaptive-cache-fsm {2}\S/)
+    expect(facts.search(/\S/)).toBe(summary.indexOf('on-the-fly'))
+  })
 })

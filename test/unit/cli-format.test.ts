@@ -1,0 +1,258 @@
+/**
+ * What the `speclab` CLI prints for people (issue "The app a new user keeps", item 6): numbers without float noise,
+ * the `runs` and `diff` tables, the progress bar (no NaN/Infinity ETA, its line wiped before the report, nothing in
+ * a log that is not a terminal) and the method list of `run --help`.
+ */
+import { describe, expect, it } from 'vitest'
+import type { RunReport } from '../../electron/api/contract'
+import { diffRuns } from '../../electron/api/run-diff'
+import { bestSpeedup, formatDiff, formatFixed, formatNumber, formatTable, methodTable, runsTable, type RunsRow } from '../../electron/cli/format'
+import { createProgressBar, createProgressLine, estimateRemainingMs, formatEta, progressStream, TTY_COLUMNS_ENV } from '../../electron/cli/progress'
+import { methodHelp, methodInfos } from '../../electron/engine/methods/docs'
+import type { MethodSummary } from '../../electron/engine/metrics/summary'
+
+/** A terminal (or a log file) that records what is written to it. */
+function fakeStream(isTTY: boolean, columns = 160) {
+  const writes: string[] = []
+  return { writes, stream: { isTTY, columns, write: (text: string) => (writes.push(text), true) } }
+}
+
+function method(name: string, overrides: Partial<MethodSummary> = {}): MethodSummary {
+  return {
+    method: name,
+    prompts: 2,
+    outputTokens: 48,
+    wallMs: 34.18,
+    tokensPerSecond: 1404.0636299999896,
+    speedup: name === 'ar' ? 1 : 1.3849999999,
+    sigma: name === 'ar' ? null : 0.28301886792452835,
+    eta: name === 'ar' ? 1 : 0.25,
+    acceptanceRate: name === 'ar' ? null : 0.7169811320754716,
+    meanAcceptedLength: name === 'ar' ? null : 3.1666666666666665,
+    targetCalls: name === 'ar' ? 48 : 12,
+    draftTokens: name === 'ar' ? 0 : 53,
+    acceptedTokens: name === 'ar' ? 0 : 38,
+    gammaTrajectory: [],
+    outputs: [],
+    draftMs: 0,
+    verifyMs: 0,
+    overheadMs: 0,
+    steps: 0,
+    overheadPerStepMs: 0.035999999999,
+    ...overrides
+  } as MethodSummary
+}
+
+function report(runId: number, methods: MethodSummary[], config: Partial<RunReport['config']> = {}): RunReport {
+  return {
+    runId,
+    status: 'done',
+    methods,
+    config: {
+      suite: null,
+      methods: methods.map((m) => m.method) as RunReport['config']['methods'],
+      models: { target: '/models/stories260K-f32.gguf', draft: '/models/stories260K-q4_0.gguf' },
+      modelFingerprints: [],
+      prompts: { dataset: 'stories', limit: 2 },
+      maxTokens: 24,
+      sampling: { temperature: 0, topK: 64, topP: 1, fullVocabulary: false },
+      seed: 2279793213,
+      gamma: 5,
+      params: {},
+      threads: 2,
+      contextSize: 2048,
+      draftSelection: null,
+      ...config
+    }
+  }
+}
+
+const FLOAT_NOISE = /\d\.\d{5,}/
+
+describe('numbers', () => {
+  it('never print float noise, NaN or Infinity', () => {
+    expect(formatNumber(1404.0636299999896, 1)).toBe('1404.1')
+    expect(formatNumber(48)).toBe('48')
+    for (const bad of [null, undefined, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      expect(formatNumber(bad)).toBe('–')
+      expect(formatFixed(bad)).toBe('–')
+    }
+    expect(formatFixed(1)).toBe('1.00')
+    const table = methodTable([method('ar'), method('sd')])
+    expect(table).not.toMatch(FLOAT_NOISE)
+    expect(table).toContain('1.00×')
+    expect(table).toContain('1.38×')
+  })
+
+  it('tables right-align numeric columns and left-align text', () => {
+    const lines = formatTable(['name', 'file', 'n'], [['a', 'x.gguf', '5'], ['bb', 'longer.gguf', '12']]).split('\n')
+    expect(lines[2]).toBe('a     x.gguf        5')
+    expect(lines[3]).toBe('bb    longer.gguf  12')
+  })
+})
+
+describe('progress bar', () => {
+  it('shows "ETA –" until the first cell is done, never NaN or Infinity', () => {
+    const { writes, stream } = fakeStream(true)
+    let now = 1000
+    const bar = createProgressBar(4, stream, () => now)
+    bar.update({ promptIndex: 0, promptCount: 2, method: 'ar', tokens: 5, cellsDone: 0, cellsTotal: 4 })
+    const before = writes.join('')
+    expect(before).toContain('ETA –')
+    now += 2000
+    bar.update({ promptIndex: 0, promptCount: 2, method: 'sd', tokens: 0, cellsDone: 1, cellsTotal: 4 })
+    bar.stop()
+    const all = writes.join('')
+    expect(all).not.toMatch(/NaN|NULL|INF|NF/)
+    expect(all).toContain('ETA 6s') // 2 s per cell, 3 cells to go
+  })
+
+  it('wipes its line before the report and leaves the cursor where the bar was', () => {
+    const { writes, stream } = fakeStream(true)
+    const bar = createProgressBar(2, progressStream(stream, {}))
+    bar.update({ promptIndex: 1, promptCount: 1, method: 'sd', tokens: 24, cellsDone: 2, cellsTotal: 2 })
+    bar.stop()
+    const all = writes.join('')
+    // cli-progress's cursor save / restore would send the report to another line after anything else was written.
+    expect(all).not.toContain('\x1b7')
+    expect(all).not.toContain('\x1b8')
+    expect(all.endsWith('\r\x1b[K')).toBe(true)
+    const lastBar = all.lastIndexOf('ETA')
+    expect(all.slice(lastBar)).toMatch(/\x1b\[2K|\r\x1b\[K/) // cleared after its last drawing
+  })
+
+  it('prints nothing when stderr is not a terminal; log lines still go out, each on its own line', () => {
+    const { writes, stream } = fakeStream(false)
+    const line = createProgressLine('{bar} ETA {eta_text}', progressStream(stream, {}))
+    line.start(3, { eta_text: '–' })
+    line.update(1, { eta_text: '1s' })
+    line.log('seed 7')
+    line.stop()
+    expect(writes).toEqual(['seed 7\n'])
+  })
+
+  it('on a terminal, log clears the bar line first so a message never lands inside the bar', () => {
+    const { writes, stream } = fakeStream(true)
+    const line = createProgressLine('{bar} ETA {eta_text}', stream)
+    line.start(3, { eta_text: '–' })
+    line.log('suite run 4 (smoke)')
+    line.stop()
+    expect(writes).toContain('\r\x1b[Ksuite run 4 (smoke)\n')
+  })
+
+  it('a supervised child draws on the terminal its parent names', () => {
+    const { stream } = fakeStream(false)
+    ;(stream as { columns?: number }).columns = undefined
+    const inherited = progressStream(stream, { [TTY_COLUMNS_ENV]: '100' })
+    expect(inherited.isTTY).toBe(true)
+    expect(inherited.columns).toBe(100)
+    expect(progressStream(stream, {}).isTTY).toBe(false)
+  })
+
+  it('formats ETAs', () => {
+    expect(formatEta(null)).toBe('–')
+    expect(formatEta(Number.NaN)).toBe('–')
+    expect(formatEta(Number.POSITIVE_INFINITY)).toBe('–')
+    expect(formatEta(45_000)).toBe('45s')
+    expect(formatEta(187_000)).toBe('3m07s')
+    expect(formatEta(7_500_000)).toBe('2h05m')
+    expect(estimateRemainingMs(5000, 0, 4)).toBeNull()
+    expect(estimateRemainingMs(5000, 1, 4)).toBe(15_000)
+  })
+})
+
+describe('speclab runs', () => {
+  const summary = (id: number, methods: string[]): RunsRow['summary'] => ({
+    id,
+    createdAt: '2026-11-23T18:29:47.123Z',
+    finishedAt: null,
+    suite: null,
+    methods,
+    status: 'done',
+    error: null,
+    promptCount: 4
+  })
+  const result = (methodName: string, outputCount: number, wallMs: number, status = 'done') => ({ method: methodName, status, outputCount, wallMs })
+
+  it('the best speedup over ar, and none without ar', () => {
+    const results = [result('ar', 40, 100), result('ar', 40, 100), result('sd', 80, 200), result('nlc-draft', 80, 100), result('nlc-draft', 900, 1, 'cancelled')]
+    expect(bestSpeedup(results)).toEqual({ method: 'nlc-draft', speedup: 2 })
+    expect(bestSpeedup([result('sd', 80, 200)])).toBeNull()
+    expect(bestSpeedup([result('ar', 80, 200)])).toBeNull()
+  })
+
+  it('lists target file name, prompt source and best speedup', () => {
+    const text = runsTable([
+      {
+        summary: summary(2, ['sd']),
+        config: { models: { target: '/models/family/stories-target5M-f32.gguf' }, prompts: { file: '/data/mt-bench.jsonl' } },
+        best: null
+      },
+      { summary: summary(1, ['ar', 'sd']), config: { models: { target: '/models/stories260K-f32.gguf' }, prompts: { dataset: 'code' } }, best: { method: 'sd', speedup: 1.4049999 } }
+    ])
+    const [header, , second, first] = text.split('\n')
+    expect(header).toMatch(/^id\s+created\s+status\s+target\s+prompts\s+methods\s+results\s+best vs ar\s+suite$/)
+    expect(second).toMatch(/^2\s+2026-11-23 18:29:47\s+done\s+stories-target5M-f32\.gguf\s+mt-bench\.jsonl\s+sd\s+4\s+–/)
+    expect(first).toMatch(/stories260K-f32\.gguf\s+code\s+ar,sd\s+4\s+1\.40× sd/)
+    expect(text).not.toContain('/models/')
+  })
+})
+
+describe('speclab diff', () => {
+  const a = report(1, [method('ar'), method('sd'), method('nlc-draft', { tokensPerSecond: 1177.178, speedup: 1.384, targetCalls: 0, draftTokens: 0, acceptedTokens: 0, sigma: null, eta: null, acceptanceRate: null, meanAcceptedLength: null })])
+  const b = report(2, [method('ar', { tokensPerSecond: 1521.6412 }), method('sd', { tokensPerSecond: 854.13, speedup: 0.5613, targetCalls: 18 })], {
+    gamma: 3,
+    seed: 3,
+    sampling: { temperature: 1, topK: 64, topP: 1, fullVocabulary: false }
+  })
+  const text = formatDiff(diffRuns(a, b))
+
+  it('is one settings table and one metrics table with human labels', () => {
+    expect(text).toMatch(/^run 1 vs run 2: 4 settings differ$/m)
+    expect(text).toMatch(/^gamma\s+5\s+3$/m)
+    expect(text).toMatch(/^methods\s+ar,sd,nlc-draft\s+ar,sd$/m)
+    expect(text).toMatch(/^sampling\.temperature\s+0\s+1$/m)
+    expect(text.match(/^method\s+metric\s+run 1\s+run 2\s+Δ\s+change$/gm)).toHaveLength(1)
+    for (const label of ['tokens/s', 'speedup vs ar', 'acceptance', 'mean accepted length', 'σ', 'η', 'target calls', 'overhead ms/step'])
+      expect(text).toContain(label)
+    expect(text).not.toMatch(/tokensPerSecond|acceptanceRate|meanAcceptedLength|targetCalls|overheadPerStepMs/)
+    expect(text).not.toMatch(FLOAT_NOISE)
+    expect(text.split('\n').length).toBeLessThan(32)
+  })
+
+  it('shows deltas and relative changes, and leaves out rows with nothing to say', () => {
+    expect(text).toMatch(/^ar\s+tokens\/s\s+1404\.1\s+1521\.6\s+\+117\.6\s+\+8\.4%$/m)
+    expect(text).toMatch(/^\s+target calls\s+12\s+18\s+\+6\s+\+50\.0%$/m)
+    expect(text).toMatch(/^nlc-draft \(run 1 only\)\s+tokens\/s\s+1177\.2\s+–\s+–$/m)
+    // ar's speedup is 1 by definition; its draft tokens are 0 in both runs.
+    const arRows = text.slice(text.indexOf('\nar '), text.indexOf('\nsd ')).split('\n')
+    expect(arRows.some((row) => row.includes('speedup'))).toBe(false)
+    expect(arRows.some((row) => row.includes('draft tokens'))).toBe(false)
+  })
+
+  it('says so when the settings are the same', () => {
+    expect(formatDiff(diffRuns(a, { ...a, runId: 5 }))).toMatch(/^run 1 vs run 5: same settings\nconfigs are identical\n/)
+  })
+})
+
+describe('run --help', () => {
+  it('the id column fits the longest id and continuation lines start under the text', () => {
+    const lines = methodHelp().split('\n')
+    const ids = methodInfos().map((m) => m.id)
+    const column = 2 + Math.max(...ids.map((id) => id.length)) + 2
+    for (const id of ids) {
+      const line = lines.find((l) => l.startsWith(`  ${id} `))!
+      expect(line, id).toBeDefined()
+      expect(line.slice(0, column).trimEnd(), id).toBe(`  ${id}`)
+      expect(line[column], id).not.toBe(' ')
+    }
+    const continuation = lines.filter((l) => !ids.some((id) => l.startsWith(`  ${id} `)))
+    expect(continuation.length).toBeGreaterThan(0)
+    for (const line of continuation) {
+      expect(line.slice(0, column).trim(), line).toBe('')
+      expect(line[column], line).not.toBeUndefined()
+    }
+    // The facts line is directly under the summary.
+    expect(lines[1].search(/\S/)).toBe(column)
+  })
+})
