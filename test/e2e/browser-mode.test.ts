@@ -221,6 +221,7 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await page.getByTestId('nav-models').click()
     // The token left the address bar (kept in sessionStorage).
     expect(page.url()).not.toContain('token=')
+    await shot('models-empty')
 
     await page.getByTestId('model-path').fill(path.join(models, 'no-such-model.gguf'))
     await page.getByTestId('model-add').click()
@@ -323,6 +324,7 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
       const panel = document.querySelector('[data-testid="wb-progress"]')!
       return panel.getAttribute('data-job') !== previous && panel.getAttribute('data-phase') === 'running' && Number(panel.getAttribute('data-cells')) >= 1
     }, before)
+    await shot('workbench-running')
     await page.getByTestId('wb-cancel').click()
     await waitForAttribute(progress, 'data-phase', /finished/)
     expect(await progress.getAttribute('data-status')).toBe('cancelled')
