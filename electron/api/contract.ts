@@ -247,7 +247,9 @@ export const LiveStats = z.object({
   meanAcceptedLength: z.number().nullable(),
   targetCalls: z.number().int().min(0),
   /** γ of the verification rounds so far (the last 200). */
-  gammas: z.array(z.number())
+  gammas: z.array(z.number()),
+  /** From the request to the first generated token (prompt processing included); absent in older messages. */
+  timeToFirstTokenMs: z.number().min(0).nullable().optional()
 })
 export type LiveStats = z.infer<typeof LiveStats>
 

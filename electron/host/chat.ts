@@ -151,7 +151,7 @@ export class ChatService {
     }
     const onEvent = (event: DecodeEvent) => {
       if (event.type === 'token') {
-        stats.tokens += 1
+        stats.token()
         const piece = { text: text.push(event.token), provenance: event.provenance }
         pending.push(piece)
         appendPiece(segments, piece)

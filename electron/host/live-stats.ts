@@ -8,7 +8,14 @@ const GAMMA_HISTORY = 200
 export class LiveStatsFold {
   private readonly totals = emptyTotals()
   private readonly started = performance.now()
+  private firstTokenMs: number | null = null
   tokens = 0
+
+  /** One generated token arrived. */
+  token(): void {
+    this.tokens += 1
+    this.firstTokenMs ??= performance.now() - this.started
+  }
 
   addStep(step: StepRecord): void {
     addStep(this.totals, step)
@@ -26,7 +33,8 @@ export class LiveStatsFold {
       eta: eta(t),
       meanAcceptedLength: meanAcceptedLength(t),
       targetCalls: t.targetCalls,
-      gammas: t.gammas.slice(-GAMMA_HISTORY)
+      gammas: t.gammas.slice(-GAMMA_HISTORY),
+      timeToFirstTokenMs: this.firstTokenMs
     }
   }
 }

@@ -275,6 +275,8 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     expect(await page.getByTestId('stat-sigma').textContent()).toMatch(/^0\.\d{3}$/)
     expect(await page.getByTestId('stat-eta').textContent()).toMatch(/^\d\.\d{3}$/)
     expect(Number(await page.getByTestId('gamma-sparkline').getAttribute('data-points'))).toBeGreaterThan(1)
+    // The reply keeps its own statistics under it, time to first token included.
+    await waitForText(answer.getByTestId('reply-stats'), /\d+ tokens · [\d.]+ tok\/s · first token \d+ ms · acceptance [\d.]+%/)
     await page.getByTestId('provenance-legend').waitFor()
     await shot('chat')
 
