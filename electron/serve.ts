@@ -76,8 +76,7 @@ let stopping = false
 const stop = async () => {
   if (stopping) return
   stopping = true
-  await server.close()
-  await host.close()
+  await Promise.all([server.close(), host.close()])
   process.exit(0)
 }
 process.on('SIGINT', () => void stop())

@@ -3,13 +3,14 @@
  * aborts its process and no JavaScript can catch it; supervised, the abort takes only the child: the parent prints
  * one line — what the model process was doing and the assertion from its stderr — exits 2, and opens the database
  * once, which marks the run the child left `running` as interrupted (its finished prompts stay stored).
- * Signals: the child has a process group of its own, so Ctrl-C reaches only the parent, which forwards SIGINT and
- * SIGTERM once — the child cancels and stores the run as it always did. If the parent itself is killed, the child
+ * Signals: the child has a process group of its own, so Ctrl-C reaches only the parent, which forwards each SIGINT
+ * and SIGTERM to it — the child cancels and stores the run as it always did, and a second signal ends it at once. If the parent itself is killed, the child
  * sees its IPC channel close and stops at once, as the unsupervised CLI would have (the run is then recovered as
  * interrupted on the next open).
  */
 import { spawn } from 'node:child_process'
-import { crashReason } from '../host/crash-witness'
+import os from 'node:os'
+import { appendLines, crashReason } from '../host/crash-witness'
 import { TTY_COLUMNS_ENV } from './progress'
 
 /** Set in the child's environment, so it runs the command instead of supervising again. */
@@ -43,13 +44,15 @@ export function superviseSelf(afterCrash: () => void): Promise<number> {
     // The child's stderr is a pipe: tell it the terminal's width so it still draws its progress bar (copied through).
     env: { ...process.env, [SUPERVISED_ENV]: '1', ...(process.stderr.isTTY ? { [TTY_COLUMNS_ENV]: String(process.stderr.columns || 80) } : {}) },
     stdio: ['inherit', 'inherit', 'pipe', 'ipc'],
-    detached: true
+    // Windows gives a detached process no console: there the child stays in the group and Ctrl-C reaches both.
+    detached: process.platform !== 'win32'
   })
+  child.on('error', (error) => process.stderr.write(`speclab: could not start the model process: ${error.message}\n`))
   let tail: string[] = []
   child.stderr!.setEncoding('utf8')
   child.stderr!.on('data', (chunk: string) => {
     process.stderr.write(chunk)
-    tail = [...tail, ...chunk.split('\n')].slice(-40)
+    tail = appendLines(tail, chunk)
   })
   const forwardSigint = () => child.kill('SIGINT')
   const forwardSigterm = () => child.kill('SIGTERM')
@@ -60,7 +63,7 @@ export function superviseSelf(afterCrash: () => void): Promise<number> {
       process.off('SIGINT', forwardSigint)
       process.off('SIGTERM', forwardSigterm)
       if (signal === null) return resolve(code ?? 1)
-      if (!CRASH_SIGNALS.has(signal)) return resolve(128 + 15)
+      if (!CRASH_SIGNALS.has(signal)) return resolve(128 + (os.constants.signals[signal] ?? 15))
       try {
         afterCrash()
       } catch {

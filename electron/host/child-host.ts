@@ -44,12 +44,18 @@ export class ChildHost implements RequestHandler {
       execArgv: this.fork.execArgv ?? [],
       env: { ...process.env, [CHILD_HOST_ENV]: '1' },
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
-      serialization: 'advanced'
+      serialization: 'advanced',
+      // Its own process group: a Ctrl-C meant for the server reaches the engine only through close().
+      detached: process.platform !== 'win32'
     })
     const client = new RpcClient((message) => {
       if (!child.connected) throw new Error('the engine process is not running')
-      child.send(message)
+      // A send that fails (the child died mid-request) is the exit's business, never an unhandled 'error'.
+      child.send(message, (error) => {
+        if (error) console.error(`speclab: the engine process did not take a request (${error.message})`)
+      })
     })
+    child.on('error', (error) => console.error(`speclab: engine process: ${error.message}`))
     this.child = child
     this.client = client
     const witness = (this.witness = new CrashWitness())

@@ -8,6 +8,17 @@ import type { HostEvent } from '../api/contract'
 /** Lines of stderr kept. */
 const TAIL_LINES = 40
 
+/**
+ * `tail` plus the lines of `chunk`, the last TAIL_LINES kept: the last entry is the line still being written (the
+ * next chunk continues it), ANSI sequences go, and a carriage return keeps only what follows it (a redrawn line).
+ */
+export function appendLines(tail: readonly string[], chunk: string): string[] {
+  const clean = chunk.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
+  const [first, ...rest] = clean.split('\n')
+  const lines = [...tail.slice(0, -1), (tail.at(-1) ?? '') + first, ...rest].map((line) => line.slice(line.lastIndexOf('\r') + 1))
+  return lines.slice(-TAIL_LINES)
+}
+
 /** The line of a dying process's stderr that says why: an assertion, else a fatal error; null when none does. */
 export function crashReason(tail: readonly string[]): string | null {
   const lines = tail.map((l) => l.trim()).filter(Boolean)
@@ -23,9 +34,9 @@ export class CrashWitness {
    */
   private loadingFile: string | null = null
 
-  /** A chunk of the process's stderr. */
+  /** A chunk of the process's stderr (a line may arrive in pieces; progress-bar redraws and colours are dropped). */
   stderr(chunk: string): void {
-    this.tail = [...this.tail, ...chunk.split('\n')].slice(-TAIL_LINES)
+    this.tail = appendLines(this.tail, chunk)
   }
 
   /** Every event the process pushes. */

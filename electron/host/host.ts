@@ -94,7 +94,11 @@ export class EngineHost {
     this.databasePath = path.resolve(options.databasePath)
     this.runStore = RunStore.open(this.databasePath, { nativeBinding: options.nativeBinding ?? undefined })
     this.appStore = new AppStore(this.runStore.database)
-    this.appStore.recordCrashedLoads(`the engine process died while loading it${options.lastCrash ? ` (${options.lastCrash})` : ''}`)
+    try {
+      this.appStore.recordCrashedLoads(`the engine process died while loading it${options.lastCrash ? ` (${options.lastCrash})` : ''}`)
+    } catch {
+      // a read-only or full database: the marks stay and are read on the next start that can write them
+    }
     this.loaded = new LoadedModels({
       starting: (paths) => this.appStore.markLoading(paths),
       finished: (paths) => this.appStore.clearLoading(paths)

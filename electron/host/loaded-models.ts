@@ -52,6 +52,15 @@ export interface LoadGuard {
 
 const NO_GUARD: LoadGuard = { starting: () => {}, finished: () => {} }
 
+/** Bookkeeping that must not turn a result into an error (e.g. a mark on a full disk); it is logged instead. */
+function bestEffort(write: () => void): void {
+  try {
+    write()
+  } catch (error) {
+    console.error(`speclab: model library bookkeeping failed: ${error instanceof Error ? error.message : String(error)}`)
+  }
+}
+
 /** A file whose last load killed the engine process is loaded again only when the user asks (models:load retryFailed). */
 export function refuseFailedLoads(entries: TrioEntries): void {
   const failed = [entries.target, entries.mid, entries.draft].find((e) => e?.loadError)
@@ -106,8 +115,8 @@ export class LoadedModels {
     await this.unload()
     this.loadingNow = true
     const paths = [entries.target, entries.mid, entries.draft].flatMap((e) => (e ? [e.path] : []))
-    this.guard.starting(paths)
     try {
+      this.guard.starting(paths)
       const trio = await loadTrio(
         { target: entries.target.path, mid: entries.mid?.path, draft: entries.draft?.path },
         {
@@ -130,8 +139,8 @@ export class LoadedModels {
       }
       return this.held
     } finally {
-      this.guard.finished(paths)
       this.loadingNow = false
+      bestEffort(() => this.guard.finished(paths)) // a mark that cannot be cleared must not hide the load's result
     }
   }
 

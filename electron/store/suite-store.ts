@@ -91,14 +91,23 @@ export class SuiteStore {
    * call that can — as run-store.ts keeps its run marks.
    */
   finishSuiteRun(id: number, status: Exclude<RunStatus, 'running'>, error: string | null = null): void {
-    suitesInProgressHere.delete(id)
     const mark = { status, error, at: now() }
     try {
       this.writeMark(id, mark)
     } catch (failure) {
       if (status === 'done') throw failure
-      keptMarks.set(id, mark)
+      // The first failure is the one that ended the run: a later mark never replaces it.
+      if (!this.kept.has(id)) this.kept.set(id, mark)
     }
+    suitesInProgressHere.delete(id)
+  }
+
+  /** This database file's kept marks (a process may open several files, e.g. the app's Open Database). */
+  private get kept(): Map<number, KeptMark> {
+    const key = this.db.name
+    let marks = keptMarks.get(key)
+    if (!marks) keptMarks.set(key, (marks = new Map()))
+    return marks
   }
 
   private writeMark(id: number, mark: KeptMark): void {
@@ -107,11 +116,12 @@ export class SuiteStore {
 
   /** Writes the marks a full disk kept back, where this connection can. */
   private retryKept(): void {
-    if (this.db.readonly) return
-    for (const [id, mark] of keptMarks)
+    // A read-only connection, or an in-memory copy of an older file, is not where the marks belong.
+    if (this.db.readonly || this.db.memory) return
+    for (const [id, mark] of this.kept)
       try {
         this.writeMark(id, mark)
-        keptMarks.delete(id)
+        this.kept.delete(id)
       } catch {
         return // still full: the next call tries again
       }
@@ -125,7 +135,7 @@ export class SuiteStore {
   getSuiteRun<Options, Plan>(id: number): SuiteRunRow<Options, Plan> | null {
     this.retryKept()
     const row = this.db.prepare(`SELECT * FROM suite_runs WHERE id = ?`).get(id) as SuiteDbRow | undefined
-    return row ? toSuiteRun<Options, Plan>(row) : null
+    return row ? toSuiteRun<Options, Plan>(row, this.kept) : null
   }
 
   /** Newest first; `suite` filters by suite id. */
@@ -136,7 +146,7 @@ export class SuiteStore {
         ? this.db.prepare(`SELECT * FROM suite_runs ORDER BY id DESC LIMIT ?`).all(options.limit ?? 100)
         : this.db.prepare(`SELECT * FROM suite_runs WHERE suite = ? ORDER BY id DESC LIMIT ?`).all(options.suite, options.limit ?? 100)
     ) as SuiteDbRow[]
-    return rows.map((row) => toSuiteRun<Options, Plan>(row))
+    return rows.map((row) => toSuiteRun<Options, Plan>(row, this.kept))
   }
 
   /** Every run linked to the suite run, oldest first (a cell may have several: a cancelled one, then a done one). */
@@ -177,7 +187,11 @@ export class SuiteStore {
       .prepare(`SELECT id, owner_pid AS pid, owner_host AS host FROM suite_runs WHERE status = 'running'`)
       .all() as OwnedRow[]
     const interrupt = this.db.prepare(`UPDATE suite_runs SET status = 'interrupted', error = ?, finished_at = ? WHERE id = ?`)
-    for (const run of running) if (!isOwnerAlive(run, suitesInProgressHere)) interrupt.run(INTERRUPTED_ERROR, now(), run.id)
+    try {
+      for (const run of running) if (!isOwnerAlive(run, suitesInProgressHere)) interrupt.run(INTERRUPTED_ERROR, now(), run.id)
+    } catch {
+      // A full disk: such rows already read as interrupted (toSuiteRun); the next writer marks them.
+    }
   }
 }
 
@@ -187,11 +201,11 @@ interface KeptMark {
   at: string
 }
 
-/** Suite-run marks this process could not write yet (full disk), by suite run id. */
-const keptMarks = new Map<number, KeptMark>()
+/** Suite-run marks this process could not write yet (full disk): by database file, then suite run id. */
+const keptMarks = new Map<string, Map<number, KeptMark>>()
 
-function toSuiteRun<Options, Plan>(stored: SuiteDbRow): SuiteRunRow<Options, Plan> {
-  const kept = keptMarks.get(stored.id)
+function toSuiteRun<Options, Plan>(stored: SuiteDbRow, keptHere: ReadonlyMap<number, KeptMark>): SuiteRunRow<Options, Plan> {
+  const kept = keptHere.get(stored.id)
   const row = kept ? { ...stored, status: kept.status, error: kept.error, finished_at: kept.at } : stored
   // Read-only readers do not mark orphans: a `running` row whose process is gone reads as what it is.
   const orphaned = row.status === 'running' && !isOwnerAlive({ id: row.id, pid: row.owner_pid, host: row.owner_host }, suitesInProgressHere)

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import type { ApiChannel, ApiRequest, ApiResponse, HostEvent } from '../../electron/api/contract'
 import { ChildHost } from '../../electron/host/child-host'
-import { crashReason } from '../../electron/host/crash-witness'
+import { appendLines, crashReason } from '../../electron/host/crash-witness'
 import { writeCraftedGgufs } from '../helpers/gguf-craft'
 import { describeWithModels, modelPath } from '../helpers/gguf'
 import { until } from '../helpers/until'
@@ -34,6 +34,11 @@ it('crashReason picks the assertion out of a dying process\'s stderr', () => {
   expect(crashReason(['seed 42', 'terminate called: fatal error in the runtime'])).toBe('terminate called: fatal error in the runtime')
   expect(crashReason(['seed 42'])).toBeNull() // ordinary output says nothing about the crash
   expect(crashReason([])).toBeNull()
+  // A line split across chunks is whole again; a progress bar's redraws and colours are not part of it.
+  let chunks = appendLines([], 'loading\n/src/llama.cpp:12: GGML_')
+  chunks = appendLines(chunks, 'ASSERT(n_head > 0) failed\n')
+  expect(crashReason(chunks)).toBe('/src/llama.cpp:12: GGML_ASSERT(n_head > 0) failed')
+  expect(appendLines([], '\x1b[32m10%\r\x1b[2K50% done\nnext')).toEqual(['50% done', 'next'])
 })
 
 withModels('engine host in a child process', () => {

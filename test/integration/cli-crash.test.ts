@@ -37,7 +37,7 @@ withModels('speclab run when the model process aborts', () => {
 
   it('prints one line, exits 2, and the run is interrupted with its finished prompts', async () => {
     const db = path.join(dir, 'runs.sqlite')
-    const parent = spawn(process.execPath, ['--import', 'tsx', cli, 'run', '--target', modelPath(TARGET), '--methods', 'ar', '--max-tokens', '400', '--limit', '4', '--temperature', '0', '--db', db], {
+    const parent = spawn(process.execPath, ['--import', 'tsx', cli, 'run', '--target', modelPath(TARGET), '--methods', 'ar', '--max-tokens', '400', '--limit', '8', '--temperature', '0', '--db', db], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe']
     })

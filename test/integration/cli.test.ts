@@ -141,7 +141,7 @@ withModels('speclab CLI', () => {
       await new Promise((r) => setTimeout(r, 200))
       if (!fs.existsSync(crashDb)) continue
       try {
-        const peek = RunStore.open(crashDb)
+        const peek = RunStore.open(crashDb, { readonly: true })
         finished = peek.getPromptResults(1).filter((r) => r.status === 'done').length
         peek.close()
       } catch {

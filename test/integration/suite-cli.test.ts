@@ -72,7 +72,7 @@ describe.skipIf(!haveModels)('speclab suite / report / suites', () => {
     const finishedCells = () => {
       if (!fs.existsSync(crashDb)) return new Map<string, number>()
       try {
-        const peek = RunStore.open(crashDb)
+        const peek = RunStore.open(crashDb, { readonly: true })
         try {
           return new SuiteStore(peek.database).finishedCells(1)
         } finally {

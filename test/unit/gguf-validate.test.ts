@@ -45,6 +45,17 @@ function header(version: number, tensors: bigint, kvs: bigint, extra = Buffer.al
   return Buffer.concat([b, extra])
 }
 
+/** One metadata entry: a key and a u32 value (GGUF type 4). */
+function keyValueU32(key: string, value: number): Buffer {
+  const name = Buffer.from(key, 'utf8')
+  const b = Buffer.alloc(8 + name.length + 8)
+  b.writeBigUInt64LE(BigInt(name.length), 0)
+  name.copy(b, 8)
+  b.writeUInt32LE(4, 8 + name.length)
+  b.writeUInt32LE(value, 12 + name.length)
+  return b
+}
+
 describe('gguf-validate without models', () => {
   it.each([
     ['a missing file', null, /^model file not found: .*missing\.gguf$/],
@@ -53,7 +64,8 @@ describe('gguf-validate without models', () => {
     ['GGUF version 1', header(1, 0n, 0n), /: GGUF version is 1 \(must be 2 or 3\)$/],
     ['a tensor count of 2^40', header(3, 2n ** 40n, 0n), /: tensor count is 1099511627776 \(must be ≤ 0/],
     ['a KV count of 2^40', header(3, 0n, 2n ** 40n, Buffer.alloc(100)), /: metadata key count is 1099511627776 \(must be ≤ 7: /],
-    ['no architecture', header(3, 0n, 0n), /: general.architecture is missing/]
+    ['no architecture', header(3, 0n, 0n), /: general.architecture is missing/],
+    ['a key with a newline in it', header(3, 0n, 2n, Buffer.concat([keyValueU32('a\nb', 1), keyValueU32('a\nb', 1)])), /: a\\u000ab appears twice/]
   ])('%s is refused with one line naming the file', async (name, bytes, message) => {
     const file = path.join(dir, `${name.replace(/\W+/g, '-')}.gguf`.replace('a-missing-file', 'missing'))
     if (bytes) fs.writeFileSync(file, bytes)

@@ -85,7 +85,15 @@ export interface GgufHeaderScan {
 /** A readable name of a byte count, for messages. */
 const plural = (n: bigint | number, one: string) => `${n} ${one}${n === 1 || n === 1n ? '' : 's'}`
 
-class HeaderError extends Error {}
+/**
+ * What the header scan refuses. Keys, tensor and architecture names come from the file: control characters in them
+ * (a crafted key may hold a newline) are escaped, so the refusal stays one line.
+ */
+class HeaderError extends Error {
+  constructor(message: string) {
+    super(message.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))
+  }
+}
 
 /** Sequential reads through a chunk buffer; every read and skip is checked against the file size first. */
 class ChunkReader {
