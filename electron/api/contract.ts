@@ -91,7 +91,10 @@ export const RunSummary = z.object({
   methods: z.array(z.string()),
   status: RunStatus,
   error: z.string().nullable(),
-  promptCount: z.number().int()
+  promptCount: z.number().int(),
+  /** The user's name for the run and notes on it (migration 8); null when none. */
+  name: z.string().nullable().default(null),
+  notes: z.string().nullable().default(null)
 })
 export type RunSummary = z.infer<typeof RunSummary>
 
@@ -656,6 +659,8 @@ export const API = {
   'runs:details': channel(z.object({ runId: Id }), returns<RunDetails | null>()),
   'runs:steps': channel(z.object({ resultId: Id }), returns<StepRow[]>()),
   'runs:delete': channel(z.object({ runId: Id }), returns<{ deleted: boolean }>()),
+  /** Names a run and keeps notes on it (empty text clears them). */
+  'runs:annotate': channel(z.object({ runId: Id, name: Text(200), notes: Text(20_000) }), returns<RunSummary>()),
   'runs:export': channel(z.object({ runId: Id, format: z.enum(['csv', 'json']) }), returns<RunExport>()),
   'runs:diff': channel(z.object({ a: Id, b: Id }), returns<RunDiffDetails>()),
   'runs:perplexity': channel(z.object({ runId: Id }), returns<PerplexityPoint[]>())

@@ -106,7 +106,7 @@ export function promptSource(prompts: RunConfig['prompts'] | undefined): string 
 
 export function runsTable(rows: readonly RunsRow[]): string {
   return formatTable(
-    ['id', 'created', 'status', 'target', 'prompts', 'methods', 'results', 'best vs ar', 'suite'],
+    ['id', 'created', 'status', 'target', 'prompts', 'methods', 'results', 'best vs ar', 'suite', 'name'],
     rows.map(({ summary: r, config, best }) => [
       String(r.id),
       r.createdAt.replace('T', ' ').slice(0, 19),
@@ -116,7 +116,8 @@ export function runsTable(rows: readonly RunsRow[]): string {
       r.methods.join(','),
       String(r.promptCount),
       best ? `${formatFixed(best.speedup)}× ${best.method}` : '–',
-      r.suite ?? '–'
+      r.suite ?? '–',
+      r.name ?? ''
     ])
   )
 }

@@ -77,6 +77,7 @@ export function addModelOptions(command: Command): Command {
 }
 
 interface RunOptions {
+  name?: string
   target: string
   mid?: string
   draft: string[]
@@ -103,6 +104,7 @@ interface RunOptions {
 export function runCommand(): Command {
   return addModelOptions(new Command('run').description('decode prompts with one or more methods and store the run'))
     .option('--methods <ids>', `comma-separated method ids (${METHOD_IDS.join(', ')})`, 'ar,sd')
+    .option('--name <text>', 'a name for the run, shown by runs and in the app (notes can be added in the app)')
     .option('--prompts <file>', 'JSONL prompts: turns (MT-Bench/Spec-Bench), question (GSM8K), prompt (HumanEval) or text')
     .option('--dataset <id>', 'built-in prompt set: stories, chat, code, math, mixed (default stories)')
     .option('--limit <n>', 'use the first N prompts', LIMITS.prompts)
@@ -199,7 +201,10 @@ async function runAction(options: RunOptions): Promise<void> {
       prepared,
       signal: stop.signal,
       onProgress: progress.update,
-      draftCandidates: trio.drafts
+      draftCandidates: trio.drafts,
+      onRunCreated: (runId) => {
+        if (options.name) store.annotateRun(runId, { name: options.name, notes: '' })
+      }
     })
   } finally {
     progress.stop()

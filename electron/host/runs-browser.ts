@@ -98,7 +98,7 @@ export class RunsBrowser {
     return report
   }
 
-  handlers(): ApiHandlers<'runs:search' | 'runs:details' | 'runs:steps' | 'runs:delete' | 'runs:export' | 'runs:diff' | 'runs:perplexity'> {
+  handlers(): ApiHandlers<'runs:search' | 'runs:details' | 'runs:steps' | 'runs:delete' | 'runs:annotate' | 'runs:export' | 'runs:diff' | 'runs:perplexity'> {
     return {
       'runs:search': (filter) => this.app().searchRuns(filter),
       'runs:details': ({ runId }) => this.details(runId),
@@ -110,6 +110,10 @@ export class RunsBrowser {
         if (run.summary.status === 'running') throw new UserInputError(`run ${runId} is still running (in another SpecLab process?)`)
         this.runs().deleteRun(runId)
         return { deleted: true }
+      },
+      'runs:annotate': ({ runId, name, notes }) => {
+        if (!this.runs().annotateRun(runId, { name, notes })) throw new UserInputError(`no run with id ${runId}`)
+        return this.runs().getRun(runId)!.summary
       },
       'runs:export': ({ runId, format }) => this.export(runId, format),
       'runs:diff': ({ a, b }) => this.diff(a, b),

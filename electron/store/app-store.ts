@@ -279,9 +279,10 @@ export class AppStore {
       where.push(
         `(CAST(r.id AS TEXT) = ? OR instr(lower(coalesce(r.suite, '')), lower(?)) > 0
           OR instr(lower(r.methods), lower(?)) > 0 OR instr(lower(r.config), lower(?)) > 0
-          OR instr(lower(coalesce(r.error, '')), lower(?)) > 0)`
+          OR instr(lower(coalesce(r.error, '')), lower(?)) > 0
+          OR instr(lower(coalesce(r.name, '')), lower(?)) > 0 OR instr(lower(coalesce(r.notes, '')), lower(?)) > 0)`
       )
-      args.push(text.replace(/^#/, ''), text, text, text, text)
+      args.push(text.replace(/^#/, ''), text, text, text, text, text, text)
     }
     const rows = this.db
       .prepare(

@@ -190,6 +190,15 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE models ADD COLUMN loading_host TEXT NULL;
       ALTER TABLE models ADD COLUMN load_error TEXT NULL;
     `
+  },
+  {
+    version: 8,
+    name: 'run names and notes',
+    // Issue 12: a researcher names a run ("svip h sweep, quiet machine") and keeps notes on it; both are optional.
+    sql: `
+      ALTER TABLE runs ADD COLUMN name TEXT NULL;
+      ALTER TABLE runs ADD COLUMN notes TEXT NULL;
+    `
   }
 ]
 

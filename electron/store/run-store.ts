@@ -78,6 +78,8 @@ export interface RunRow {
   status: RunStatus
   error: string | null
   prompt_count: number
+  name?: string | null
+  notes?: string | null
   owner_pid?: number | null
   owner_host?: string | null
 }
@@ -360,6 +362,12 @@ export class RunStore {
     return rows.map((r) => ({ promptIndex: r.prompt_index, phase: r.phase, draftPath: r.draft_path, detail: JSON.parse(r.detail) }))
   }
 
+  /** The user's name and notes for a run; blank text clears them. False when there is no such run. */
+  annotateRun(runId: number, label: { name: string; notes: string }): boolean {
+    const blankToNull = (text: string) => (text.trim() === '' ? null : text.trim())
+    return this.db.prepare('UPDATE runs SET name = ?, notes = ? WHERE id = ?').run(blankToNull(label.name), blankToNull(label.notes), runId).changes > 0
+  }
+
   deleteRun(runId: number): void {
     this.retryPending()
     this.db.prepare('DELETE FROM runs WHERE id = ?').run(runId)
@@ -545,7 +553,9 @@ export function toRunSummary(row: RunRow): RunSummary {
     methods: JSON.parse(row.methods) as string[],
     status: row.status,
     error: row.error,
-    promptCount: row.prompt_count
+    promptCount: row.prompt_count,
+    name: row.name ?? null,
+    notes: row.notes ?? null
   }
 }
 

@@ -382,6 +382,12 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await detail.getByTestId('result-steps').nth(1).click()
     await detail.getByTestId('step-table').locator('tbody tr').first().waitFor()
 
+    // A name and notes: saved, shown in the list, found by the search box.
+    await detail.getByTestId('run-name').fill('first look, hsddw vs sd')
+    await detail.getByTestId('run-notes').fill('greedy; the machine was quiet')
+    await detail.getByTestId('run-label-save').click()
+    await waitForText(page.getByTestId('run-row').filter({ hasText: '#1' }), /first look, hsddw vs sd/)
+
     const [csv] = await Promise.all([page.waitForEvent('download'), detail.getByTestId('run-export-csv').click()])
     expect(csv.suggestedFilename()).toBe('speclab-run-1.csv')
     const csvText = fs.readFileSync((await csv.path())!, 'utf8')

@@ -64,9 +64,11 @@ withModels('speclab CLI', () => {
   })
 
   it('runs, show and diff read the store', () => {
-    expect(speclab(...smallRun, '--methods', 'ar,sd', '--gamma', '3', '--json').code).toBe(0)
+    expect(speclab(...smallRun, '--methods', 'ar,sd', '--gamma', '3', '--name', 'γ 3 check', '--json').code).toBe(0)
     const runs = JSON.parse(speclab('runs', '--json').stdout)
     expect(runs.map((r: { id: number }) => r.id)).toEqual([2, 1])
+    expect(runs.map((r: { name: string | null }) => r.name)).toEqual(['γ 3 check', null])
+    expect(speclab('runs').stdout).toMatch(/γ 3 check/)
     expect(runs[0].status).toBe('done')
 
     const shown = JSON.parse(speclab('show', '2', '--json').stdout)
@@ -224,11 +226,12 @@ withModels('speclab CLI', () => {
     const { code, stdout } = speclab('runs')
     expect(code).toBe(0)
     const lines = stdout.trim().split('\n')
-    expect(lines[0]).toMatch(/^id\s+created\s+status\s+target\s+prompts\s+methods\s+results\s+best vs ar\s+suite$/)
+    expect(lines[0]).toMatch(/^id\s+created\s+status\s+target\s+prompts\s+methods\s+results\s+best vs ar\s+suite\s+name$/)
     const run1 = lines.find((l) => /^1\s/.test(l))!
     expect(run1).toMatch(/\sdone\s+stories260K-f32\.gguf\s+stories\s+ar,sd,nlc-draft\s+6\s+\d+\.\d\d× (sd|nlc-draft)\s+–$/)
     const json = JSON.parse(speclab('runs', '--json').stdout)
-    expect(Object.keys(json[0]).sort()).toEqual(['createdAt', 'error', 'finishedAt', 'id', 'methods', 'promptCount', 'status', 'suite'])
+    // The contract's keys stay; name and notes (run labels) were added beside them.
+    expect(Object.keys(json[0]).sort()).toEqual(['createdAt', 'error', 'finishedAt', 'id', 'methods', 'name', 'notes', 'promptCount', 'status', 'suite'])
   })
 
   it('diff prints one settings table and one metrics table with human labels', () => {

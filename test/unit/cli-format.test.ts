@@ -170,7 +170,9 @@ describe('speclab runs', () => {
     methods,
     status: 'done',
     error: null,
-    promptCount: 4
+    promptCount: 4,
+    name: null,
+    notes: null
   })
   const result = (methodName: string, outputCount: number, wallMs: number, status = 'done') => ({ method: methodName, status, outputCount, wallMs })
 
@@ -191,7 +193,7 @@ describe('speclab runs', () => {
       { summary: summary(1, ['ar', 'sd']), config: { models: { target: '/models/stories260K-f32.gguf' }, prompts: { dataset: 'code' } }, best: { method: 'sd', speedup: 1.4049999 } }
     ])
     const [header, , second, first] = text.split('\n')
-    expect(header).toMatch(/^id\s+created\s+status\s+target\s+prompts\s+methods\s+results\s+best vs ar\s+suite$/)
+    expect(header).toMatch(/^id\s+created\s+status\s+target\s+prompts\s+methods\s+results\s+best vs ar\s+suite\s+name$/)
     expect(second).toMatch(/^2\s+2026-11-23 18:29:47\s+done\s+stories-target5M-f32\.gguf\s+mt-bench\.jsonl\s+sd\s+4\s+–/)
     expect(first).toMatch(/stories260K-f32\.gguf\s+code\s+ar,sd\s+4\s+1\.40× sd/)
     expect(text).not.toContain('/models/')

@@ -8,6 +8,7 @@ import { RunConfig } from '../../electron/api/contract'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { summarizeMethod } from '../../electron/engine/metrics/fold'
 import { MIGRATIONS } from '../../electron/store/migrations'
+import { AppStore } from '../../electron/store/app-store'
 import { RunStore } from '../../electron/store/run-store'
 
 function makeConfig(overrides: Partial<RunConfig> = {}): RunConfig {
@@ -266,6 +267,20 @@ describe('RunStore', () => {
     store = RunStore.open(file)
     expect(store.recoveredInterruptedRuns).toBe(1)
     expect(store.getRun(runId)!.summary.status).toBe('interrupted')
+  })
+
+  it('names a run and keeps notes on it; blank text clears them; the app search finds them', () => {
+    store = RunStore.open(file)
+    const runId = store.createRun(makeConfig())
+    expect(store.listRuns()[0]).toMatchObject({ name: null, notes: null })
+    expect(store.annotateRun(runId, { name: '  svip h sweep ', notes: 'quiet machine\nload < 1' })).toBe(true)
+    expect(store.getRun(runId)!.summary).toMatchObject({ name: 'svip h sweep', notes: 'quiet machine\nload < 1' })
+    const app = new AppStore(store.database)
+    expect(app.searchRuns({ search: 'H SWEEP' }).map((r) => r.id)).toEqual([runId])
+    expect(app.searchRuns({ search: 'quiet' }).map((r) => r.id)).toEqual([runId])
+    expect(store.annotateRun(runId, { name: ' ', notes: '' })).toBe(true)
+    expect(store.listRuns()[0]).toMatchObject({ name: null, notes: null })
+    expect(store.annotateRun(runId + 100, { name: 'x', notes: '' })).toBe(false)
   })
 
   it('marks runs left running as interrupted when reopened', () => {
