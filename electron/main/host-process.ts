@@ -48,7 +48,7 @@ export class HostProcess {
   private onExit(child: UtilityProcess, code: number): void {
     if (this.child !== child) return
     const message = this.witness.describe(code, null)
-    this.client?.failAll(`${message}; it is being restarted`)
+    this.client?.failAll(message)
     this.port?.close()
     this.child = null
     this.client = null
