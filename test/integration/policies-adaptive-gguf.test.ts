@@ -1,7 +1,7 @@
 /**
  * The four on-the-fly adaptation policies on real GGUF models (node-llama-cpp, CPU, one thread): greedy decoding
  * must reproduce `ar` — target stories-target5M-f32 ← draft stories260K-f32, 3 story prompts × 48 tokens, one
- * run per method (forRun once, so learned state carries from prompt to prompt as in a real run).
+ * run per method (newRun once, so learned state carries from prompt to prompt as in a real run).
  * A divergence is tolerated only where the target's top two tokens are within 0.02 of each other at the first
  * differing position (batched and single-token evaluation may round differently) and the two outputs chose
  * exactly those two tokens — the rule of expectSameOrNearTie (test/helpers/gguf.ts).

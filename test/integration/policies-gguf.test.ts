@@ -1,7 +1,7 @@
 /**
  * Greedy losslessness of the issue-3 draft-length policies on real GGUF models (node-llama-cpp, CPU, one thread):
  * target stories-target5M-f32 ← draft stories260K-f32, 3 story prompts × 48 tokens. Each of `sd-heuristic`,
- * `sd-pmin`, `svip` and `self-verify` (default parameters and one other setting each, --gamma 5, one forRun per
+ * `sd-pmin`, `svip` and `self-verify` (default parameters and one other setting each, --gamma 5, one newRun per
  * method so state that persists across prompts is exercised) must reproduce `ar`'s greedy tokens. A divergence is tolerated only where the
  * target's top two tokens are within NEAR_TIE of each other at the first differing position (batched and
  * single-token evaluation may round differently) and the two outputs chose exactly those two tokens — the rule of

@@ -463,21 +463,21 @@ describe('KV sequences', () => {
   })
 })
 
-describe('registry: beam / dsbd / dsbd-1beam parameters', () => {
-  const forRun = (id: string, gamma: number, params: Record<string, number | string | boolean>) => () => prepare(id, { gamma, params }).newRun()
+describe('catalog: beam / dsbd / dsbd-1beam parameters', () => {
+  const prepared = (id: string, gamma: number, params: Record<string, number | string | boolean>) => () => prepare(id, { gamma, params }).newRun()
 
   it('validates --set values with a UserInputError naming the key', () => {
-    expect(forRun('beam', 5, { 'beam.width': 2, 'beam.deterministic': true })).not.toThrow()
-    expect(forRun('beam', 5, { 'beam.width': 0 })).toThrow(UserInputError)
-    expect(forRun('beam', 5, { 'beam.widht': 2 })).toThrow(/beam\.widht/)
-    expect(forRun('beam', 5, { 'beam.deterministic': 'yes' })).toThrow(UserInputError)
-    expect(forRun('dsbd', 3, { 'dsbd.ws': 4, 'dsbd.t': 0.7, 'dsbd.wmin': 2, 'dsbd.fixedWidth': 0 })).not.toThrow()
-    expect(forRun('dsbd', 3, { 'dsbd.t': 1.5 })).toThrow(/dsbd\.t/)
-    expect(forRun('dsbd', 3, { 'dsbd.ws': 2, 'dsbd.fixedWidth': 3 })).toThrow(/dsbd\.fixedWidth/)
-    expect(forRun('dsbd-1beam', 3, { 'dsbd.wmin': 9 })).toThrow(/dsbd\.wmin/)
-    expect(forRun('dsbd', 3, { 'dsbd.layers': 2 })).toThrow(/dsbd\.layers/)
+    expect(prepared('beam', 5, { 'beam.width': 2, 'beam.deterministic': true })).not.toThrow()
+    expect(prepared('beam', 5, { 'beam.width': 0 })).toThrow(UserInputError)
+    expect(prepared('beam', 5, { 'beam.widht': 2 })).toThrow(/beam\.widht/)
+    expect(prepared('beam', 5, { 'beam.deterministic': 'yes' })).toThrow(UserInputError)
+    expect(prepared('dsbd', 3, { 'dsbd.ws': 4, 'dsbd.t': 0.7, 'dsbd.wmin': 2, 'dsbd.fixedWidth': 0 })).not.toThrow()
+    expect(prepared('dsbd', 3, { 'dsbd.t': 1.5 })).toThrow(/dsbd\.t/)
+    expect(prepared('dsbd', 3, { 'dsbd.ws': 2, 'dsbd.fixedWidth': 3 })).toThrow(/dsbd\.fixedWidth/)
+    expect(prepared('dsbd-1beam', 3, { 'dsbd.wmin': 9 })).toThrow(/dsbd\.wmin/)
+    expect(prepared('dsbd', 3, { 'dsbd.layers': 2 })).toThrow(/dsbd\.layers/)
     // A key of another method is refused, naming its owner (a run's --set list may hold only its methods' keys).
-    expect(forRun('dsbd', 3, { 'svip.h': 0.3 })).toThrow(/svip\.h is not a parameter of .*: it belongs to svip, which is not in this run/)
+    expect(prepared('dsbd', 3, { 'svip.h': 0.3 })).toThrow(/svip\.h is not a parameter of .*: it belongs to svip, which is not in this run/)
     expect(() => prepareRun(['dsbd', 'svip'], { gamma: 3, params: { 'svip.h': 0.3, 'dsbd.ws': 2 } })).not.toThrow()
   })
 
