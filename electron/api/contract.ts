@@ -472,11 +472,22 @@ export interface ModelInspection {
   /** Other scalar metadata (key → value as text), for the curious. */
   metadata: { key: string; value: string }[]
 }
+/** What loading a trio will take (host/memory-estimate.ts), on the CPU. */
+export interface MemoryEstimate {
+  files: { fileName: string; weightsBytes: number; contextBytes: number; contextSize: number }[]
+  totalBytes: number
+  /** Free memory of this machine when estimated. */
+  freeBytes: number
+  sequences: number
+}
 export interface TrioCheck {
   compatible: boolean
   /** One sentence for the UI: why the trio can or cannot run speculative decoding. */
   message: string
   pairs: { role: 'mid' | 'draft'; compatible: boolean; reason: string | null }[]
+  /** With the load settings given: the memory the load needs, and a sentence saying it beside what is free. */
+  memory: MemoryEstimate | null
+  memoryMessage: string | null
 }
 export interface CatalogModel {
   role: 'target' | 'mid' | 'draft'
@@ -619,7 +630,8 @@ export const API = {
   'models:add': channel(z.object({ path: ModelFilePath }), returns<ModelEntry>()),
   'models:remove': channel(z.object({ modelId: Id }), returns<{ removed: boolean }>()),
   'models:inspect': channel(z.object({ modelId: Id }), returns<ModelInspection>()),
-  'models:check-trio': channel(TrioSelection, returns<TrioCheck>()),
+  /** settings: the load about to be made, for the memory estimate (context size; 4 KV sequences). */
+  'models:check-trio': channel(TrioSelection.extend({ settings: LoadSettings.optional() }), returns<TrioCheck>()),
   /** retryFailed: load files whose last load killed the engine process anyway (the user chose "Try again"). */
   'models:load': channel(z.object({ trio: TrioSelection, settings: LoadSettings, retryFailed: z.boolean().optional() }), returns<LoadedTrio>()),
   'models:unload': channel(z.object({}), returns<{ unloaded: boolean }>()),

@@ -13,7 +13,9 @@ import { createHash } from 'node:crypto'
 import { stat } from 'node:fs/promises'
 import path from 'node:path'
 import { GgufFileType, readGgufFileInfo } from 'node-llama-cpp'
-import type { ModelEntry, ModelInspection, TrioCheck, TrioSelection } from '../api/contract'
+import type { LoadSettings, ModelEntry, ModelInspection, TrioCheck, TrioSelection } from '../api/contract'
+import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
+import { describeMemory, estimateTrioMemory } from './memory-estimate'
 import { UserInputError } from '../engine/errors'
 import { validateGgufFile } from '../engine/model/gguf-validate'
 import { assertGgufFile } from '../engine/model/llama-cpp-model'
@@ -217,7 +219,21 @@ export class ModelLibrary {
   }
 
   /** Can these models run speculative decoding together? One clear sentence, per-pair reasons. */
-  async checkTrio(trio: TrioSelection): Promise<TrioCheck> {
+  /** Whether the trio can decode speculatively and, with the load settings, what loading it will take. */
+  async checkTrio(request: TrioSelection & { settings?: LoadSettings }): Promise<TrioCheck> {
+    const vocabulary = await this.vocabularyCheck(request)
+    if (!request.settings) return { ...vocabulary, memory: null, memoryMessage: null }
+    const chosen = [request.target, request.mid, request.draft].filter((id): id is number => id !== null)
+    const files = await Promise.all(chosen.map((id) => this.get(id)))
+    try {
+      const memory = await estimateTrioMemory(files, { contextSize: request.settings.contextSize, sequences: DEFAULT_SEQUENCES })
+      return { ...vocabulary, memory, memoryMessage: describeMemory(memory) }
+    } catch (error) {
+      return { ...vocabulary, memory: null, memoryMessage: `No memory estimate (${error instanceof Error ? error.message : String(error)}).` }
+    }
+  }
+
+  private async vocabularyCheck(trio: TrioSelection): Promise<Omit<TrioCheck, 'memory' | 'memoryMessage'>> {
     const target = await this.get(trio.target)
     const targetSummary = (await this.summary(target.path))!.summary
     const pairs: TrioCheck['pairs'] = []

@@ -249,6 +249,7 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await page.getByTestId('trio-draft').selectOption({ label: 'stories260K-f32.gguf' })
     await page.getByTestId('trio-check').click()
     await waitForText(page.getByTestId('trio-check-result'), /Compatible: all three models share one vocabulary/)
+    await waitForText(page.getByTestId('trio-memory'), /^Loading needs about [\d.]+ MB \(weights .* at 512 tokens × 4 sequences\); [\d.]+ [MG]B free\.$/)
     await page.getByTestId('trio-load').click()
     await waitForText(page.getByTestId('trio-loaded'), /Loaded: stories-target5M-f32\.gguf · stories-mid1M-f32\.gguf · stories260K-f32\.gguf/)
     await waitForText(page.getByTestId('trio-loaded'), /context \d+ tokens, 4 KV sequences/)

@@ -114,6 +114,16 @@ describe.skipIf(!haveModels)('engine host', () => {
     const ok = await call('models:check-trio', { target: ids.target, mid: ids.mid, draft: ids.draft })
     expect(ok.compatible).toBe(true)
     expect(ok.message).toMatch(/^Compatible: all three models share one vocabulary \(llama, 512 tokens/)
+    expect(ok.memory).toBeNull() // no load settings given: no estimate
+
+    // With the load about to be made: what it needs, per file (weights ≈ the file's tensors) and in all.
+    const sized = await call('models:check-trio', { target: ids.target, mid: ids.mid, draft: ids.draft, settings: LOAD })
+    const target = sized.memory!.files[0]
+    expect(target.weightsBytes).toBeGreaterThan(0.9 * fs.statSync(files.target).size - 1024 * 1024)
+    expect(target.weightsBytes).toBeLessThan(1.1 * fs.statSync(files.target).size)
+    expect(target.contextBytes).toBeGreaterThan(0)
+    expect(sized.memory!.totalBytes).toBe(sized.memory!.files.reduce((n, f) => n + f.weightsBytes + f.contextBytes, 0))
+    expect(sized.memoryMessage).toMatch(/^Loading needs about [\d.]+ MB \(weights [\d.]+ MB \+ context [\d.]+ MB at 512 tokens × 4 sequences\); [\d.]+ [MG]B free\.$/)
     const bad = await call('models:check-trio', { target: ids.target, mid: ids.mid, draft: ids.foreign })
     expect(bad.compatible).toBe(false)
     expect(bad.message).toMatch(/tinystories-656k-q8_0\.gguf: its vocabulary has 2048 tokens, the target’s 512/)
