@@ -161,15 +161,14 @@ async function dsbdBenchAction(options: DsbdBenchOptions): Promise<void> {
   const { target, draft } = trio.models
   try {
     const promptTokens = tokenizePrompts(trio.models, prompts, { maxTokens: options.maxTokens, contextSize: options.contextSize })
-    const arms = configs.map((config) => ({ label: config.label, method: config.prepared, config }))
+    const arms = configs.map((config, index) => ({ label: config.label, method: config.prepared, config, index }))
     const collected = configs.map(() => ({ tokens: 0, wallMs: 0, logProb: 0, steps: [] as StepRecord[], outputs: [] as string[] }))
     const cells = prompts.length * configs.length
     let done = 0
     process.stderr.write(`warming up ${configs.length} configurations…\n`)
     // The runner's schedule: untimed warm-up, prompt-major order, one PRNG stream per prompt.
     await runInterleaved(arms, { models: { target, draft }, promptTokens, maxTokens: options.maxTokens, warp, seed: options.seed }, {
-      cell: async ({ config }, p, decode) => {
-        const c = configs.indexOf(config)
+      cell: async ({ config, index: c }, p, decode) => {
         const prompt = promptTokens[p]
         const events: DecodeEvent[] = []
         const started = performance.now()

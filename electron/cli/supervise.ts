@@ -10,7 +10,7 @@
  */
 import { spawn } from 'node:child_process'
 import os from 'node:os'
-import { appendLines, crashReason } from '../host/crash-witness'
+import { CrashWitness } from '../host/crash-witness'
 import { TTY_COLUMNS_ENV } from './progress'
 
 /** Set in the child's environment, so it runs the command instead of supervising again. */
@@ -48,11 +48,11 @@ export function superviseSelf(afterCrash: () => void): Promise<number> {
     detached: process.platform !== 'win32'
   })
   child.on('error', (error) => process.stderr.write(`speclab: could not start the model process: ${error.message}\n`))
-  let tail: string[] = []
+  const witness = new CrashWitness()
   child.stderr!.setEncoding('utf8')
   child.stderr!.on('data', (chunk: string) => {
     process.stderr.write(chunk)
-    tail = appendLines(tail, chunk)
+    witness.stderr(chunk)
   })
   const forwardSigint = () => child.kill('SIGINT')
   const forwardSigterm = () => child.kill('SIGTERM')
@@ -69,7 +69,7 @@ export function superviseSelf(afterCrash: () => void): Promise<number> {
       } catch {
         // the database may be what failed; the crash line below still says what happened
       }
-      const reason = crashReason(tail)
+      const reason = witness.reason
       if (process.stderr.isTTY) process.stderr.write('\r\x1b[K\x1b[?25h') // off a half-drawn bar, cursor back
       process.stderr.write(
         `speclab: the model process crashed (${signal})${reason ? `: ${reason}` : ''} — a model file llama.cpp cannot run? ` +

@@ -142,7 +142,9 @@ export class DownloadManager {
     let received = 0
     // The watchdog: restarted by every byte that arrives, it fails the job when none come for timeoutMs.
     let watchdog: ReturnType<typeof setTimeout> | undefined
+    let watching = true
     const arm = () => {
+      if (!watching) return // a late progress report after the job ended must not start a timer again
       clearTimeout(watchdog)
       watchdog = setTimeout(() => {
         const message =
@@ -151,6 +153,10 @@ export class DownloadManager {
             : `the download stalled: no data from ${server} for ${seconds(timeoutMs)}`
         active.abort.abort(new Stopped('failed', message))
       }, timeoutMs)
+    }
+    const disarm = () => {
+      watching = false
+      clearTimeout(watchdog)
     }
     arm()
     let creating: Promise<Downloader> | null = null
@@ -184,12 +190,12 @@ export class DownloadManager {
       ownsFile = target !== undefined && !existsSync(target)
       const file = await unlessAborted(active.downloader.download({ signal }), signal)
       // The file is complete: from here on the job ends as done (or failed, if the library refuses the file).
-      clearTimeout(watchdog)
+      disarm()
       const entry = await this.library.add(file, 'download', active.state.uri)
       this.update(active, { state: 'done', modelId: entry.id, fileName: entry.fileName, downloadedBytes: entry.sizeBytes, totalBytes: entry.sizeBytes })
       this.emit({ type: 'models:changed' })
     } catch (error) {
-      clearTimeout(watchdog)
+      disarm()
       const stopped = signal.aborted ? signal.reason : null
       if (!signal.aborted) active.abort.abort(new Stopped('failed', 'failed'))
       const cancelled = stopped instanceof Stopped && stopped.outcome === 'cancelled'

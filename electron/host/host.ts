@@ -189,9 +189,10 @@ export class EngineHost {
           draft: trio.draft === null ? null : await this.library.get(trio.draft)
         }
         if (!retryFailed) refuseFailedLoads(entries)
-        for (const entry of [entries.target, entries.mid, entries.draft]) if (entry?.loadError) this.appStore.clearLoadError(entry.id)
         const release = this.lock.acquire('loading models')
         try {
+          // Asked to try again, and the load is really starting (the lock was free): forget the recorded failure.
+          for (const entry of [entries.target, entries.mid, entries.draft]) if (entry?.loadError) this.appStore.clearLoadError(entry.id)
           await this.loaded.load(entries, settings, (progress) => this.emit({ type: 'models:load-progress', ...progress }))
         } finally {
           release()

@@ -218,13 +218,13 @@ export class ModelLibrary {
     }
   }
 
-  /** Can these models run speculative decoding together? One clear sentence, per-pair reasons. */
   /** Whether the trio can decode speculatively and, with the load settings, what loading it will take. */
   async checkTrio(request: TrioSelection & { settings?: LoadSettings }): Promise<TrioCheck> {
-    const vocabulary = await this.vocabularyCheck(request)
+    const target = await this.get(request.target)
+    const others = { mid: request.mid === null ? null : await this.get(request.mid), draft: request.draft === null ? null : await this.get(request.draft) }
+    const vocabulary = await this.vocabularyCheck(target, others)
     if (!request.settings) return { ...vocabulary, memory: null, memoryMessage: null }
-    const chosen = [request.target, request.mid, request.draft].filter((id): id is number => id !== null)
-    const files = await Promise.all(chosen.map((id) => this.get(id)))
+    const files = [target, others.mid, others.draft].filter((entry): entry is ModelEntry => entry !== null)
     try {
       const memory = await estimateTrioMemory(files, { contextSize: request.settings.contextSize, sequences: DEFAULT_SEQUENCES })
       return { ...vocabulary, memory, memoryMessage: describeMemory(memory) }
@@ -233,14 +233,16 @@ export class ModelLibrary {
     }
   }
 
-  private async vocabularyCheck(trio: TrioSelection): Promise<Omit<TrioCheck, 'memory' | 'memoryMessage'>> {
-    const target = await this.get(trio.target)
+  /** Can these models run speculative decoding together? One clear sentence, per-pair reasons. */
+  private async vocabularyCheck(
+    target: ModelEntry,
+    others: { mid: ModelEntry | null; draft: ModelEntry | null }
+  ): Promise<Omit<TrioCheck, 'memory' | 'memoryMessage'>> {
     const targetSummary = (await this.summary(target.path))!.summary
     const pairs: TrioCheck['pairs'] = []
     for (const role of ['mid', 'draft'] as const) {
-      const id = trio[role]
-      if (id === null) continue
-      const other = await this.get(id)
+      const other = others[role]
+      if (other === null) continue
       const reason = vocabularyDifference(targetSummary, (await this.summary(other.path))!.summary)
       pairs.push({ role, compatible: reason === null, reason: reason === null ? null : `${other.fileName}: ${reason}` })
     }

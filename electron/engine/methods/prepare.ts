@@ -73,7 +73,7 @@ function unknownKeyMessage(key: string, run: readonly MethodDefinition[]): strin
 
 /** The keys of `params` that a method of the run owns (for plans stored before keys were checked per run). */
 export function ownedParams(ids: readonly string[], params: RawParams): Record<string, number | string | boolean> {
-  const owned = new Set(ids.flatMap((id) => (findMethod(id) ? keysOf(findMethod(id)!) : [])))
+  const owned = new Set(ids.map(findMethod).flatMap((method) => (method ? keysOf(method) : [])))
   return Object.fromEntries(Object.entries(params).filter(([key]) => owned.has(key)))
 }
 
