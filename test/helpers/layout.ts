@@ -47,8 +47,10 @@ export async function layoutProblems(page: Page): Promise<string[]> {
       if (hit && (el === hit || el.contains(hit) || (label !== null && label.contains(hit) && hit.closest('label') === label))) continue
       problems.push(`${describe(el)} is covered by ${describe(hit)}`)
     }
+    // Leave every scroll position as it was before the check (tables scrolled sideways too), so the screenshot
+    // shows what a user first sees.
     scrollTo(0, 0)
-    for (const scroller of document.querySelectorAll('.content, main')) scroller.scrollTo(0, 0)
+    for (const scroller of document.querySelectorAll('*')) if (scroller.scrollLeft !== 0 || scroller.scrollTop !== 0) scroller.scrollTo(0, 0)
     return problems
   })
 }
