@@ -649,7 +649,12 @@ export const API = {
       text: Text(100_000).refine((t) => t.trim().length > 0, 'the message is empty'),
       settings: GenerationSettings,
       format: PromptFormat,
-      systemPrompt: Text(20_000)
+      systemPrompt: Text(20_000),
+      /**
+       * Edit and regenerate: this user message of the conversation and every message after it are replaced by the
+       * text sent (its own text again to regenerate the reply), once the generation has started.
+       */
+      replaceFrom: Id.optional()
     }),
     returns<{ conversationId: number; generationId: string; userMessage: ChatMessage }>()
   ),

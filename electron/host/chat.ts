@@ -96,19 +96,14 @@ export class ChatService {
     const held = this.models.current
     const { settings } = request
     const method = chatMethod(held, settings.method, settings.gamma, settings.params)
-    if (request.conversationId !== null && !this.store().getConversation(request.conversationId))
-      throw new UserInputError(`conversation ${request.conversationId} does not exist any more`)
+    const earlier = this.earlierMessages(request)
     const release = this.lock.acquire(`chat generation with ${settings.method}`)
     try {
-      const history: Turn[] =
-        request.conversationId === null
-          ? []
-          : this.store()
-              .getMessages(request.conversationId)
-              .map((m) => ({ role: m.role, text: m.text }))
+      const history: Turn[] = earlier.map((m) => ({ role: m.role, text: m.text }))
       history.push({ role: 'user', text: request.text })
       const prompt = buildPrompt(held!.models.target, history, request.systemPrompt, request.format, held!.contextSize - settings.maxTokens)
       const conversationId = request.conversationId ?? this.store().createConversation(request.text)
+      if (request.replaceFrom !== undefined) this.store().truncateFrom(conversationId, request.replaceFrom, request.text)
       const userMessage = this.store().addUserMessage(conversationId, request.text)
       const generation: Generation = { id: randomUUID(), conversationId, abort: new AbortController() }
       this.generation = generation
@@ -119,6 +114,21 @@ export class ChatService {
       release()
       throw error
     }
+  }
+
+  /** The conversation's messages the new one follows: all of them, or those before the user message it replaces. */
+  private earlierMessages({ conversationId, replaceFrom }: ApiRequest<'chat:send'>): ChatMessage[] {
+    if (conversationId === null) {
+      if (replaceFrom !== undefined) throw new UserInputError('only a message of a saved conversation can be edited or regenerated')
+      return []
+    }
+    if (!this.store().getConversation(conversationId)) throw new UserInputError(`conversation ${conversationId} does not exist any more`)
+    const messages = this.store().getMessages(conversationId)
+    if (replaceFrom === undefined) return messages
+    const at = messages.findIndex((m) => m.id === replaceFrom)
+    if (at < 0 || messages[at]!.role !== 'user')
+      throw new UserInputError(`message ${replaceFrom} is not one of your messages in this conversation (it may have been replaced already)`)
+    return messages.slice(0, at)
   }
 
   /** The held trio, reloaded (same files and settings, with progress) when the method needs more KV sequences. */

@@ -148,9 +148,24 @@ function createWindow(): void {
   else void win.loadFile(rendererFile)
 }
 
+/** A link in a chat reply (Markdown) opens in the system browser when it is a web link; nothing else opens. */
+function isWebLink(url: string): boolean {
+  try {
+    return ['http:', 'https:'].includes(new URL(url).protocol)
+  } catch {
+    return false
+  }
+}
+
+/** The only permission a page of ours uses: writing text to the clipboard (Copy on chat messages). */
+const ALLOWED_PERMISSIONS: ReadonlySet<string> = new Set(['clipboard-sanitized-write'])
+
 // Every web contents may neither open windows nor leave our page, nor embed webviews.
 app.on('web-contents-created', (_event, contents) => {
-  contents.setWindowOpenHandler(() => ({ action: 'deny' }))
+  contents.setWindowOpenHandler(({ url }) => {
+    if (isWebLink(url)) void shell.openExternal(url)
+    return { action: 'deny' }
+  })
   contents.on('will-navigate', (event) => {
     if (!isRendererUrl(event.url)) event.preventDefault()
   })
@@ -162,9 +177,9 @@ app.on('web-contents-created', (_event, contents) => {
 
 app.whenReady().then(() => {
   app.setAboutPanelOptions({ applicationName: 'SpecLab', applicationVersion: app.getVersion() })
-  // No page of ours needs a permission (camera, notifications, …): refuse them all.
-  session.defaultSession.setPermissionRequestHandler((_contents, _permission, callback) => callback(false))
-  session.defaultSession.setPermissionCheckHandler(() => false)
+  // No page of ours needs a permission (camera, notifications, …) beyond writing the clipboard: refuse the rest.
+  session.defaultSession.setPermissionRequestHandler((_contents, permission, callback) => callback(ALLOWED_PERMISSIONS.has(permission)))
+  session.defaultSession.setPermissionCheckHandler((_contents, permission) => ALLOWED_PERMISSIONS.has(permission))
   const userData = app.getPath('userData')
   host = new HostProcess(
     hostEntry,

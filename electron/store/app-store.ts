@@ -70,13 +70,16 @@ function parseJson<T>(schema: z.ZodType<T>, text: string | null): T | null {
   }
 }
 
+/** A conversation is titled by the start of its first message. */
+const conversationTitle = (firstMessage: string): string => firstMessage.replace(/\s+/g, ' ').trim().slice(0, TITLE_LENGTH) || 'Conversation'
+
 export class AppStore {
   constructor(private readonly db: Database.Database) {}
 
   // ── conversations ──
 
   createConversation(firstMessage: string): number {
-    const title = firstMessage.replace(/\s+/g, ' ').trim().slice(0, TITLE_LENGTH) || 'Conversation'
+    const title = conversationTitle(firstMessage)
     const at = now()
     const info = this.db
       .prepare('INSERT INTO conversations (created_at, updated_at, title) VALUES (?, ?, ?)')
@@ -108,6 +111,18 @@ export class AppStore {
       .prepare('SELECT * FROM messages WHERE conversation_id = ? ORDER BY id')
       .all(conversationId) as MessageDbRow[]
     return rows.map(toMessage)
+  }
+
+  /**
+   * Drops a user message and everything after it (edit and regenerate replace the tail of a conversation); a
+   * conversation left empty takes its title from the text that replaces its first message.
+   */
+  truncateFrom(conversationId: number, messageId: number, replacement: string): void {
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM messages WHERE conversation_id = ? AND id >= ?').run(conversationId, messageId)
+      const left = this.db.prepare('SELECT COUNT(*) AS n FROM messages WHERE conversation_id = ?').get(conversationId) as { n: number }
+      if (left.n === 0) this.db.prepare('UPDATE conversations SET title = ? WHERE id = ?').run(conversationTitle(replacement), conversationId)
+    })()
   }
 
   addUserMessage(conversationId: number, text: string): ChatMessage {

@@ -289,6 +289,41 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     expect(await page.getByTestId('message-user').textContent()).toContain('Lily')
   })
 
+  it('Chat: a message copies; replies render as Markdown; the last reply regenerates; a message edits in place', async () => {
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: url.origin })
+    const reply = page.getByTestId('message-assistant')
+    await reply.getByTestId('message-copy').click()
+    await waitForText(reply.getByTestId('message-copy'), /^Copied$/)
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(await reply.locator('.generated').textContent())
+
+    await page.getByTestId('chat-reply-view').selectOption('markdown')
+    await reply.getByTestId('markdown').waitFor()
+    expect(await reply.locator('.tok').count()).toBe(0)
+    await shot('chat-markdown')
+    await page.getByTestId('chat-reply-view').selectOption('provenance')
+    await reply.locator('.tok').first().waitFor()
+
+    /** Marks what is on screen, so the wait sees the new reply (keyed by message id) rather than the old one. */
+    const newReply = async () => {
+      await page.waitForFunction(() => !document.querySelector('[data-testid="message-streaming"]') && !!document.querySelector('[data-testid="message-assistant"]:not([data-old]) [data-testid="reply-stats"]'))
+      return page.locator('[data-testid="message-assistant"]:not([data-old])')
+    }
+    await reply.evaluate((el) => el.setAttribute('data-old', ''))
+    await reply.getByTestId('message-regenerate').click()
+    await newReply()
+    expect(await page.getByTestId('message-assistant').count()).toBe(1)
+    expect(await page.getByTestId('message-user').count()).toBe(1)
+
+    await page.getByTestId('message-assistant').evaluate((el) => el.setAttribute('data-old', ''))
+    await page.getByTestId('message-user').getByTestId('message-edit').click()
+    await page.getByTestId('message-edit-text').fill('Tom had a big red ball.')
+    await page.getByTestId('message-edit-send').click()
+    await newReply()
+    expect(await page.getByTestId('message-user').textContent()).toContain('Tom had a big red ball.')
+    expect(await page.getByTestId('message-assistant').count()).toBe(1)
+    await waitForText(page.locator('[data-testid="conversation-item"]'), /^Tom had a big red ball\.$/)
+  })
+
   it('Workbench: runs methods × prompts with progress, shows results and charts; cancel stops a run', async () => {
     await page.getByTestId('nav-workbench').click()
     await waitForText(page.getByTestId('wb-dataset'), /Stories/)

@@ -234,6 +234,30 @@ describe.skipIf(!haveModels)('engine host', () => {
     await expect(workbench(['ar', 'ar'], {})).rejects.toThrow("method 'ar' is listed twice")
   })
 
+  it('edits and regenerates: the replaced message and everything after it give way to the new turn', async () => {
+    const before = (await call('chat:conversation', { conversationId }))!.messages
+    expect(before.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant'])
+    // Regenerate the first reply with ar: the same text again, from the first user message on.
+    const again = await call('chat:send', { conversationId, text: before[0]!.text, settings: settings({ method: 'ar' }), format: 'auto', systemPrompt: '', replaceFrom: before[0]!.id })
+    const regenerated = (await chatDone(again.generationId)).message!
+    expect(regenerated.text).toBe(sdMessage.text) // greedy ar reproduces greedy sd's reply
+    expect(regenerated.settings!.method).toBe('ar')
+    const afterRegenerate = (await call('chat:conversation', { conversationId }))!
+    expect(afterRegenerate.messages.map((m) => m.id)).toEqual([again.userMessage.id, regenerated.id])
+    expect(again.userMessage.id).toBeGreaterThan(before[3]!.id)
+    // Edit the (new) first message: the title follows it, the history before it is empty, the reply continues the edit.
+    const edited = await call('chat:send', { conversationId, text: 'Lily had a red ball', settings: settings({ maxTokens: 12 }), format: 'auto', systemPrompt: '', replaceFrom: again.userMessage.id })
+    const reply = (await chatDone(edited.generationId)).message!
+    const afterEdit = (await call('chat:conversation', { conversationId }))!
+    expect(afterEdit.messages.map((m) => m.text)).toEqual(['Lily had a red ball', reply.text])
+    expect(afterEdit.summary.title).toBe('Lily had a red ball')
+    // A message that is gone, or a reply rather than a user message, cannot be replaced; nothing is lost.
+    await expect(call('chat:send', { conversationId, text: 'x', settings: settings(), format: 'auto', systemPrompt: '', replaceFrom: before[0]!.id })).rejects.toThrow(/is not one of your messages/)
+    await expect(call('chat:send', { conversationId, text: 'x', settings: settings(), format: 'auto', systemPrompt: '', replaceFrom: reply.id })).rejects.toThrow(/is not one of your messages/)
+    await expect(call('chat:send', { conversationId: null, text: 'x', settings: settings(), format: 'auto', systemPrompt: '', replaceFrom: reply.id })).rejects.toThrow(/saved conversation/)
+    expect((await call('chat:conversation', { conversationId }))!.messages).toEqual(afterEdit.messages)
+  })
+
   const runIds: number[] = []
   it('runs the workbench with progress, stores the run, and reports it', async () => {
     events.length = 0

@@ -32,7 +32,8 @@ const recorded = vi.hoisted(() => ({
   appHandlers: new Map<string, (...args: any[]) => void>(),
   menuTemplate: null as any[] | null,
   permissionRequest: null as ((contents: unknown, permission: string, callback: (granted: boolean) => void) => void) | null,
-  permissionCheck: null as (() => boolean) | null,
+  permissionCheck: null as ((contents: unknown, permission: string) => boolean) | null,
+  openedExternally: [] as string[],
   hostExits: [] as number[],
   children: [] as EventEmitterLike[],
   ready: null as (() => void) | null,
@@ -167,7 +168,7 @@ vi.mock('electron', async () => {
       removeListener: (channel: string, listener: (event: unknown, payload: unknown) => void) =>
         recorded.rendererListeners.get(channel)?.delete(listener)
     },
-    shell: { openPath: async () => '' }
+    shell: { openPath: async () => '', openExternal: async (url: string) => void recorded.openedExternally.push(url) }
   }
 })
 
@@ -198,21 +199,28 @@ describe('Electron main with a fake electron module', () => {
     expect(pathToFileURL(window.loaded!).href).toBe(rendererUrl)
   })
 
-  it('refuses every permission and lists every suite in the Experiments menu', () => {
+  it('refuses every permission but writing the clipboard, and lists every suite in the Experiments menu', () => {
     const granted: boolean[] = []
     recorded.permissionRequest!({}, 'media', (g) => granted.push(g))
-    expect(granted).toEqual([false])
-    expect(recorded.permissionCheck!()).toBe(false)
+    recorded.permissionRequest!({}, 'clipboard-read', (g) => granted.push(g))
+    recorded.permissionRequest!({}, 'clipboard-sanitized-write', (g) => granted.push(g))
+    expect(granted).toEqual([false, false, true])
+    expect(recorded.permissionCheck!({}, 'geolocation')).toBe(false)
+    expect(recorded.permissionCheck!({}, 'clipboard-sanitized-write')).toBe(true)
     const experiments = recorded.menuTemplate!.find((m) => m.label === 'Experiments')
     const labels = experiments.submenu.map((item: { label?: string }) => item.label)
     for (const suite of SUITES) expect(labels).toContain(suite.name)
   })
 
   it('keeps web contents on our page: no new windows, no navigation or redirect elsewhere, no webviews', () => {
-    const contents = new EventEmitter() as EventEmitter & { setWindowOpenHandler(h: () => unknown): void; openHandler?: () => unknown }
+    type OpenHandler = (details: { url: string }) => unknown
+    const contents = new EventEmitter() as EventEmitter & { setWindowOpenHandler(h: OpenHandler): void; openHandler?: OpenHandler }
     contents.setWindowOpenHandler = (handler) => (contents.openHandler = handler)
     recorded.appHandlers.get('web-contents-created')!({}, contents)
-    expect(contents.openHandler!()).toEqual({ action: 'deny' })
+    // A web link (from a Markdown reply) opens in the system browser; nothing opens a window of ours.
+    for (const url of ['https://example.com/', 'file:///etc/passwd', 'javascript:alert(1)', 'not a url'])
+      expect(contents.openHandler!({ url })).toEqual({ action: 'deny' })
+    expect(recorded.openedExternally).toEqual(['https://example.com/'])
     const attempt = (event: string, url?: string) => {
       let prevented = false
       contents.emit(event, { url, preventDefault: () => (prevented = true) })
