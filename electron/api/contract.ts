@@ -6,9 +6,9 @@ import { z } from 'zod'
 import type { StepRecord } from '../engine/decoders/types'
 
 import { METHOD_IDS } from '../engine/methods/ids'
-import { GAMMA_RANGE } from '../engine/methods/limits'
+import { GAMMA_RANGE, MAX_REPEATS } from '../engine/methods/limits'
 import type { MethodInfo } from '../engine/methods/docs'
-import { MethodSummary } from '../engine/metrics/summary'
+import { IntervalSummary as IntervalSummarySchema, MethodSummary, type IntervalSummary } from '../engine/metrics/summary'
 
 /** Method ids (DESIGN.md CLI contract — keep stable): generated from the method catalog. */
 export { METHOD_IDS }
@@ -76,12 +76,37 @@ export const RunConfig = z.object({
   threads: z.number().int().positive().max(256),
   contextSize: z.number().int().positive(),
   /** Adaptive draft-model selection (004 §5) among models.drafts; null = always models.draft. */
-  draftSelection: z.object({ warmupPrompts: z.number().int().min(3).max(1000) }).nullable().default(null)
+  draftSelection: z.object({ warmupPrompts: z.number().int().min(3).max(1000) }).nullable().default(null),
+  /**
+   * Timed repeats of every (prompt, method) cell, interleaved (prompt → repeat → method); runs before repeats
+   * existed read as 1.
+   */
+  repeats: z.number().int().min(1).max(MAX_REPEATS).default(1),
+  /**
+   * Synthetic acceptance r_1, r_2, …: verification accepted draft position i with probability r_i (llama.cpp
+   * --spec-synth-rates) to measure the engine's cost curve. Outputs are NOT the target's; such runs are never
+   * compared for speed with real ones. null for every real run.
+   */
+  syntheticAcceptance: z.array(z.number().min(0).max(1)).min(1).max(128).nullable().default(null)
 })
 export type RunConfig = z.infer<typeof RunConfig>
 
 export const RunStatus = z.enum(['running', 'done', 'cancelled', 'interrupted', 'failed'])
 export type RunStatus = z.infer<typeof RunStatus>
+
+/**
+ * The machine around a run (migration 9): cores, the 1/5/15-minute load averages before and after, and the CPU
+ * frequency governor where Linux exposes it. `busy`: the 1-minute load exceeded the cores before or after the run
+ * (the run's own threads count in the load after), so its timings are suspect.
+ */
+export const MachineState = z.object({
+  cpus: z.number().int().positive(),
+  loadBefore: z.array(z.number()).length(3),
+  loadAfter: z.array(z.number()).length(3).nullable(),
+  governor: z.string().nullable(),
+  busy: z.boolean()
+})
+export type MachineState = z.infer<typeof MachineState>
 
 export const RunSummary = z.object({
   id: z.number().int(),
@@ -94,18 +119,23 @@ export const RunSummary = z.object({
   promptCount: z.number().int(),
   /** The user's name for the run and notes on it (migration 8); null when none. */
   name: z.string().nullable().default(null),
-  notes: z.string().nullable().default(null)
+  notes: z.string().nullable().default(null),
+  /** Load and governor around the run; null for runs before migration 9 (or where it could not be read). */
+  machine: MachineState.nullable().default(null)
 })
 export type RunSummary = z.infer<typeof RunSummary>
 
 /** Per-method metrics of a run: the engine's fold (engine/metrics/summary.ts) defines them. */
 export { MethodSummary }
+export type { IntervalSummary }
 
 export const RunReport = z.object({
   runId: z.number().int(),
   config: RunConfig,
   status: RunStatus,
-  methods: z.array(MethodSummary)
+  methods: z.array(MethodSummary),
+  /** Load and governor around the run (see MachineState). */
+  machine: MachineState.nullable().default(null)
 })
 export type RunReport = z.infer<typeof RunReport>
 
@@ -215,7 +245,9 @@ export const WorkbenchStart = z.object({
   limit: z.number().int().positive().max(100_000).nullable(),
   models: TrioSelection,
   load: LoadSettings,
-  settings: DecodeSettings
+  settings: DecodeSettings,
+  /** Timed repeats per (prompt, method); absent: 3 when ar is compared with another method, else 1. */
+  repeats: z.number().int().min(1).max(MAX_REPEATS).optional()
 })
 export type WorkbenchStart = z.infer<typeof WorkbenchStart>
 
@@ -268,9 +300,26 @@ export const ChatMessage = z.object({
   stopReason: z.string().nullable(),
   /** 'chat' (the model's chat template) or 'completion' (plain continuation). */
   format: z.enum(['chat', 'completion']).nullable(),
-  createdAt: z.string()
+  createdAt: z.string(),
+  /** Assistant messages: the model files that generated it (null for user messages and older replies). */
+  models: z.object({ target: z.string(), mid: z.string().nullable(), draft: z.string().nullable() }).nullable().default(null),
+  /** The reply's speedup over ar, measured on request on the same prompt tokens (chat:baseline); null until then. */
+  baseline: z.lazy(() => ChatBaseline).nullable().default(null)
 })
 export type ChatMessage = z.infer<typeof ChatMessage>
+
+/**
+ * A reply's baseline: `ar` and the reply's own method re-run on the reply's prompt tokens with its settings and seed,
+ * interleaved over `repeats`; tokens/s of each and the paired speedup as medians with 95 % intervals.
+ */
+export const ChatBaseline = z.object({
+  repeats: z.number().int().min(1),
+  arTokensPerSecond: IntervalSummarySchema,
+  methodTokensPerSecond: IntervalSummarySchema,
+  speedup: IntervalSummarySchema,
+  measuredAt: z.string()
+})
+export type ChatBaseline = z.infer<typeof ChatBaseline>
 
 export const DownloadState = z.object({
   downloadId: z.string(),
@@ -293,9 +342,13 @@ export const WorkbenchProgress = z.object({
   promptIndex: z.number().int().min(0),
   promptCount: z.number().int().min(0),
   method: z.string(),
-  /** Tokens of the current (prompt, method) cell and its budget. */
+  /** The timed repeat in progress (0-based) of `repeats`. */
+  repeat: z.number().int().min(0),
+  repeats: z.number().int().min(1),
+  /** Tokens of the current (prompt, repeat, method) decode and its budget. */
   tokens: z.number().int().min(0),
   maxTokens: z.number().int().min(0),
+  /** Finished (prompt, repeat, method) decodes and their total. */
   cellsDone: z.number().int().min(0),
   cellsTotal: z.number().int().min(0),
   elapsedMs: z.number().min(0),
@@ -312,7 +365,9 @@ export const SuiteStart = z.object({
   /** Continue this suite run (finished cells are kept, not recomputed); null = a new suite run. */
   resume: Id.nullable(),
   /** Library models to run on (roles left null fall back to the suite's files); null = the suite's default files. */
-  models: TrioSelection.nullable()
+  models: TrioSelection.nullable(),
+  /** Timed repeats per (prompt, method); absent: 3 for a full grid, 1 for the quick one. */
+  repeats: z.number().int().min(1).max(MAX_REPEATS).optional()
 })
 export type SuiteStart = z.infer<typeof SuiteStart>
 
@@ -472,13 +527,41 @@ export interface ModelInspection {
   /** Other scalar metadata (key → value as text), for the curious. */
   metadata: { key: string; value: string }[]
 }
-/** What loading a trio will take (host/memory-estimate.ts), on the CPU. */
+/**
+ * What loading a trio will take (host/memory-estimate.ts) with the chosen GPU layers on this machine's llama.cpp
+ * runtime: per file (in load order: target, mid, draft) the RAM (weights + context) and the VRAM, and how many of
+ * the file's layers go to the GPU.
+ */
 export interface MemoryEstimate {
-  files: { fileName: string; weightsBytes: number; contextBytes: number; contextSize: number }[]
+  files: {
+    fileName: string
+    role: 'target' | 'mid' | 'draft'
+    /** RAM of the weights and of the context (KV cache, compute buffers): what stays on the CPU. */
+    weightsBytes: number
+    contextBytes: number
+    contextSize: number
+    /** Layers on the GPU, of the file's layers (llama.cpp counts the output layer: 6 blocks = 7 layers). */
+    gpuLayers: number
+    totalLayers: number
+    /** VRAM of the weights and context on the GPU; 0 without one. */
+    vramBytes: number
+    /** false: node-llama-cpp refuses this many GPU layers in the VRAM the earlier files leave, so loading fails. */
+    fitsVram: boolean
+  }[]
+  /** RAM needed in all. */
   totalBytes: number
   /** Free memory of this machine when estimated. */
   freeBytes: number
   sequences: number
+  /** The GPU layers asked for (LoadSettings.gpuLayers). */
+  gpuLayersSetting: 'auto' | number
+  /** The GPU backend of this process's llama.cpp runtime; null when it runs on the CPU only. */
+  gpu: 'cuda' | 'vulkan' | 'metal' | null
+  /** The GPU's VRAM, and what a load can use: free now, plus what the held trio frees when another replaces it. */
+  vramTotalBytes: number
+  vramFreeBytes: number
+  /** VRAM needed in all. */
+  totalVramBytes: number
 }
 export interface TrioCheck {
   compatible: boolean
@@ -559,8 +642,19 @@ export interface RunExport {
 export interface RunDiffDetails {
   a: RunReport
   b: RunReport
+  /** False when one run used synthetic acceptance (other rates, or none): their timings are not compared. */
+  speedComparable: boolean
   configDifferences: { key: string; a: unknown; b: unknown }[]
-  methods: { method: string; inA: boolean; inB: boolean; metrics: Record<string, { a: number | null; b: number | null; delta: number | null }> }[]
+  methods: {
+    method: string
+    inA: boolean
+    inB: boolean
+    metrics: Record<string, { a: number | null; b: number | null; delta: number | null }>
+    /** tokensPerSecond and speedup: the difference's median and 95 % interval, and whether it holds 0. */
+    timed: Record<'tokensPerSecond' | 'speedup', { difference: IntervalSummary | null; withinNoise: boolean | null }>
+    /** Same decisions and outputs in both runs: only timing differs. */
+    sameDecisions: boolean
+  }[]
   /** Per (method, prompt index): both outputs, for the text diff. */
   outputs: { method: string; promptIndex: number; promptText: string; a: string | null; b: string | null }[]
 }
@@ -659,6 +753,8 @@ export const API = {
     returns<{ conversationId: number; generationId: string; userMessage: ChatMessage }>()
   ),
   'chat:stop': channel(z.object({ generationId: Text(100).min(1) }), returns<{ stopped: boolean }>()),
+  /** Measures a reply's speedup over ar on its own prompt tokens (the trio that generated it must be loaded). */
+  'chat:baseline': channel(z.object({ messageId: Id }), returns<ChatMessage>()),
 
   'workbench:datasets': channel(z.object({}), returns<DatasetInfo[]>()),
   'workbench:import-dataset': channel(z.object({ path: Text(4096).min(1) }), returns<DatasetInfo>()),

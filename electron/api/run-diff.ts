@@ -3,6 +3,8 @@
  * Pure data — the CLI prints it, the app's Diff screen renders it.
  */
 import type { MethodSummary, RunReport } from './contract'
+import { cellsOf } from '../engine/metrics/fold'
+import { differenceInterval, withinNoise, type Interval } from '../engine/stats/bootstrap'
 
 export const DIFF_METRICS = [
   'tokensPerSecond',
@@ -26,11 +28,42 @@ export interface MetricDelta {
   delta: number | null
 }
 
+/** The metrics that depend on timing: their difference gets an interval, and is "within noise" when it holds 0. */
+export const TIMED_METRICS = ['tokensPerSecond', 'speedup'] as const satisfies readonly DiffMetric[]
+export type TimedMetric = (typeof TIMED_METRICS)[number]
+
+/** median(b) − median(a) of a timed metric over both runs' (prompt, repeat) cells, with its 95 % interval. */
+export interface TimedDifference {
+  difference: Interval | null
+  /** The interval holds 0: the runs cannot be told apart on this metric. null without cells on both sides. */
+  withinNoise: boolean | null
+}
+
 export interface RunDiff {
   a: number
   b: number
+  /** False when one run used synthetic acceptance and the other did not (or other rates): timings not comparable. */
+  speedComparable: boolean
   configDifferences: { key: string; a: unknown; b: unknown }[]
-  methods: { method: string; inA: boolean; inB: boolean; metrics: Record<DiffMetric, MetricDelta> }[]
+  methods: {
+    method: string
+    inA: boolean
+    inB: boolean
+    metrics: Record<DiffMetric, MetricDelta>
+    timed: Record<TimedMetric, TimedDifference>
+    /** Both runs made exactly the same decisions and outputs (equal decision digests): only timing differs. */
+    sameDecisions: boolean
+  }[]
+}
+
+function timedDifference(left: MethodSummary | undefined, right: MethodSummary | undefined, metric: TimedMetric, comparable: boolean): TimedDifference {
+  const difference = comparable && left && right ? differenceInterval(cellsOf(left.timings, metric), cellsOf(right.timings, metric)) : null
+  return { difference, withinNoise: difference ? withinNoise(difference) : null }
+}
+
+/** Runs whose acceptance was synthetic measure the engine, not the models: their speed is only comparable among equals. */
+export function speedComparable(a: RunReport, b: RunReport): boolean {
+  return JSON.stringify(a.config.syntheticAcceptance ?? null) === JSON.stringify(b.config.syntheticAcceptance ?? null)
 }
 
 /**
@@ -58,9 +91,11 @@ export function diffConfigs(a: object, b: object): RunDiff['configDifferences'] 
 
 export function diffRuns(a: RunReport, b: RunReport): RunDiff {
   const names = [...new Set([...a.methods.map((m) => m.method), ...b.methods.map((m) => m.method)])]
+  const comparable = speedComparable(a, b)
   return {
     a: a.runId,
     b: b.runId,
+    speedComparable: comparable,
     configDifferences: diffConfigs(a.config, b.config),
     methods: names.map((method) => {
       const left = a.methods.find((m) => m.method === method)
@@ -72,7 +107,9 @@ export function diffRuns(a: RunReport, b: RunReport): RunDiff {
           return [metric, { a: va, b: vb, delta: va !== null && vb !== null ? vb - va : null }]
         })
       ) as Record<DiffMetric, MetricDelta>
-      return { method, inA: !!left, inB: !!right, metrics }
+      const timed = Object.fromEntries(TIMED_METRICS.map((metric) => [metric, timedDifference(left, right, metric, comparable)])) as Record<TimedMetric, TimedDifference>
+      const sameDecisions = !!left && !!right && left.decisionDigest !== '' && left.decisionDigest === right.decisionDigest
+      return { method, inA: !!left, inB: !!right, metrics, timed, sameDecisions }
     })
   }
 }

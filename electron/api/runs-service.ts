@@ -16,6 +16,8 @@ import {
 } from './contract'
 import { summarizeMethod, type PromptOutcome } from '../engine/metrics/fold'
 import { invalidRequestMessage } from './request-errors'
+import { findMethod } from '../engine/methods/prepare'
+import { theoryFor } from '../engine/theory/measured'
 
 /** One handler per channel; handlers may be sync (SQLite) or async (engine host). */
 export type ApiService = ApiHandlers<ApiChannel>
@@ -43,15 +45,23 @@ export function buildRunReport(store: RunsStore, runId: number): RunReport | nul
   const run = store.getRun(runId)
   if (!run) return null
   const outcomes = store.getOutcomes(runId)
-  const ar = outcomes.get('ar')
-  const baseline = ar && ar.length > 0 ? summarizeMethod('ar', ar, null).tokensPerSecond : 0
+  const ar = outcomes.get('ar') ?? null
   const order = [...new Set<string>([...run.config.methods, ...outcomes.keys()])]
   const methods: MethodSummary[] = []
   for (const method of order) {
     const prompts = outcomes.get(method)
-    if (prompts && prompts.length > 0) methods.push(summarizeMethod(method, prompts, baseline > 0 ? baseline : null))
+    if (prompts && prompts.length > 0) methods.push(summarizeMethod(method, prompts, ar))
   }
-  return { runId, config: run.config, status: run.summary.status, methods }
+  withTheory(methods, run.config)
+  return { runId, config: run.config, status: run.summary.status, methods, machine: run.summary.machine }
+}
+
+/** Theory beside measurement (engine/theory/measured.ts) for each method, against the run's own ar. */
+export function withTheory(methods: MethodSummary[], config: Pick<RunConfig, 'gamma' | 'params'>): void {
+  const ar = methods.find((m) => m.method === 'ar')
+  const arMsPerToken = ar && ar.outputTokens > 0 ? ar.wallMs / ar.outputTokens : null
+  for (const m of methods)
+    m.theory = theoryFor(m, { family: findMethod(m.method)?.family ?? 'peer', gamma: config.gamma, params: config.params, arMsPerToken })
 }
 
 /** Validates `channel` and `payload` against the contract, then runs the channel's handler. */

@@ -16,8 +16,9 @@ import { executeRun, prepareConfig, tokenizePrompts } from '../experiments/runne
 import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
-import { formatNumber, formatTable, methodTable } from './format'
-import { createProgressBar, parseInteger, parseNumber } from './run-command'
+import { DEFAULT_REPEATS } from '../engine/methods/limits'
+import { formatInterval, formatNumber, formatTable, methodTable } from './format'
+import { createProgressBar, LIMITS, parseInteger, parseNumber, REPEATS_HELP, reportNotes } from './run-command'
 
 /** Every draft-length policy of the catalog — `--policies` benchmarks them against sd (γ = --gamma) and ar. */
 export const POLICY_METHODS = CATALOG.filter((m) => m.family === 'policy').map((m) => m.id)
@@ -33,6 +34,7 @@ interface BenchOptions {
   temperature: number
   topK: number
   seed: number
+  repeats: number
   db?: string
   json?: boolean
 }
@@ -50,6 +52,7 @@ export function benchCommand(): Command {
     .option('--temperature <t>', 'sampling temperature (0 = greedy)', parseNumber, 0)
     .option('--top-k <k>', 'top-k warping', parseInteger, 64)
     .option('--seed <s>', 'PRNG seed', parseInteger, 1)
+    .option('--repeats <n>', REPEATS_HELP, LIMITS.repeats, DEFAULT_REPEATS)
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
     .option('--json', 'print JSON on stdout')
     .action(benchAction)
@@ -76,7 +79,8 @@ async function benchAction(options: BenchOptions): Promise<void> {
     gamma: options.gamma,
     params: {},
     threads: defaultThreads() ?? 4,
-    contextSize: 512
+    contextSize: 512,
+    repeats: options.repeats
   })
   // Methods validated once, before anything loads; beam / DSBD methods get the KV sequences they need.
   const { config, prepared } = prepareConfig(parsed)
@@ -85,7 +89,7 @@ async function benchAction(options: BenchOptions): Promise<void> {
   const trio = await loadTrio(config.models, { threads: config.threads, contextSize: config.contextSize, sequences: prepared.sessions })
   try {
     const { target, draft } = trio.models
-    const progress = createProgressBar(prompts.length * config.methods.length)
+    const progress = createProgressBar(prompts.length * config.methods.length * config.repeats)
     let report: RunReport
     try {
       report = await executeRun(store, { ...config, modelFingerprints: trio.fingerprints }, trio.models, prompts, {
@@ -149,11 +153,11 @@ function analyse(report: RunReport, raw: RawTimings): BenchAnalysis {
 function policyTable(methods: readonly MethodSummary[]): string {
   const sd = methods.find((m) => m.method === 'sd')
   return formatTable(
-    ['method', 'tok/s', 'vs ar', 'vs sd', 'accept', 'mean acc', 'σ', 'η'],
+    ['method', 'tok/s [95% CI]', 'vs ar [95% CI]', 'vs sd (aggregate)', 'accept', 'mean acc', 'σ', 'η'],
     methods.map((m) => [
       m.method,
-      formatNumber(m.tokensPerSecond, 1),
-      m.speedup === null ? '–' : `${formatNumber(m.speedup, 3)}×`,
+      formatInterval(m.tokensPerSecondInterval, m.tokensPerSecond, 1),
+      m.method === 'ar' ? formatInterval(null, m.speedup, 3, '×') : formatInterval(m.speedupInterval, m.speedup, 3, '×'),
       sd && sd.tokensPerSecond > 0 ? `${formatNumber(m.tokensPerSecond / sd.tokensPerSecond, 3)}×` : '–',
       formatNumber(m.acceptanceRate, 3),
       formatNumber(m.meanAcceptedLength),
@@ -170,6 +174,7 @@ function printBench(report: RunReport, raw: RawTimings, a: BenchAnalysis): void 
     `γ ${report.config.gamma}, temperature ${report.config.sampling.temperature}, top-k ${report.config.sampling.topK}, ${report.config.maxTokens} tokens × ${report.methods[0]?.prompts ?? 0} prompts, seed ${report.config.seed}`,
     '',
     methodTable(report.methods),
+    ...reportNotes(report),
     '',
     policyTable(report.methods),
     '',
@@ -188,7 +193,8 @@ function printBench(report: RunReport, raw: RawTimings, a: BenchAnalysis): void 
     formatTable(
       ['sd analysis', 'value'],
       [
-        ['speedup sd / ar', `${formatNumber(a.sdOverAr, 3)}×`],
+        ['speedup sd / ar (aggregate)', `${formatNumber(a.sdOverAr, 3)}×`],
+        ['speedup sd / ar (median, 95% CI)', formatInterval(report.methods.find((m) => m.method === 'sd')?.speedupInterval, null, 3, '×')],
         ['speedup sd / nlc-draft', `${formatNumber(a.sdOverNlcDraft, 3)}×`],
         ['tokens per round', formatNumber(a.tokensPerRound, 3)],
         ['mean γ per round', formatNumber(a.meanGamma, 3)],

@@ -168,7 +168,7 @@ async function dsbdBenchAction(options: DsbdBenchOptions): Promise<void> {
     process.stderr.write(`warming up ${configs.length} configurations…\n`)
     // The runner's schedule: untimed warm-up, prompt-major order, one PRNG stream per prompt.
     await runInterleaved(arms, { models: { target, draft }, promptTokens, maxTokens: options.maxTokens, warp, seed: options.seed }, {
-      cell: async ({ config, index: c }, p, decode) => {
+      cell: async ({ config, index: c }, { promptIndex: p }, decode) => {
         const prompt = promptTokens[p]
         const events: DecodeEvent[] = []
         const started = performance.now()

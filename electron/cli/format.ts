@@ -1,7 +1,7 @@
 /** Plain-text tables for the terminal (stdout stays parseable: progress and notices go to stderr). */
 import path from 'node:path'
-import type { MethodSummary, RunConfig, RunSummary } from '../api/contract'
-import type { DiffMetric, RunDiff } from '../api/run-diff'
+import type { IntervalSummary, MethodSummary, RunConfig, RunSummary } from '../api/contract'
+import { TIMED_METRICS, type DiffMetric, type RunDiff, type TimedDifference, type TimedMetric } from '../api/run-diff'
 import { tokensPerSecond } from '../engine/metrics/fold'
 
 /** Integers as they are, other numbers with `digits` decimals; missing, NaN and ±Infinity as "–". */
@@ -17,7 +17,7 @@ export function formatFixed(value: number | null | undefined, digits = 2): strin
 }
 
 /** A number, a ratio, a count, a duration or a percentage: right-aligned; anything else left-aligned. */
-const NUMERIC = /^[-+]?[\d.,/]+\s?(×|%|ms|s)?$/
+const NUMERIC = /^[-+]?[\d.,/]+\s?(×|%|ms|s)?( \[[-+]?[\d.]+–[-+]?[\d.]+\])?$/
 const isNumeric = (cell: string) => cell === '–' || cell === '' || NUMERIC.test(cell)
 
 /**
@@ -37,14 +37,25 @@ export function formatTable(header: string[], rows: string[][]): string {
 
 const times = (value: number | null | undefined, digits = 2) => (value === null || value === undefined || !Number.isFinite(value) ? '–' : `${formatFixed(value, digits)}×`)
 
+/** "61.2 [58.0–64.1]": a median and its 95 % interval; the plain value when there is no interval. */
+export function formatInterval(interval: IntervalSummary | null | undefined, fallback: number | null, digits: number, unit = ''): string {
+  if (!interval) return fallback === null || !Number.isFinite(fallback) ? '–' : `${formatFixed(fallback, digits)}${unit}`
+  if (interval.low === interval.high && interval.cells < 2) return `${formatFixed(interval.median, digits)}${unit}`
+  return `${formatFixed(interval.median, digits)}${unit} [${formatFixed(interval.low, digits)}–${formatFixed(interval.high, digits)}]`
+}
+
+/**
+ * One row per method. tok/s and speedup are medians over (prompt, repeat) with their 95 % bootstrap intervals
+ * (speedups paired with ar's decode of the same prompt and repeat); the counts beside them do not depend on timing.
+ */
 export function methodTable(methods: readonly MethodSummary[]): string {
   return formatTable(
-    ['method', 'tokens', 'tok/s', 'speedup', 'accept', 'mean acc', 'σ', 'η', 'target calls', 'overhead ms/step'],
+    ['method', 'tokens', 'tok/s [95% CI]', 'speedup [95% CI]', 'accept', 'mean acc', 'σ', 'η', 'target calls', 'overhead ms/step'],
     methods.map((m) => [
       m.method,
       String(m.outputTokens),
-      formatFixed(m.tokensPerSecond, 1),
-      times(m.speedup),
+      formatInterval(m.tokensPerSecondInterval, m.tokensPerSecond, 1),
+      m.method === 'ar' ? formatInterval(null, m.speedup, 2, '×') : formatInterval(m.speedupInterval, m.speedup, 2, '×'),
       formatFixed(m.acceptanceRate, 3),
       formatFixed(m.meanAcceptedLength),
       formatFixed(m.sigma, 3),
@@ -93,7 +104,7 @@ export function bestSpeedup(results: readonly ResultTiming[]): { method: string;
 export interface RunsRow {
   summary: RunSummary
   /** null when the stored config cannot be read (`show` reports why). */
-  config: Pick<RunConfig, 'models' | 'prompts'> | null
+  config: (Pick<RunConfig, 'models' | 'prompts'> & Partial<Pick<RunConfig, 'syntheticAcceptance'>>) | null
   best: { method: string; speedup: number } | null
 }
 
@@ -115,7 +126,8 @@ export function runsTable(rows: readonly RunsRow[]): string {
       config ? promptSource(config.prompts) : '?',
       r.methods.join(','),
       String(r.promptCount),
-      best ? `${formatFixed(best.speedup)}× ${best.method}` : '–',
+      // A synthetic-acceptance run measures the engine: its speedups are not put beside real ones.
+      config?.syntheticAcceptance ? 'synthetic' : best ? `${formatFixed(best.speedup)}× ${best.method}` : '–',
       r.suite ?? '–',
       r.name ?? ''
     ])
@@ -180,19 +192,40 @@ export function formatDiff(diff: RunDiff): string {
           settings.map((d) => [d.key, settingText(d.a), settingText(d.b)])
         )
   const rows: string[][] = []
+  const notes: string[] = []
   for (const m of diff.methods) {
     const name = m.inA && m.inB ? m.method : `${m.method} (run ${m.inA ? diff.a : diff.b} only)`
+    if (m.sameDecisions) notes.push(`${m.method}: same decisions; only timing differs`)
     let first = true
     for (const [metric, { label, digits }] of Object.entries(METRIC_LABELS) as [DiffMetric, { label: string; digits: number }][]) {
       const { a, b, delta } = m.metrics[metric]
       if ([a, b].every((v) => v === null || v === 0)) continue
       if (m.method === 'ar' && metric === 'speedup') continue
       const cell = (v: number | null) => (digits === 0 ? formatNumber(v) : formatFixed(v, digits))
-      rows.push([first ? name : '', label, cell(a), cell(b), signed(delta, digits), change(a, b)])
+      const timed = (TIMED_METRICS as readonly string[]).includes(metric) ? m.timed[metric as TimedMetric] : null
+      rows.push([first ? name : '', label, cell(a), cell(b), signed(delta, digits), change(a, b), precision(metric, timed, digits, m.inA && m.inB)])
       first = false
     }
   }
-  const metrics = rows.length === 0 ? 'no metrics in either run' : formatTable(['method', 'metric', `run ${diff.a}`, `run ${diff.b}`, 'Δ', 'change'], rows)
+  const metrics =
+    rows.length === 0 ? 'no metrics in either run' : formatTable(['method', 'metric', `run ${diff.a}`, `run ${diff.b}`, 'Δ', 'change', 'Δ of medians [95% CI]'], rows)
   const differ = settings.length === 0 ? 'same settings' : settings.length === 1 ? '1 setting differs' : `${settings.length} settings differ`
-  return [`run ${diff.a} vs run ${diff.b}: ${differ}`, config, '', metrics].join('\n')
+  if (!diff.speedComparable)
+    notes.unshift('speed NOT comparable: one run used synthetic acceptance (see syntheticAcceptance above), so tokens/s and speedups measure different things')
+  return [`run ${diff.a} vs run ${diff.b}: ${differ}`, config, '', metrics, ...notes].join('\n')
+}
+
+/** The diff's last column: the interval of a timed difference, "exact" for counts; nothing for one-sided rows. */
+function precision(metric: DiffMetric, timed: TimedDifference | null, digits: number, inBoth: boolean): string {
+  if (!inBoth) return ''
+  if (timed) return noiseText(timed, digits)
+  return metric === 'overheadPerStepMs' ? '–' : 'exact'
+}
+
+/** "+4.1 [+1.2–+7.3]", or "within noise [−2.0–+3.1]" when the interval of the difference holds 0. */
+function noiseText(timed: TimedDifference, digits: number): string {
+  const d = timed.difference
+  if (!d) return '–'
+  const range = `[${signed(d.low, digits)}–${signed(d.high, digits)}]`
+  return timed.withinNoise ? `within noise ${range}` : `${signed(d.median, digits)} ${range}`
 }

@@ -104,7 +104,7 @@ export function createProgressLine(format: string, output: TerminalStream = prog
   }
 }
 
-/** `run`'s bar: cells are (prompt, method) pairs; the ETA comes from the pace of the finished cells. */
+/** `run`'s bar: cells are (prompt, repeat, method) decodes; the ETA comes from the pace of the finished cells. */
 export function createProgressBar(cells: number, output: TerminalStream = progressStream(), now: () => number = Date.now) {
   const line = createProgressLine('{bar} {percentage}% | cell {cell}/{cells} | prompt {prompt} {method} | {tokens} tokens | ETA {eta_text}', output)
   const startedAt = now()
@@ -114,7 +114,7 @@ export function createProgressBar(cells: number, output: TerminalStream = progre
       line.update(p.cellsDone, {
         cell: Math.min(p.cellsDone + 1, p.cellsTotal),
         cells: p.cellsTotal,
-        prompt: `${p.promptIndex + 1}/${p.promptCount}`,
+        prompt: `${p.promptIndex + 1}/${p.promptCount}${p.repeats > 1 ? ` repeat ${p.repeat + 1}/${p.repeats}` : ''}`,
         method: p.method,
         tokens: p.tokens,
         eta_text: formatEta(estimateRemainingMs(now() - startedAt, p.cellsDone, p.cellsTotal))

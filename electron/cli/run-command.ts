@@ -3,18 +3,20 @@ import { randomInt } from 'node:crypto'
 import path from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { RunConfig, type RunReport } from '../api/contract'
+import type { TheorySummary } from '../engine/metrics/summary'
 import { loadPrompts } from '../experiments/prompts'
 import { loadTrio } from '../experiments/models'
 import { executeRun, prepareConfig, type RunProgress } from '../experiments/runner'
 import { assertGgufFile, defaultThreads } from '../engine/model/llama-cpp-model'
-import { GAMMA_RANGE } from '../engine/methods/limits'
+import { DEFAULT_REPEATS, defaultRepeats, GAMMA_RANGE, MAX_REPEATS } from '../engine/methods/limits'
 import { UserInputError } from '../engine/errors'
 import { methodHelp } from '../engine/methods/docs'
 import type { PreparedRun } from '../engine/methods/prepare'
 import { METHOD_IDS } from '../engine/methods/ids'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
-import { methodTable } from './format'
+import { formatFixed, methodTable } from './format'
+import { describeMachine } from '../experiments/machine-state'
 import { createProgressBar } from './progress'
 
 export { createProgressBar }
@@ -46,8 +48,27 @@ export const LIMITS = {
   gamma: integerIn(GAMMA_RANGE.min, GAMMA_RANGE.max),
   threads: integerIn(1, 256),
   contextSize: integerIn(1, 1_048_576),
-  warmup: integerIn(3, 1000)
+  warmup: integerIn(3, 1000),
+  repeats: integerIn(1, MAX_REPEATS)
 }
+
+/** The help text of `--repeats` (run, bench and suite share it). */
+export const REPEATS_HELP =
+  `timed repeats of every (prompt, method), interleaved prompt → repeat → method (default ${DEFAULT_REPEATS} when ar is ` +
+  `compared with another method, else 1); tok/s and speedups are medians with 95 % bootstrap intervals`
+/** "0.9,0.7,0.5": acceptance rates in [0, 1] (prepare checks the count and the methods). */
+export const parseRates = (value: string): number[] => {
+  const rates = value.split(',').map((r) => r.trim())
+  if (rates.some((r) => r === '' || !Number.isFinite(Number(r)) || Number(r) < 0 || Number(r) > 1))
+    throw new InvalidArgumentError('expected comma-separated rates in [0, 1], e.g. 0.9,0.7,0.5')
+  return rates.map(Number)
+}
+
+/** Said before the run and under its report: such a run measures the engine, and its outputs are not the target's. */
+export const syntheticWarning = (rates: readonly number[]): string =>
+  `SYNTHETIC ACCEPTANCE ${rates.join(',')}: verification accepted draft position i with probability r_i — the outputs ` +
+  `are NOT the target's, and the speedups measure the engine's cost curve, not the models (never compare them with real runs)`
+
 export const parseNumber = (value: string): number => {
   const n = Number(value)
   if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError('expected a number')
@@ -94,6 +115,8 @@ interface RunOptions {
   fullVocabulary?: boolean
   seed?: number
   gamma: number
+  repeats?: number
+  syntheticAcceptance?: number[]
   set: Record<string, string | number | boolean>
   threads?: number
   contextSize: number
@@ -115,6 +138,14 @@ export function runCommand(): Command {
     .option('--full-vocabulary', 'transfer all logits from llama.cpp instead of the top-k (slower, exact for any warp)')
     .option('--seed <s>', 'PRNG seed (default: random, printed and recorded)', LIMITS.seed)
     .option('--gamma <g>', 'draft length γ for fixed-window methods (the cap of adaptive ones)', LIMITS.gamma, 5)
+    .option('--repeats <n>', REPEATS_HELP, LIMITS.repeats)
+    .option(
+      '--synthetic-acceptance <r1,r2,…>',
+      'measure the engine, not the models: verification accepts draft position i with probability r_i (the last rate ' +
+        'for deeper positions), as llama.cpp --spec-synth-rates; outputs are NOT the target\'s and the run is kept out of ' +
+        'speed comparisons (ar, sd and the draft-length policies)',
+      parseRates
+    )
     .option(
       '--select-draft',
       'adaptive draft-model selection (004 §5) among several --draft files: profile each on the first prompts, fit ' +
@@ -146,7 +177,8 @@ function buildConfig(options: RunOptions, seed: number): { config: RunConfig; pr
     methods: methods as RunConfig['methods'],
     models: { target: options.target, mid: options.mid, draft: options.draft[0] },
     gamma: options.gamma,
-    params: options.set
+    params: options.set,
+    syntheticAcceptance: options.syntheticAcceptance ?? null
   })
   const config = RunConfig.parse({
     suite: null,
@@ -170,7 +202,9 @@ function buildConfig(options: RunOptions, seed: number): { config: RunConfig; pr
     params: resolved.params,
     threads: options.threads ?? defaultThreads() ?? 4,
     contextSize: options.contextSize,
-    draftSelection: options.selectDraft ? { warmupPrompts: options.selectWarmup } : null
+    draftSelection: options.selectDraft ? { warmupPrompts: options.selectWarmup } : null,
+    repeats: options.repeats ?? defaultRepeats(methods),
+    syntheticAcceptance: options.syntheticAcceptance ?? null
   })
   return { config, prepared }
 }
@@ -193,7 +227,8 @@ async function runAction(options: RunOptions): Promise<void> {
   const stop = stopOnSignals()
   // Before the bar starts, on a line of its own (the report's first line repeats it).
   if (options.seed === undefined) process.stderr.write(`seed ${seed}\n`)
-  const progress = createProgressBar(prompts.length * config.methods.length)
+  if (config.syntheticAcceptance) process.stderr.write(`${syntheticWarning(config.syntheticAcceptance)}\n`)
+  const progress = createProgressBar(prompts.length * config.methods.length * config.repeats)
   let report: RunReport
   try {
     const effective = { ...config, contextSize: trio.models.target.context.contextSize, modelFingerprints: trio.fingerprints }
@@ -247,5 +282,41 @@ export function printReport(report: RunReport, json: boolean, { withSeed = false
   }
   const seed = withSeed ? ` · seed ${report.config.seed}` : ''
   process.stdout.write(`run ${report.runId} (${report.status})${seed}\n${methodTable(report.methods)}\n`)
-  if (!report.methods.some((m) => m.method === 'ar')) process.stdout.write('(add ar to --methods to measure speedups)\n')
+  process.stdout.write(`${reportNotes(report).join('\n')}\n`)
+}
+
+/** Under the table: how the intervals were made, the machine's load, acceptance per draft position. */
+export function reportNotes(report: RunReport): string[] {
+  const notes: string[] = []
+  if (report.config.syntheticAcceptance) notes.push(syntheticWarning(report.config.syntheticAcceptance))
+  const cells = Math.max(0, ...report.methods.map((m) => m.tokensPerSecondInterval?.cells ?? 0))
+  const prompts = Math.max(0, ...report.methods.map((m) => m.prompts))
+  notes.push(
+    `tok/s and speedup: median of ${cells} timed decodes (${plural(prompts, 'prompt')} × ${plural(report.config.repeats, 'repeat')}) with a 95 % bootstrap interval` +
+      (report.methods.some((m) => m.method === 'ar') ? '; speedups paired with ar on the same prompt and repeat' : '; add ar to --methods to measure speedups')
+  )
+  if (report.machine) notes.push(`machine: ${describeMachine(report.machine)}`)
+  for (const m of report.methods) {
+    if (m.acceptanceByPosition.length === 0) continue
+    const positions = m.acceptanceByPosition.slice(0, 12).map((p) => `${p.position}: ${formatFixed(p.rate, 2)} (${formatFixed(p.conditionalRate, 2)})`)
+    notes.push(`${m.method} acceptance by draft position, rate (conditional) — ${positions.join(' · ')}${m.acceptanceByPosition.length > 12 ? ' …' : ''}`)
+  }
+  for (const m of report.methods) if (m.theory) notes.push(`${m.method} theory: ${theoryLine(m.theory)}`)
+  return notes
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
+
+/** "α̂ 0.80, c 0.10, verify 0.40 → tokens/call 3.69 (measured 3.00); speedup 2.46× (Thm 3.8), 1.90× with the verify cost (measured 1.40×); best γ 6". */
+export function theoryLine(t: TheorySummary): string {
+  const x = (v: number | null) => (v === null ? '–' : `${formatFixed(v, 2)}×`)
+  const parts = [
+    `α̂ ${formatFixed(t.alpha, 2)}, c ${formatFixed(t.c, 3)}, verify ${formatFixed(t.verifyCost, 2)}, γ ${formatFixed(t.gamma, t.gammaIsMean ? 2 : 0)}${t.gammaIsMean ? ' (mean)' : ''}`,
+    `tokens/call ${formatFixed(t.tokensPerCall.predicted, 2)} (measured ${formatFixed(t.tokensPerCall.measured, 2)})`,
+    `speedup ${x(t.speedup.predicted)} Thm 3.8, ${x(t.speedupWithVerifyCost.predicted)} with the verify cost (measured ${x(t.speedup.measured)})`
+  ]
+  if (t.optimalGammaWithVerifyCost) parts.push(`best γ ${t.optimalGamma?.gamma} (Thm 3.8), ${t.optimalGammaWithVerifyCost.gamma} with the verify cost`)
+  if (t.chen) parts.push(`Chen Thm 3.2 tokens/call ${formatFixed(t.chen.tokensPerCall.predicted, 2)} (α ${formatFixed(t.chen.alpha, 2)}, β ${formatFixed(t.chen.beta, 2)}), Thm 3.4 ${x(t.chen.timeImprovement.predicted)}`)
+  if (t.dsbd) parts.push(`DSBD Thm 3.2 layers/iteration ${formatFixed(t.dsbd.layersPerIteration.predicted, 2)} (measured ${formatFixed(t.dsbd.layersPerIteration.measured, 2)}; a lower bound)`)
+  return parts.join('; ')
 }

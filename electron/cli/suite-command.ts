@@ -11,7 +11,7 @@ import path from 'node:path'
 import { Command, InvalidArgumentError } from 'commander'
 import { UserInputError } from '../engine/errors'
 import { renderSuiteReport, writeSuiteReport } from '../experiments/reports/index'
-import { datasetOverride, runSuite, type PlannedCell, type SuiteProgress, type SuiteRunOptions } from '../experiments/suite-runner'
+import { datasetOverride, runSuite, suiteRepeats, type PlannedCell, type SuiteProgress, type SuiteRunOptions } from '../experiments/suite-runner'
 import { SUITES, requireSuite } from '../experiments/suites'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
@@ -32,6 +32,7 @@ interface SuiteOptions {
   seed?: number
   threads?: number
   contextSize?: number
+  repeats?: number
   resume?: number | true
   out?: string
   db?: string
@@ -46,7 +47,7 @@ const parseResume = (value: string): number => {
 const reportsDirectory = (options: { out?: string }, db: string) => path.resolve(options.out ?? path.join(path.dirname(path.resolve(db)), 'reports'))
 
 export function suiteCommand(): Command {
-  const list = SUITES.map((s) => `  ${s.id.padEnd(17)} ${s.name} (full ${s.estimate.full}, --quick ${s.estimate.quick})`).join('\n')
+  const list = SUITES.map((s) => `  ${s.id.padEnd(17)} ${s.name} (full ${s.estimate.full} per repeat, --quick ${s.estimate.quick})`).join('\n')
   return new Command('suite')
     .description("run an experiment suite that reproduces a paper's tables and figures, store it, write its report")
     .argument('<suite>', `suite id (${SUITES.map((s) => s.id).join(', ')})`)
@@ -61,6 +62,7 @@ export function suiteCommand(): Command {
     .option('--seed <s>', 'PRNG seed of every cell', LIMITS.seed)
     .option('--threads <n>', 'CPU threads per model', LIMITS.threads)
     .option('--context-size <n>', 'context size per sequence', LIMITS.contextSize)
+    .option('--repeats <n>', `timed repeats of every (prompt, method), interleaved (default ${suiteRepeats(false)}, ${suiteRepeats(true)} with --quick)`, LIMITS.repeats)
     .option('--resume [suiteRunId]', 'continue a suite run (alone: the newest unfinished one of this suite); finished cells are kept', parseResume)
     .option('--out <dir>', 'where to write the report (default: reports/ beside the database)')
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
@@ -103,6 +105,7 @@ async function suiteAction(id: string, options: SuiteOptions): Promise<void> {
         seed: options.seed,
         threads: options.threads,
         contextSize: options.contextSize,
+        repeats: options.repeats,
         resume
       },
       {

@@ -18,15 +18,19 @@ import type { WarpConfig } from '../engine/sampling/warp'
 import type { RunStore } from '../store/run-store'
 import { RunDraftSelection } from './draft-selection'
 import type { PromptItem } from './prompts'
+import { machineAfter, machineBefore } from './machine-state'
 import { warpOf } from './runner-config'
 
 export interface RunProgress {
   promptIndex: number
   promptCount: number
   method: string
-  /** Tokens produced so far for the current (prompt, method). */
+  /** The timed repeat in progress (0-based) of `repeats`. */
+  repeat: number
+  repeats: number
+  /** Tokens produced so far for the current (prompt, method, repeat). */
   tokens: number
-  /** Finished (prompt, method) cells and their total. */
+  /** Finished (prompt, method, repeat) decodes and their total. */
   cellsDone: number
   cellsTotal: number
 }
@@ -48,8 +52,10 @@ export interface RunOptions {
  * The run's methods prepared once (methods/prepare.ts): unknown or duplicate methods, missing models and bad
  * parameters are refused before anything loads; the config that comes back records the RESOLVED parameters.
  */
-export function prepareConfig<C extends Pick<RunConfig, 'methods' | 'models' | 'gamma' | 'params'>>(config: C): { config: C; prepared: PreparedRun } {
-  const prepared = prepareRun(config.methods, { gamma: config.gamma, params: config.params }, {
+export function prepareConfig<C extends Pick<RunConfig, 'methods' | 'models' | 'gamma' | 'params'> & { syntheticAcceptance?: readonly number[] | null }>(
+  config: C
+): { config: C; prepared: PreparedRun } {
+  const prepared = prepareRun(config.methods, { gamma: config.gamma, params: config.params, syntheticAcceptance: config.syntheticAcceptance }, {
     draft: config.models.draft !== undefined,
     mid: config.models.mid !== undefined
   })
@@ -99,7 +105,18 @@ export interface ScheduleInput {
   maxTokens: number
   warp: WarpConfig
   seed: number
+  /** Timed repeats of every (prompt, arm); default 1. */
+  repeats?: number
+  /** Synthetic acceptance rates for every measured decode (RunConfig.syntheticAcceptance). */
+  syntheticAcceptance?: readonly number[] | null
   signal?: AbortSignal
+}
+
+/** Where a cell sits in the schedule: its repeat of the prompt, and its position among all timed decodes. */
+export interface CellPlace {
+  promptIndex: number
+  repeat: number
+  order: number
 }
 
 export interface ScheduleHooks<A extends Arm> {
@@ -108,35 +125,54 @@ export interface ScheduleHooks<A extends Arm> {
   /** The models of one prompt (draft selection picks its draft); default: the schedule's models. */
   modelsFor?(promptIndex: number): Promise<DecoderModels>
   /**
-   * One measured (prompt, arm) cell: `decode` runs it (the prompt's PRNG stream, the arm's run state) and fills
-   * `outcome` as tokens arrive, so a failure mid-decode keeps the partial output.
+   * One measured (prompt, repeat, arm) decode: `decode` runs it (the prompt's PRNG stream, the arm's run state for
+   * that repeat) and fills `outcome` as tokens arrive, so a failure mid-decode keeps the partial output.
    */
-  cell(arm: A, promptIndex: number, decode: (onEvent: (event: DecodeEvent) => void, outcome: DecodeOutcome) => Promise<DecodeOutcome>): Promise<void>
+  cell(arm: A, place: CellPlace, decode: (onEvent: (event: DecodeEvent) => void, outcome: DecodeOutcome) => Promise<DecodeOutcome>): Promise<void>
 }
 
 /**
  * The measurement schedule every run and bench shares. An untimed warm-up per arm first pays one-time costs
  * (page-in of weights, first-call allocations) on the first prompt, from runs of its own, so state that persists
- * across prompts starts fresh for the measured run. Then prompt-major order: every arm on a prompt before the next
- * prompt, so slow drifts of the machine hit all arms alike; each (prompt, arm) draws from the PRNG stream
- * (seed, prompt index), so one prompt sees the same randomness under every arm and replays alone.
+ * across prompts starts fresh for the measured run. Then prompt-major order, and within a prompt repeat-major:
+ * A B C, A B C, … — every arm runs once per repeat before the next repeat, and all repeats of a prompt before the
+ * next prompt — so slow drifts of the machine hit all arms alike and each repeat of an arm has a neighbour of every
+ * other arm to be paired with. Each (prompt, arm) draws from the PRNG stream (seed, prompt index), so one prompt
+ * sees the same randomness under every arm and in every repeat; and each repeat has its own run state (for
+ * methods whose state carries across prompts), so repeat r sees the same history as repeat 0 — repeats differ in
+ * timing only, never in decisions.
  */
 export async function runInterleaved<A extends Arm>(arms: readonly A[], input: ScheduleInput, hooks: ScheduleHooks<A>): Promise<void> {
   const { models, promptTokens, maxTokens, warp, seed, signal } = input
+  const repeats = input.repeats ?? 1
   for (const arm of arms)
     await decodeOnce({ decoder: arm.method.newRun()(), models, promptTokens: promptTokens[0], maxTokens: 4, warp, seed, stream: 0 })
-  const runs = arms.map((arm) => arm.method.newRun())
+  const runs = arms.map((arm) => Array.from({ length: repeats }, () => arm.method.newRun()))
   await hooks.afterWarmUp?.()
+  let order = 0
   for (let promptIndex = 0; promptIndex < promptTokens.length && !signal?.aborted; promptIndex++) {
     const promptModels = (await hooks.modelsFor?.(promptIndex)) ?? models
-    for (const [a, arm] of arms.entries()) {
-      if (signal?.aborted) break
-      await hooks.cell(arm, promptIndex, (onEvent, outcome) =>
-        decodeOnce(
-          { decoder: runs[a](), models: promptModels, promptTokens: promptTokens[promptIndex], maxTokens, warp, seed, stream: promptIndex, signal, onEvent },
-          outcome
+    for (let repeat = 0; repeat < repeats; repeat++) {
+      for (const [a, arm] of arms.entries()) {
+        if (signal?.aborted) return
+        await hooks.cell(arm, { promptIndex, repeat, order: order++ }, (onEvent, outcome) =>
+          decodeOnce(
+            {
+              decoder: runs[a]![repeat]!(),
+              models: promptModels,
+              promptTokens: promptTokens[promptIndex],
+              maxTokens,
+              warp,
+              seed,
+              stream: promptIndex,
+              signal,
+              onEvent,
+              syntheticAcceptance: input.syntheticAcceptance
+            },
+            outcome
+          )
         )
-      )
+      }
     }
   }
 }
@@ -152,64 +188,132 @@ export async function executeRun(
   const promptTokens = tokenizePrompts(models, prompts, config)
   const runId = store.createRun({ ...config, params: prepared.params })
   options.onRunCreated?.(runId)
-  const cellsTotal = prompts.length * config.methods.length
+  const machine = machineBefore()
+  const repeats = config.repeats
+  const cellsTotal = prompts.length * config.methods.length * repeats
   let cellsDone = 0
   let selection: RunDraftSelection | null = null
+  /** Repeat 0 of each (method, prompt): its stored result and output, which later repeats are timed against. */
+  const firsts = new Map<string, { resultId: number; tokens: readonly number[] }>()
   try {
     const arms = prepared.methods.map((method) => ({ label: method.id, method }))
-    const input = { models, promptTokens, maxTokens: config.maxTokens, warp: warpOf(config), seed: config.seed, signal: options.signal }
+    const input = {
+      models,
+      promptTokens,
+      maxTokens: config.maxTokens,
+      warp: warpOf(config),
+      seed: config.seed,
+      repeats,
+      syntheticAcceptance: config.syntheticAcceptance,
+      signal: options.signal
+    }
     await runInterleaved(arms, input, {
       afterWarmUp: async () => {
         selection = await startDraftSelection(store, runId, config, models, promptTokens, options)
       },
       modelsFor: async (promptIndex) =>
         selection ? { ...models, draft: await selection.choose(promptIndex, promptTokens[promptIndex]) } : models,
-      cell: async ({ label: method }, promptIndex, decode) => {
-        const prompt = prompts[promptIndex]
-        const resultId = store.startPromptResult({
-          runId,
-          method,
-          promptIndex,
-          promptId: prompt.id,
-          category: prompt.category,
-          promptText: prompt.text,
-          seedStream: promptIndex
-        })
+      cell: async ({ label: method }, place, decode) => {
+        const { promptIndex, repeat } = place
         let tokens = 0
-        const started = performance.now()
-        const onEvent = (event: DecodeEvent) => {
-          if (event.type === 'step') store.addStep(resultId, event.record)
-          if (event.type === 'token') {
-            tokens += 1
-            options.onProgress?.({ promptIndex, promptCount: prompts.length, method, tokens, cellsDone, cellsTotal })
-          }
-          options.onEvent?.(method, promptIndex, event)
+        const progress = () => options.onProgress?.({ promptIndex, promptCount: prompts.length, method, repeat, repeats, tokens, cellsDone, cellsTotal })
+        const countToken = (event: DecodeEvent) => {
+          if (event.type !== 'token') return
+          tokens += 1
+          progress()
         }
-        const result: DecodeOutcome = { tokens: [], provenance: '', stopReason: 'max-tokens' }
-        const finish = (status: 'done' | 'cancelled' | 'failed', stopReason: StopReason | null) =>
-          store.finishPromptResult(resultId, {
-            status,
-            outputText: models.target.detokenize(result.tokens),
-            outputTokens: result.tokens,
-            provenance: result.provenance,
-            stopReason,
-            wallMs: performance.now() - started
+        const key = `${method}/${promptIndex}`
+        if (repeat === 0) {
+          const first = await firstRepeat(store, runId, method, place, prompts[promptIndex], models, decode, (event) => {
+            countToken(event)
+            options.onEvent?.(method, promptIndex, event)
           })
-        try {
-          await decode(onEvent, result)
-        } catch (error) {
-          finish('failed', null)
-          throw error
+          if (first) firsts.set(key, first)
+        } else {
+          const first = firsts.get(key)
+          if (first) await laterRepeat(store, first, place, decode, countToken)
         }
-        finish(result.stopReason === 'cancelled' ? 'cancelled' : 'done', result.stopReason)
         cellsDone += 1
-        options.onProgress?.({ promptIndex, promptCount: prompts.length, method, tokens, cellsDone, cellsTotal })
+        progress()
       }
     })
+    store.setMachine(runId, machineAfter(machine))
     store.finishRun(runId, options.signal?.aborted ? 'cancelled' : 'done')
   } catch (error) {
     store.finishRun(runId, 'failed', error instanceof Error ? error.message : String(error))
     throw error
   }
   return buildRunReport(store, runId)!
+}
+
+type CellDecode = (onEvent: (event: DecodeEvent) => void, outcome: DecodeOutcome) => Promise<DecodeOutcome>
+
+/**
+ * Repeat 0 of a (prompt, method): its output, provenance and every step are stored in prompt_results / steps, and
+ * its wall time as the cell's repeat 0. Returns it when done (null when cancelled), for the later repeats.
+ */
+async function firstRepeat(
+  store: RunStore,
+  runId: number,
+  method: string,
+  place: CellPlace,
+  prompt: PromptItem,
+  models: DecoderModels,
+  decode: CellDecode,
+  onEvent: (event: DecodeEvent) => void
+): Promise<{ resultId: number; tokens: readonly number[] } | null> {
+  const resultId = store.startPromptResult({
+    runId,
+    method,
+    promptIndex: place.promptIndex,
+    promptId: prompt.id,
+    category: prompt.category,
+    promptText: prompt.text,
+    seedStream: place.promptIndex
+  })
+  const result: DecodeOutcome = { tokens: [], provenance: '', stopReason: 'max-tokens' }
+  const started = performance.now()
+  const finish = (status: 'done' | 'cancelled' | 'failed', stopReason: StopReason | null, wallMs: number) =>
+    store.finishPromptResult(resultId, {
+      status,
+      outputText: models.target.detokenize(result.tokens),
+      outputTokens: result.tokens,
+      provenance: result.provenance,
+      stopReason,
+      wallMs
+    })
+  try {
+    await decode((event) => {
+      if (event.type === 'step') store.addStep(resultId, event.record)
+      onEvent(event)
+    }, result)
+  } catch (error) {
+    finish('failed', null, performance.now() - started)
+    throw error
+  }
+  const wallMs = performance.now() - started
+  if (result.stopReason === 'cancelled') {
+    finish('cancelled', result.stopReason, wallMs)
+    return null
+  }
+  finish('done', result.stopReason, wallMs)
+  store.addRepeat(resultId, { repeat: 0, runOrder: place.order, wallMs, outputCount: result.tokens.length, sameOutput: true })
+  return { resultId, tokens: result.tokens }
+}
+
+/** A later repeat: decoded again and timed; only its wall time, length and agreement with repeat 0 are kept. */
+async function laterRepeat(
+  store: RunStore,
+  first: { resultId: number; tokens: readonly number[] },
+  place: CellPlace,
+  decode: CellDecode,
+  onEvent: (event: DecodeEvent) => void
+): Promise<void> {
+  const result: DecodeOutcome = { tokens: [], provenance: '', stopReason: 'max-tokens' }
+  const started = performance.now()
+  await decode(onEvent, result)
+  const wallMs = performance.now() - started
+  if (result.stopReason === 'cancelled') return
+  const sameOutput = result.tokens.length === first.tokens.length && result.tokens.every((t, i) => t === first.tokens[i])
+  store.addRepeat(first.resultId, { repeat: place.repeat, runOrder: place.order, wallMs, outputCount: result.tokens.length, sameOutput })
 }

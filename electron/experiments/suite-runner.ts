@@ -18,6 +18,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { RunConfig, type ModelFingerprint, type ModelPaths, type RunStatus } from '../api/contract'
+import { DEFAULT_REPEATS } from '../engine/methods/limits'
 import { ownedParams, prepareRun } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
@@ -45,6 +46,8 @@ export interface SuiteRunRequest {
   seed?: number
   threads?: number
   contextSize?: number
+  /** Timed repeats of every cell's (prompt, method); default suiteRepeats(quick). */
+  repeats?: number
   /** Continue this suite run (its stored options and plan win over the fields above). */
   resume?: number
 }
@@ -60,6 +63,8 @@ export interface SuiteRunOptions {
   seed: number
   threads: number
   contextSize: number
+  /** Timed repeats per (prompt, method); absent in suite runs stored before repeats (read as 1). */
+  repeats?: number
   /** Where it ran (reports print it: speeds mean nothing without the machine). */
   machine: { cpus: number; cpuModel: string; platform: string; node: string }
 }
@@ -229,7 +234,8 @@ function planCells(
       params: cell.params ?? {},
       threads: options.threads,
       contextSize: options.contextSize,
-      draftSelection: cell.selectDraft ? { warmupPrompts: 3 } : null
+      draftSelection: cell.selectDraft ? { warmupPrompts: 3 } : null,
+      repeats: options.repeats ?? 1
     })
     return { ...cell, config, promptCount: selection.prompts.length, skippedTooLong: selection.skippedTooLong }
   })
@@ -248,7 +254,8 @@ function ownParamsOnly(plan: readonly PlannedCell[]): PlannedCell[] {
   return plan.map((cell) => ({
     ...cell,
     params: ownedParams(cell.methods, cell.params ?? {}),
-    config: { ...cell.config, params: ownedParams(cell.methods, cell.config.params) }
+    // Plans stored before repeats have none: one repeat, as they ran.
+    config: { ...cell.config, params: ownedParams(cell.methods, cell.config.params), repeats: cell.config.repeats ?? 1 }
   }))
 }
 
@@ -260,7 +267,13 @@ function cellPrompts(cell: PlannedCell, target: LanguageModel, contextSize: numb
   return prompts
 }
 
-const units = (cell: PlannedCell) => cell.promptCount * cell.methods.length * cell.maxTokens
+const units = (cell: PlannedCell) => cell.promptCount * cell.methods.length * cell.maxTokens * cell.config.repeats
+
+/**
+ * Repeats of a suite when none are asked for: a full grid compares speeds, so DEFAULT_REPEATS; `--quick` checks that
+ * everything runs, so 1.
+ */
+export const suiteRepeats = (quick: boolean): number => (quick ? 1 : DEFAULT_REPEATS)
 
 /** Scores every done output of a run under the raw target: NLL and token count per prompt result. */
 export async function scoreRunOutputs(
@@ -307,6 +320,7 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
     seed: request.seed ?? 1,
     threads: request.threads ?? defaultThreads() ?? 4,
     contextSize: request.contextSize ?? 512,
+    repeats: request.repeats ?? suiteRepeats(request.quick),
     machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', platform: `${os.platform()} ${os.arch()}`, node: process.version }
   }
   for (const file of [options.models.target, options.models.mid, options.models.draft])

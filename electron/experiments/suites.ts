@@ -213,6 +213,16 @@ const hsddwAblation: SuiteDefinition = {
 const SVIP_H_GRID = [0.2, 0.3, 0.4, 0.5]
 /** §3.1: h = 0.3 for Qwen2.5 and LLaMA-3 (0.4 for Pythia); §3.2 keeps the §3.1 settings. */
 export const SVIP_H_MAIN = 0.3
+/**
+ * §3.1: "we limit the maximum draft length to 40 in both heuristics and SVIP scenarios" (the authors' code,
+ * vanilla-sd/eval_specbench.py: `min(num_assistant_tokens + 2, 40)` and every draft cut at `min(40, …)`). SVIP's
+ * own cap is svip.maxDraft (default 40, set here too so the suite says it); the heuristic gets heuristic.maxDraft;
+ * the constant baseline drafts γ = 5 < 40. The same code restarts the heuristic at 5 for every prompt (HF's
+ * "heuristic_transient"), so the suite's heuristic is transient too.
+ */
+export const SVIP_MAX_DRAFT = 40
+const HEURISTIC_AS_SVIP = { 'heuristic.maxDraft': SVIP_MAX_DRAFT, 'heuristic.transient': true } as const
+const SVIP_CAPS = { ...HEURISTIC_AS_SVIP, 'svip.maxDraft': SVIP_MAX_DRAFT } as const
 
 const svip: SuiteDefinition = {
   id: 'svip',
@@ -221,7 +231,16 @@ const svip: SuiteDefinition = {
     'Constant γ = 5, the Hugging Face heuristic and SVIP over its h grid on the pair target ← stories260K → speedup per ' +
     'dataset category at temperature 0 (Table 1), draft / accepted length and acceptance per category (Figure 5), and ' +
     'speedup across generation lengths at temperature 1 (Table 2).',
-  preset: { methods: ['ar', 'sd', 'sd-heuristic', 'svip'], dataset: 'mixed', limit: 4, maxTokens: 128, temperature: 0, topK: 64, gamma: 5, params: { 'svip.h': SVIP_H_MAIN } },
+  preset: {
+    methods: ['ar', 'sd', 'sd-heuristic', 'svip'],
+    dataset: 'mixed',
+    limit: 4,
+    maxTokens: 128,
+    temperature: 0,
+    topK: 64,
+    gamma: 5,
+    params: { 'svip.h': SVIP_H_MAIN, ...SVIP_CAPS }
+  },
   paper: { file: 'svip-self-verification-length-policy.txt', title: 'Draft Model Knows When to Stop: A Self-Verification Length Policy (SVIP)' },
   models: PAIR,
   datasets: (quick) => (quick ? [builtin('mixed', { perCategory: 1 })] : [{ id: 'spec-bench', label: 'Spec-Bench', shared: 'spec_bench.jsonl', perCategory: 2 }]),
@@ -231,7 +250,16 @@ const svip: SuiteDefinition = {
     const maxTokens = tokens(context, 128, 12)
     for (const dataset of context.datasets) {
       const labels = { dataset: dataset.label }
-      cells.push({ key: `table1/${dataset.id}/base`, methods: ['ar', 'sd', 'sd-heuristic'], dataset, gamma: 5, maxTokens, sampling: greedy, labels })
+      cells.push({
+        key: `table1/${dataset.id}/base`,
+        methods: ['ar', 'sd', 'sd-heuristic'],
+        dataset,
+        gamma: 5,
+        maxTokens,
+        sampling: greedy,
+        params: HEURISTIC_AS_SVIP,
+        labels
+      })
       for (const h of context.quick ? [SVIP_H_MAIN] : SVIP_H_GRID)
         cells.push({
           key: `table1/${dataset.id}/h=${h}`,
@@ -240,7 +268,7 @@ const svip: SuiteDefinition = {
           gamma: 5,
           maxTokens,
           sampling: greedy,
-          params: { 'svip.h': h },
+          params: { 'svip.h': h, 'svip.maxDraft': SVIP_MAX_DRAFT },
           labels: { ...labels, h }
         })
     }
@@ -256,7 +284,7 @@ const svip: SuiteDefinition = {
         maxTokens: L,
         fitTokens: Math.max(...lengths),
         sampling: { temperature: 1, topK: 64 },
-        params: { 'svip.h': SVIP_H_MAIN },
+        params: { 'svip.h': SVIP_H_MAIN, ...SVIP_CAPS },
         labels: { dataset: dataset.label, L }
       })
     return cells

@@ -11,6 +11,7 @@ import { UserInputError } from '../engine/errors'
 import { decodeOnce } from '../engine/methods/decode-once'
 import { prepare, type PreparedMethod } from '../engine/methods/prepare'
 import type { AppStore } from '../store/app-store'
+import { measureBaseline } from './chat-baseline'
 import { buildPrompt, type Turn } from './chat-prompt'
 import { IncrementalText } from './incremental-text'
 import type { JobLock } from './job-lock'
@@ -71,7 +72,7 @@ export class ChatService {
     private readonly emit: (event: HostEvent) => void
   ) {}
 
-  handlers(): ApiHandlers<'chat:conversations' | 'chat:conversation' | 'chat:delete-conversation' | 'chat:send' | 'chat:stop'> {
+  handlers(): ApiHandlers<'chat:conversations' | 'chat:conversation' | 'chat:delete-conversation' | 'chat:send' | 'chat:stop' | 'chat:baseline'> {
     return {
       'chat:conversations': () => this.store().listConversations(),
       'chat:conversation': ({ conversationId }) => {
@@ -88,7 +89,29 @@ export class ChatService {
         if (this.generation?.id !== generationId) return { stopped: false }
         this.generation.abort.abort()
         return { stopped: true }
-      }
+      },
+      'chat:baseline': ({ messageId }) => this.baseline(messageId)
+    }
+  }
+
+  /** A reply's speedup over ar on its own prompt tokens, with the trio that generated it (chat-baseline.ts). */
+  private async baseline(messageId: number): Promise<ChatMessage> {
+    const reply = this.store().getMessage(messageId)
+    const promptTokens = this.store().promptTokensOf(messageId)
+    if (!reply || reply.role !== 'assistant' || !reply.settings) throw new UserInputError(`message ${messageId} is not a reply of the model`)
+    if (!promptTokens || !reply.models) throw new UserInputError('this reply was generated before SpecLab kept prompts, so its speedup cannot be measured')
+    const held = this.models.current
+    const loaded = held && { target: held.entries.target.path, mid: held.entries.mid?.path ?? null, draft: held.entries.draft?.path ?? null }
+    if (!held || JSON.stringify(loaded) !== JSON.stringify(reply.models))
+      throw new UserInputError(`load the trio this reply was generated with to measure its speedup (target ${reply.models.target})`)
+    const release = this.lock.acquire('measuring a chat reply against ar')
+    try {
+      const method = chatMethod(held, reply.settings.method, reply.settings.gamma, reply.settings.params)
+      const trio = await this.withSequencesFor(held, method.sessions)
+      const baseline = await measureBaseline(trio.models, { ...reply, settings: reply.settings }, promptTokens)
+      return this.store().setBaseline(messageId, baseline)
+    } finally {
+      release()
     }
   }
 
@@ -199,7 +222,8 @@ export class ChatService {
         stats: stats.snapshot(),
         stopReason: end.reason,
         format: prompt.format,
-        models: { target: entries.target.path, mid: entries.mid?.path ?? null, draft: entries.draft?.path ?? null }
+        models: { target: entries.target.path, mid: entries.mid?.path ?? null, draft: entries.draft?.path ?? null },
+        promptTokens: prompt.tokens
       })
     } catch (caught) {
       error = caught instanceof Error ? caught.message : String(caught)

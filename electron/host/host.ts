@@ -181,7 +181,7 @@ export class EngineHost {
         return { removed }
       },
       'models:inspect': ({ modelId }) => this.library.inspect(modelId),
-      'models:check-trio': (request) => this.library.checkTrio(request),
+      'models:check-trio': (request) => this.library.checkTrio(request, { reclaimableVramBytes: this.loaded.vramBytes() }),
       'models:load': async ({ trio, settings, retryFailed }) => {
         const entries = {
           target: await this.library.get(trio.target),

@@ -87,6 +87,25 @@ export class LoadedModels {
     return { target: entries.target, mid: entries.mid, draft: entries.draft, settings, contextSize, sequences }
   }
 
+  /**
+   * VRAM the held trio takes (node-llama-cpp's accounting of each model's weights and context); 0 with none or on
+   * the CPU. Loading another trio frees it first, so the trio check counts it as free for that load.
+   */
+  vramBytes(): number {
+    const held = this.held
+    if (!held) return 0
+    let sum = 0
+    for (const model of [held.models.target, held.models.mid, held.models.draft]) {
+      if (!model) continue
+      try {
+        sum += model.model.memoryUsage.vram + model.context.memoryUsage.vram
+      } catch {
+        // disposed under us: it holds nothing
+      }
+    }
+    return sum
+  }
+
   /** True when exactly these files are loaded with these settings and at least `sequences` KV sequences. */
   matches(entries: TrioEntries, settings: LoadSettings, sequences = DEFAULT_SEQUENCES): boolean {
     const held = this.held

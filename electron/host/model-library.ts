@@ -15,7 +15,7 @@ import path from 'node:path'
 import { GgufFileType, readGgufFileInfo } from 'node-llama-cpp'
 import type { LoadSettings, ModelEntry, ModelInspection, TrioCheck, TrioSelection } from '../api/contract'
 import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
-import { describeMemory, estimateTrioMemory } from './memory-estimate'
+import { describeMemory, estimateTrioMemory, type EstimateOptions } from './memory-estimate'
 import { UserInputError } from '../engine/errors'
 import { validateGgufFile } from '../engine/model/gguf-validate'
 import { assertGgufFile } from '../engine/model/llama-cpp-model'
@@ -219,14 +219,23 @@ export class ModelLibrary {
   }
 
   /** Whether the trio can decode speculatively and, with the load settings, what loading it will take. */
-  async checkTrio(request: TrioSelection & { settings?: LoadSettings }): Promise<TrioCheck> {
+  async checkTrio(request: TrioSelection & { settings?: LoadSettings }, options: Pick<EstimateOptions, 'reclaimableVramBytes'> = {}): Promise<TrioCheck> {
+    // get() validates each file (its header summary runs gguf-validate.ts) before the estimate reads it again.
     const target = await this.get(request.target)
     const others = { mid: request.mid === null ? null : await this.get(request.mid), draft: request.draft === null ? null : await this.get(request.draft) }
     const vocabulary = await this.vocabularyCheck(target, others)
     if (!request.settings) return { ...vocabulary, memory: null, memoryMessage: null }
-    const files = [target, others.mid, others.draft].filter((entry): entry is ModelEntry => entry !== null)
+    // In load order (experiments/models.ts loadTrio): each file gets the VRAM the earlier ones leave.
+    const files = (['target', 'mid', 'draft'] as const).flatMap((role) => {
+      const entry = role === 'target' ? target : others[role]
+      return entry ? [{ ...entry, role }] : []
+    })
     try {
-      const memory = await estimateTrioMemory(files, { contextSize: request.settings.contextSize, sequences: DEFAULT_SEQUENCES })
+      const memory = await estimateTrioMemory(
+        files,
+        { contextSize: request.settings.contextSize, sequences: DEFAULT_SEQUENCES, gpuLayers: request.settings.gpuLayers },
+        options
+      )
       return { ...vocabulary, memory, memoryMessage: describeMemory(memory) }
     } catch (error) {
       return { ...vocabulary, memory: null, memoryMessage: `No memory estimate (${error instanceof Error ? error.message : String(error)}).` }

@@ -161,7 +161,7 @@ export class RunsBrowser {
         a: rowsA.find((r) => r.method === method && r.promptIndex === promptIndex)?.outputText ?? null,
         b: rowsB.find((r) => r.method === method && r.promptIndex === promptIndex)?.outputText ?? null
       }))
-    return { a: ra, b: rb, configDifferences: diff.configDifferences, methods: diff.methods, outputs }
+    return { a: ra, b: rb, configDifferences: diff.configDifferences, methods: diff.methods, speedComparable: diff.speedComparable, outputs }
   }
 
   /** Perplexity of each method's outputs under the raw target (temperature 1), with the method's tokens/s. */

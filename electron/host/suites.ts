@@ -89,7 +89,7 @@ export class SuiteService {
       (jobId) => ({ ...LOADING_PROGRESS, jobId, suite: suite.id, suiteRunId: request.resume, quick: request.quick, method: null, error: null }),
       { announce: true }
     )
-    void this.run(job, { suite: suite.id, quick: request.quick, models, resume: request.resume ?? undefined })
+    void this.run(job, { suite: suite.id, quick: request.quick, models, resume: request.resume ?? undefined, repeats: request.repeats })
     return { jobId: job.id }
   }
 

@@ -9,6 +9,7 @@ import { RunConfig, type DatasetInfo, type HostEvent, type LoadSettings, type Wo
 import type { ApiHandlers } from '../api/runs-service'
 import type { PreparedRun } from '../engine/methods/prepare'
 import { METHOD_IDS } from '../engine/methods/ids'
+import { defaultRepeats } from '../engine/methods/limits'
 import { UserInputError } from '../engine/errors'
 import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { BUILTIN_DATASETS, loadBuiltinDataset, loadPromptFile, type PromptItem } from '../experiments/prompts'
@@ -117,10 +118,12 @@ export class WorkbenchService {
       promptIndex: 0,
       promptCount: limited.length,
       method: request.methods[0],
+      repeat: 0,
+      repeats: config.repeats,
       tokens: 0,
       maxTokens: request.settings.maxTokens,
       cellsDone: 0,
-      cellsTotal: limited.length * request.methods.length,
+      cellsTotal: limited.length * request.methods.length * config.repeats,
       elapsedMs: 0,
       status: null,
       error: null
@@ -146,7 +149,8 @@ export class WorkbenchService {
       params: settings.params,
       threads: request.load.threads ?? defaultThreads() ?? 4,
       contextSize: request.load.contextSize,
-      draftSelection: null
+      draftSelection: null,
+      repeats: request.repeats ?? defaultRepeats(request.methods)
     })
   }
 
@@ -186,10 +190,12 @@ export class WorkbenchService {
         },
         onProgress: (p) =>
           this.update(job, {
-            message: `Prompt ${p.promptIndex + 1}/${p.promptCount} · ${p.method}`,
+            message: `Prompt ${p.promptIndex + 1}/${p.promptCount}${p.repeats > 1 ? ` · repeat ${p.repeat + 1}/${p.repeats}` : ''} · ${p.method}`,
             promptIndex: p.promptIndex,
             promptCount: p.promptCount,
             method: p.method,
+            repeat: p.repeat,
+            repeats: p.repeats,
             tokens: p.tokens,
             cellsDone: p.cellsDone,
             cellsTotal: p.cellsTotal

@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { app, BrowserWindow, dialog, ipcMain, Menu, session, shell, type IpcMainInvokeEvent } from 'electron'
+import { app, BrowserWindow, dialog, ipcMain, Menu, nativeTheme, session, shell, type IpcMainInvokeEvent } from 'electron'
 import { z } from 'zod'
 import { API, isApiChannel, PRIVILEGED_CHANNELS, type HostEvent, type UiCommand } from '../api/contract'
 import { invalidRequestMessage } from '../api/request-errors'
@@ -130,6 +130,9 @@ function createWindow(): void {
     minHeight: 600,
     title: 'SpecLab',
     show: false,
+    // The page colour of app.css (--bg) in the system's scheme, so no white shows before the page paints in dark
+    // mode. nativeTheme.themeSource stays 'system': the renderer follows prefers-color-scheme.
+    backgroundColor: nativeTheme.shouldUseDarkColors ? '#111418' : '#f4f6f9',
     webPreferences: {
       preload: preloadFile,
       contextIsolation: true,

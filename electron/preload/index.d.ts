@@ -7,6 +7,8 @@ export interface SpeclabApi {
   onEvent(listener: (event: HostEvent) => void): () => void
   /** A native open dialog for a model (.gguf) or a prompt file (.jsonl); null when cancelled. */
   pickFile(kind: 'model' | 'dataset'): Promise<string | null>
+  /** Where a File dropped on the page lives on disk (webUtils.getPathForFile); '' when it is not a file on disk. */
+  pathForFile(file: File): string
 }
 
 declare global {

@@ -1,9 +1,11 @@
 /**
  * Sandboxed preload (built to CommonJS): exposes `window.speclab` — `call(channel, payload)` typed by the api
  * contract, `onEvent(listener)` for events the engine host pushes (progress, tokens), and `pickFile(kind)` for a
- * native open dialog. Main validates channel and payload again; nothing else of Electron reaches the page.
+ * native open dialog, and `pathForFile(file)`: where a File dropped on the page lives (Electron's
+ * webUtils.getPathForFile; File.path is gone), '' for a file that is not on disk. Main validates channel and payload
+ * again; nothing else of Electron reaches the page.
  */
-import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron'
+import { contextBridge, ipcRenderer, webUtils, type IpcRendererEvent } from 'electron'
 import type { ApiChannel, ApiRequest, ApiResponse, HostEvent } from '../api/contract'
 import type { SpeclabApi } from './index.d'
 
@@ -28,6 +30,10 @@ const api: SpeclabApi = {
   },
   pickFile(kind: 'model' | 'dataset'): Promise<string | null> {
     return ipcRenderer.invoke(PICK_CHANNEL, kind) as Promise<string | null>
+  },
+  pathForFile(file: File): string {
+    // Only a path: the page adds it through models:add like a typed one, and the host checks the file.
+    return webUtils.getPathForFile(file)
   }
 }
 

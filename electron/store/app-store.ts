@@ -5,6 +5,7 @@
 import os from 'node:os'
 import type Database from 'better-sqlite3'
 import {
+  ChatBaseline,
   ChatMessage,
   GenerationSettings,
   LiveStats,
@@ -41,6 +42,8 @@ export interface NewAssistantMessage {
   stopReason: string | null
   format: 'chat' | 'completion'
   models: { target: string; mid: string | null; draft: string | null }
+  /** The prompt the reply was generated from, so its baseline can be measured on the same tokens. */
+  promptTokens: readonly number[]
 }
 
 interface MessageDbRow {
@@ -54,6 +57,10 @@ interface MessageDbRow {
   stop_reason: string | null
   format: 'chat' | 'completion' | null
   created_at: string
+  models: string | null
+  /** Migration 9: the prompt token ids of an assistant reply (JSON) and its measured baseline (JSON). */
+  prompt_tokens?: string | null
+  baseline?: string | null
 }
 
 const now = (): string => new Date().toISOString()
@@ -147,21 +154,39 @@ export class AppStore {
       stats: JSON.stringify(message.stats),
       stop_reason: message.stopReason,
       format: message.format,
-      models: JSON.stringify(message.models)
+      models: JSON.stringify(message.models),
+      prompt_tokens: JSON.stringify(message.promptTokens)
     })
+  }
+
+  /** One message, or null. */
+  getMessage(messageId: number): ChatMessage | null {
+    const row = this.db.prepare('SELECT * FROM messages WHERE id = ?').get(messageId) as MessageDbRow | undefined
+    return row ? toMessage(row) : null
+  }
+
+  /** The prompt token ids an assistant reply was generated from; null for user messages and older replies. */
+  promptTokensOf(messageId: number): number[] | null {
+    const row = this.db.prepare('SELECT prompt_tokens FROM messages WHERE id = ?').get(messageId) as { prompt_tokens: string | null } | undefined
+    return row?.prompt_tokens ? parseJson(z.array(z.number().int()), row.prompt_tokens) : null
+  }
+
+  setBaseline(messageId: number, baseline: ChatBaseline): ChatMessage {
+    this.db.prepare('UPDATE messages SET baseline = ? WHERE id = ?').run(JSON.stringify(baseline), messageId)
+    return this.getMessage(messageId)!
   }
 
   private insertMessage(
     conversationId: number,
-    row: Omit<MessageDbRow, 'id' | 'conversation_id' | 'created_at'> & { models: string | null }
+    row: Omit<MessageDbRow, 'id' | 'conversation_id' | 'created_at' | 'baseline'>
   ): ChatMessage {
     const at = now()
     const info = this.db
       .prepare(
-        `INSERT INTO messages (conversation_id, role, text, segments, settings, stats, stop_reason, format, models, created_at)
-         VALUES (@conversationId, @role, @text, @segments, @settings, @stats, @stop_reason, @format, @models, @at)`
+        `INSERT INTO messages (conversation_id, role, text, segments, settings, stats, stop_reason, format, models, prompt_tokens, created_at)
+         VALUES (@conversationId, @role, @text, @segments, @settings, @stats, @stop_reason, @format, @models, @prompt_tokens, @at)`
       )
-      .run({ conversationId, at, ...row })
+      .run({ conversationId, at, prompt_tokens: null, ...row })
     this.db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?').run(at, conversationId)
     const stored = this.db.prepare('SELECT * FROM messages WHERE id = ?').get(Number(info.lastInsertRowid)) as MessageDbRow
     return toMessage(stored)
@@ -321,9 +346,13 @@ function toMessage(row: MessageDbRow): ChatMessage {
     stats: parseJson(LiveStats, row.stats),
     stopReason: row.stop_reason,
     format: row.format,
-    createdAt: row.created_at
+    createdAt: row.created_at,
+    models: parseJson(MessageModels, row.models),
+    baseline: parseJson(ChatBaseline, row.baseline ?? null)
   }
 }
+
+const MessageModels = z.object({ target: z.string(), mid: z.string().nullable(), draft: z.string().nullable() })
 
 function toRunListItem(row: RunRow): RunListItem {
   let config: Record<string, unknown> = {}

@@ -199,6 +199,29 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE runs ADD COLUMN name TEXT NULL;
       ALTER TABLE runs ADD COLUMN notes TEXT NULL;
     `
+  },
+  {
+    version: 9,
+    name: 'repeats and machine load',
+    // Issue 13: every (prompt, method) cell runs `repeats` times, interleaved; each repeat's wall time is kept
+    // (repeat 0 is the decode whose output and steps prompt_results holds). run_order is the position in the
+    // schedule, so the stored order shows the interleaving. runs.machine: load average and CPU governor before and
+    // after the run (JSON), to flag runs measured on a busy machine. messages.prompt_tokens: the exact prompt a reply
+    // was generated from, so its speedup over ar can be measured later on the same tokens (messages.baseline, JSON).
+    sql: `
+      CREATE TABLE result_repeats (
+        result_id    INTEGER NOT NULL REFERENCES prompt_results(id) ON DELETE CASCADE,
+        repeat       INTEGER NOT NULL,
+        run_order    INTEGER NOT NULL,
+        wall_ms      REAL NOT NULL,
+        output_count INTEGER NOT NULL,
+        same_output  INTEGER NOT NULL,
+        PRIMARY KEY (result_id, repeat)
+      );
+      ALTER TABLE runs ADD COLUMN machine TEXT NULL;
+      ALTER TABLE messages ADD COLUMN prompt_tokens TEXT NULL;
+      ALTER TABLE messages ADD COLUMN baseline TEXT NULL;
+    `
   }
 ]
 

@@ -12,7 +12,7 @@
 import os from 'node:os'
 import path from 'node:path'
 import type Database from 'better-sqlite3'
-import { RunConfig, type RunStatus, type RunSummary } from '../api/contract'
+import { MachineState, RunConfig, type RunStatus, type RunSummary } from '../api/contract'
 import { PROVENANCE_CODES, type LevelCounters, type StepRecord } from '../engine/decoders/types'
 import type { PromptOutcome } from '../engine/metrics/fold'
 import { describeOpenError, openDatabase } from './database-file'
@@ -38,6 +38,17 @@ export interface PromptResultFinish {
   provenance: string
   stopReason: string | null
   wallMs: number
+}
+
+/** One timed repeat of a (prompt, method) cell (migration 9); repeat 0 is the decode prompt_results holds. */
+export interface RepeatRow {
+  repeat: number
+  /** Position of this decode in the run's schedule (0, 1, … across all cells and repeats). */
+  runOrder: number
+  wallMs: number
+  outputCount: number
+  /** The repeat produced exactly repeat 0's tokens (decisions depend on the seed only, so it should). */
+  sameOutput: boolean
 }
 
 export interface DraftChoiceRow {
@@ -80,6 +91,7 @@ export interface RunRow {
   prompt_count: number
   name?: string | null
   notes?: string | null
+  machine?: string | null
   owner_pid?: number | null
   owner_host?: string | null
 }
@@ -329,18 +341,55 @@ export class RunStore {
     return rows.map(toStepRecord)
   }
 
+  /** Records one timed repeat of a cell; like addStep, a failed write fails the run. */
+  addRepeat(resultId: number, row: RepeatRow): void {
+    this.db
+      .prepare(`INSERT INTO result_repeats (result_id, repeat, run_order, wall_ms, output_count, same_output) VALUES (?, ?, ?, ?, ?, ?)`)
+      .run(resultId, row.repeat, row.runOrder, row.wallMs, row.outputCount, row.sameOutput ? 1 : 0)
+  }
+
+  /**
+   * Every timed repeat of the run's results, by result id, in repeat order. A result without rows (a run from
+   * before repeats, or a database opened read-only before its migration) reads as one repeat: its own wall time.
+   */
+  getRepeats(runId: number): Map<number, RepeatRow[]> {
+    const byResult = new Map<number, RepeatRow[]>()
+    if (!this.hasTable('result_repeats')) return byResult
+    const rows = this.db
+      .prepare(
+        `SELECT x.* FROM result_repeats x JOIN prompt_results p ON p.id = x.result_id
+         WHERE p.run_id = ? ORDER BY x.result_id, x.repeat`
+      )
+      .all(runId) as { result_id: number; repeat: number; run_order: number; wall_ms: number; output_count: number; same_output: number }[]
+    for (const r of rows) {
+      const list = byResult.get(r.result_id) ?? []
+      list.push({ repeat: r.repeat, runOrder: r.run_order, wallMs: r.wall_ms, outputCount: r.output_count, sameOutput: r.same_output !== 0 })
+      byResult.set(r.result_id, list)
+    }
+    return byResult
+  }
+
+  /** Load and governor around a run (migration 9); silently skipped on a database too old to hold them. */
+  setMachine(runId: number, machine: MachineState): void {
+    if (this.hasColumn('runs', 'machine')) this.db.prepare('UPDATE runs SET machine = ? WHERE id = ?').run(JSON.stringify(machine), runId)
+  }
+
   /** Done prompt results grouped by method, in the shape summarizeMethod folds. */
   getOutcomes(runId: number): Map<string, PromptOutcome[]> {
     const stepsByResult = this.doneStepsOfRun(runId)
+    const repeatsByResult = this.getRepeats(runId)
     const outcomes = new Map<string, PromptOutcome[]>()
     for (const result of this.getPromptResults(runId)) {
       if (result.status !== 'done') continue
       const list = outcomes.get(result.method) ?? []
+      const repeats = repeatsByResult.get(result.id) ?? [{ repeat: 0, wallMs: result.wallMs ?? 0, outputCount: result.outputCount }]
       list.push({
+        promptIndex: result.promptIndex,
         outputText: result.outputText,
         outputTokens: result.outputCount,
         wallMs: result.wallMs ?? 0,
-        steps: stepsByResult.get(result.id) ?? []
+        steps: stepsByResult.get(result.id) ?? [],
+        repeats: repeats.map((r) => ({ repeat: r.repeat, wallMs: r.wallMs, outputTokens: r.outputCount }))
       })
       outcomes.set(result.method, list)
     }
@@ -371,6 +420,14 @@ export class RunStore {
   deleteRun(runId: number): void {
     this.retryPending()
     this.db.prepare('DELETE FROM runs WHERE id = ?').run(runId)
+  }
+
+  private hasTable(name: string): boolean {
+    return this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(name) !== undefined
+  }
+
+  private hasColumn(table: string, column: string): boolean {
+    return (this.db.prepare(`SELECT 1 FROM pragma_table_info(?) WHERE name = ?`).get(table, column) as unknown) !== undefined
   }
 
   /** The open connection, for stores of other tables in the same file (electron/store/app-store.ts). */
@@ -555,7 +612,18 @@ export function toRunSummary(row: RunRow): RunSummary {
     error: row.error,
     promptCount: row.prompt_count,
     name: row.name ?? null,
-    notes: row.notes ?? null
+    notes: row.notes ?? null,
+    machine: parseMachine(row.machine)
+  }
+}
+
+/** The stored machine state, or null (older runs, or JSON this build does not understand). */
+function parseMachine(json: string | null | undefined): MachineState | null {
+  if (!json) return null
+  try {
+    return MachineState.parse(JSON.parse(json))
+  } catch {
+    return null
   }
 }
 

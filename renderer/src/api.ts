@@ -16,6 +16,11 @@ export interface Api {
   onEvent(listener: (event: HostEvent) => void): () => void
   /** Native file dialog (Electron only); browser mode types paths instead. */
   pickFile: ((kind: 'model' | 'dataset') => Promise<string | null>) | null
+  /**
+   * Where a dropped File lives on disk (Electron only; '' for a file not on disk). Browser mode is null: a page
+   * cannot learn a dropped file's path, so it types paths instead.
+   */
+  pathForFile: ((file: File) => string) | null
   onConnection(listener: (state: ConnectionState, detail: string | null) => void): () => void
 }
 
@@ -31,6 +36,7 @@ function electronApi(bridge: NonNullable<Window['speclab']>): Api {
       })
     },
     pickFile: (kind) => bridge.pickFile(kind),
+    pathForFile: (file) => bridge.pathForFile(file),
     onConnection(listener) {
       listener('open', null)
       return () => {}
@@ -109,6 +115,7 @@ function browserApi(): Api {
     call: (channel, payload) => client.call(channel, payload),
     onEvent: (listener) => client.onEvent(listener),
     pickFile: null,
+    pathForFile: null,
     onConnection(listener) {
       statusListeners.add(listener)
       listener(state, detail)

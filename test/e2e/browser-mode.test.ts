@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
-import { LAPTOP_AND_DESKTOP, layoutProblems } from '../helpers/layout'
+import { contrastProblems, LAPTOP_AND_DESKTOP, layoutProblems } from '../helpers/layout'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
@@ -240,6 +240,23 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     }
     expect(await page.getByTestId('model-table').locator('tbody tr').count()).toBe(4)
 
+    // Dropping files: browser mode cannot learn where they are stored, says so in one sentence and uploads nothing.
+    const dropped = await page.evaluateHandle(() => {
+      const transfer = new DataTransfer()
+      transfer.items.add(new File(['x'], 'model.gguf'))
+      transfer.items.add(new File(['x'], 'notes.txt'))
+      return transfer
+    })
+    await page.getByTestId('add-panel').dispatchEvent('dragenter', { dataTransfer: dropped })
+    await waitForText(page.getByTestId('drop-hint'), /Browser mode cannot add a dropped file/)
+    await page.getByTestId('add-panel').dispatchEvent('drop', { dataTransfer: dropped })
+    await waitForText(
+      page.getByTestId('drop-message'),
+      /^notes\.txt is not a \.gguf file: only GGUF models can be added\. Browser mode cannot see where a dropped file is stored: type or paste its path above/
+    )
+    expect(await page.getByTestId('drop-hint').count()).toBe(0)
+    expect(await page.getByTestId('model-table').locator('tbody tr').count()).toBe(4)
+
     await page.getByTestId('trio-target').selectOption({ label: 'stories-target5M-f32.gguf' })
     await page.getByTestId('trio-mid').selectOption({ label: 'stories-mid1M-f32.gguf' })
     await page.getByTestId('trio-draft').selectOption({ label: 'tinystories-656k-q8_0.gguf' })
@@ -249,7 +266,17 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await page.getByTestId('trio-draft').selectOption({ label: 'stories260K-f32.gguf' })
     await page.getByTestId('trio-check').click()
     await waitForText(page.getByTestId('trio-check-result'), /Compatible: all three models share one vocabulary/)
-    await waitForText(page.getByTestId('trio-memory'), /^Loading needs about [\d.]+ MB \(weights .* at 512 tokens × 4 sequences\); [\d.]+ [MG]B free\.$/)
+    // What the GPU layers do on this machine (CI has no GPU: llama.cpp runs on the CPU), then the RAM.
+    const memory = /^(No GPU in this build: all layers run on the CPU|GPU \(\w+\).*)\. Loading needs about [\d.]+ MB of RAM \(weights .* at 512 tokens × 4 sequences\); [\d.]+ [MG]B free\.$/
+    await waitForText(page.getByTestId('trio-memory'), memory)
+    // A shown check follows the context size and the GPU layers without another click.
+    await page.getByTestId('context-size').fill('256')
+    await waitForText(page.getByTestId('trio-memory'), /at 256 tokens × 4 sequences/)
+    await page.getByTestId('context-size').fill('2048')
+    await page.getByTestId('gpu-layers').fill('many')
+    await waitForText(page.getByTestId('trio-check-error'), /GPU layers: "auto" or a whole number ≥ 0/)
+    await page.getByTestId('gpu-layers').fill('auto')
+    await waitForText(page.getByTestId('trio-memory'), memory)
     await page.getByTestId('trio-load').click()
     await waitForText(page.getByTestId('trio-loaded'), /Loaded: stories-target5M-f32\.gguf · stories-mid1M-f32\.gguf · stories260K-f32\.gguf/)
     await waitForText(page.getByTestId('trio-loaded'), /context \d+ tokens, 4 KV sequences/)
@@ -322,6 +349,11 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     expect(await page.getByTestId('message-user').textContent()).toContain('Tom had a big red ball.')
     expect(await page.getByTestId('message-assistant').count()).toBe(1)
     await waitForText(page.locator('[data-testid="conversation-item"]'), /^Tom had a big red ball\.$/)
+
+    // The reply's speedup over ar, measured on its own prompt and pinned under it with its interval.
+    await page.getByTestId('message-assistant').getByTestId('message-baseline').click()
+    await waitForText(page.getByTestId('message-assistant').getByTestId('reply-stats'), /speedup \d+\.\d\d× \[\d+\.\d\d–\d+\.\d\d\] vs ar on this prompt \(3 repeats\)/)
+    expect(await page.getByTestId('message-assistant').getByTestId('message-baseline').count()).toBe(0)
   })
 
   it('Workbench: runs methods × prompts with progress, shows results and charts; cancel stops a run', async () => {
@@ -332,18 +364,37 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await page.getByTestId('max-tokens').fill('96')
     await page.getByTestId('temperature').fill('0')
     await page.getByTestId('seed').fill('7')
+    // A bad repeat count is one line and starts nothing; 2 timed repeats of each (prompt, method) are 18 decodes.
+    await page.getByTestId('wb-repeats').fill('0')
+    await page.getByTestId('wb-run').click()
+    await waitForText(page.getByRole('alert'), /Repeats: a whole number from 1 to 50/)
+    await page.getByTestId('wb-repeats').fill('2')
     await page.getByTestId('wb-run').click()
     const progress = page.getByTestId('wb-progress')
     await waitForAttribute(progress, 'data-phase', /running/)
     await waitForAttribute(progress, 'data-phase', /finished/)
     expect(await progress.getAttribute('data-status')).toBe('done')
-    expect(await page.getByTestId('wb-progress-cells').getByRole('progressbar').getAttribute('aria-valuenow')).toBe('9')
+    expect(await page.getByTestId('wb-progress-cells').getByRole('progressbar').getAttribute('aria-valuenow')).toBe('18')
     await page.getByTestId('wb-results').waitFor()
     const rows = page.getByTestId('wb-results').getByTestId('metrics-table').locator('tbody tr')
     expect(await rows.count()).toBe(3)
+    // tokens/s and speedups as medians with their 95 % interval under them; the counts exact.
+    await waitForText(page.getByTestId('metrics-note'), /3 prompts × 2 timed repeats/)
+    expect(await rows.nth(1).getByTestId('cell-speedup').textContent()).toMatch(/^\s*\d+\.\d\d×\s*\d+\.\d\d–\d+\.\d\d×\s*$/)
     await page.getByTestId('chart-gamma').waitFor()
     await page.getByTestId('chart-speedup').waitFor()
     await page.getByTestId('chart-entropy').waitFor()
+    await page.getByTestId('chart-positions').waitFor()
+    // Theory beside measurement, and a what-if that recomputes without running a model.
+    const theory = page.getByTestId('theory-panel')
+    await waitForText(theory.getByTestId('theory-table'), /Tokens per target call.*Speedup \(Thm 3\.8\)/s)
+    await theory.getByTestId('what-if').locator('summary').click()
+    const whatIf = theory.getByTestId('what-if-result')
+    await theory.getByTestId('what-if-gamma').fill('1')
+    const atOne = await waitForText(whatIf, /predicted speedup \d+\.\d\d×/)
+    await theory.getByTestId('what-if-gamma').fill('8')
+    await waitForText(whatIf, /predicted speedup \d+\.\d\d×/)
+    expect(await whatIf.textContent()).not.toBe(atOne)
     await shot('workbench')
 
     // A second, different run (γ 3, sampled, two prompts, no hsddw) to diff against.
@@ -442,6 +493,8 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await waitForText(page.getByTestId('diff-config'), /gamma/)
     expect(await page.getByTestId('config-diff-row').count()).toBeGreaterThanOrEqual(4) // gamma, methods, limit, temperature
     await waitForText(page.getByTestId('diff-metrics'), /tokens\/s/)
+    // Timed differences carry the interval of the difference and say whether it is beyond the noise.
+    await waitForText(page.getByTestId('diff-noise'), /^\s*(within|beyond) noise\s*\[[-+]?\d/)
     await page.getByTestId('diff-gamma-chart').waitFor()
     await waitForText(page.getByTestId('diff-outputs'), /prompt 1/)
     expect(await page.getByTestId('output-diff').locator('.diff-add').count()).toBeGreaterThan(0)
@@ -523,6 +576,96 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await page.getByTestId('trio-retry').click()
     await waitForText(page.getByTestId('trio-loaded'), new RegExp(`Loaded: ${path.basename(bigModel).replace(/\./g, '\\.')}`))
     expect(await page.getByTestId('load-failed').count()).toBe(0)
+    expect(pageErrors).toEqual([])
+  }, 120_000)
+
+  it('dark theme: the app follows prefers-color-scheme; every screen reads at WCAG AA in light and dark, charts re-draw, provenance colours stay apart', async () => {
+    const schemes = ['light', 'dark'] as const
+    /** Contrast in both schemes, no large bright box in dark (a panel left white), and a dark screenshot. */
+    const check = async (name: string) => {
+      for (const colorScheme of schemes) {
+        await page.emulateMedia({ colorScheme })
+        await page.waitForTimeout(50) // let the charts re-draw
+        for (const problem of await contrastProblems(page)) layoutFailures.push(`${name} (${colorScheme}): ${problem}`)
+      }
+      const bright = await page.evaluate(() =>
+        [...document.querySelectorAll<HTMLElement>('body *')]
+          .filter((el) => {
+            const m = /^rgba?\((\d+), (\d+), (\d+)(?:, ([\d.]+))?\)$/.exec(getComputedStyle(el).backgroundColor)
+            const rect = el.getBoundingClientRect()
+            // A primary button's accent fill is bright by design; a sandboxed report is its own (light) document.
+            return !!m && Number(m[4] ?? 1) > 0.5 && rect.width * rect.height > 2000 && !el.matches('button.primary, iframe') && (0.2126 * Number(m[1]) + 0.7152 * Number(m[2]) + 0.0722 * Number(m[3])) / 255 > 0.6
+          })
+          .map((el) => `${el.tagName.toLowerCase()}.${[...el.classList].join('.')} is bright (${getComputedStyle(el).backgroundColor})`)
+      )
+      layoutFailures.push(...bright.map((problem) => `${name} (dark): ${problem}`))
+      await page.setViewportSize({ width: 1280, height: 800 })
+      await page.waitForTimeout(50)
+      const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
+      await page.screenshot({ path: path.join(shots, `${name}-dark-1280x800.png`), fullPage: true })
+      await style.evaluate((node) => (node as HTMLElement).remove())
+      await page.setViewportSize(VIEWPORT)
+      await page.emulateMedia({ colorScheme: 'light' })
+    }
+    const canvasImage = (testid: string) => page.getByTestId(testid).locator('canvas').evaluate((canvas) => (canvas as HTMLCanvasElement).toDataURL())
+    try {
+      await page.getByTestId('nav-models').click()
+      await page.getByTestId('model-table').waitFor()
+      await check('models')
+
+      await page.getByTestId('nav-chat').click()
+      await page.getByTestId('conversation-item').first().click()
+      await page.getByTestId('message-assistant').locator('.tok').first().waitFor()
+      // Provenance colours: the five legend swatches stay apart (underline colours) in both schemes, and the
+      // reply's tokens wear exactly their swatch's colours.
+      for (const colorScheme of schemes) {
+        await page.emulateMedia({ colorScheme })
+        const { distance, mismatched } = await page.evaluate(() => {
+          const rgb = (css: string) => (/rgba?\(([\d.]+), ([\d.]+), ([\d.]+)/.exec(css) ?? []).slice(1, 4).map(Number)
+          const swatches = [...document.querySelectorAll<HTMLElement>('[data-testid="provenance-legend"] .swatch')].map((el) => ({
+            kind: [...el.classList].find((c) => c.startsWith('tok-'))!,
+            background: getComputedStyle(el).backgroundColor,
+            line: getComputedStyle(el).boxShadow
+          }))
+          let distance = Infinity
+          for (const [i, a] of swatches.entries())
+            for (const b of swatches.slice(i + 1)) distance = Math.min(distance, Math.hypot(...rgb(a.line).map((v, k) => v - rgb(b.line)[k])))
+          const mismatched = [...document.querySelectorAll<HTMLElement>('[data-testid="message-assistant"] .tok')]
+            .map((el) => ({ el, swatch: swatches.find((s) => el.classList.contains(s.kind)) }))
+            .filter(({ el, swatch }) => !swatch || getComputedStyle(el).backgroundColor !== swatch.background || getComputedStyle(el).boxShadow !== swatch.line)
+            .map(({ el }) => el.className)
+          return { distance: swatches.length === 5 ? distance : 0, mismatched }
+        })
+        expect(distance, `closest two provenance underline colours (${colorScheme})`).toBeGreaterThan(60)
+        expect(mismatched, `tokens coloured unlike their legend swatch (${colorScheme})`).toEqual([])
+      }
+      await check('chat')
+      await page.getByTestId('chat-reply-view').selectOption('markdown')
+      await page.getByTestId('message-assistant').getByTestId('markdown').waitFor()
+      await check('chat-markdown')
+      await page.getByTestId('chat-reply-view').selectOption('provenance')
+
+      await page.getByTestId('nav-workbench').click()
+      await waitForText(page.getByTestId('wb-dataset'), /Stories/)
+      await check('workbench')
+
+      await page.getByTestId('nav-runs').click()
+      await page.getByTestId('run-open-1').click()
+      await page.getByTestId('run-detail').getByTestId('chart-entropy').waitFor()
+      // Chart.js draws on a canvas: it must re-draw in the other palette when the system scheme flips.
+      const lightChart = await canvasImage('chart-entropy')
+      await page.emulateMedia({ colorScheme: 'dark' })
+      await page.waitForFunction((before) => document.querySelector<HTMLCanvasElement>('[data-testid="chart-entropy"] canvas')?.toDataURL() !== before, lightChart)
+      await page.emulateMedia({ colorScheme: 'light' })
+      await page.waitForFunction((before) => document.querySelector<HTMLCanvasElement>('[data-testid="chart-entropy"] canvas')?.toDataURL() === before, lightChart)
+      await check('runs')
+
+      await page.getByTestId('nav-diff').click()
+      await page.getByTestId('diff-gamma-chart').waitFor()
+      await check('diff')
+    } finally {
+      await page.emulateMedia({ colorScheme: 'light' })
+    }
     expect(pageErrors).toEqual([])
   }, 120_000)
 

@@ -54,3 +54,85 @@ export async function layoutProblems(page: Page): Promise<string[]> {
     return problems
   })
 }
+
+/**
+ * WCAG contrast of the visible text on the page (issue "The app a new user keeps": a dark theme that follows the
+ * system, readable in both palettes): for every element with text of its own (and every filled text field or
+ * select), the ratio between its computed text colour and the background it sits on — the first opaque
+ * background-color up the ancestor chain, with translucent ones on the way blended in. Below 4.5 is a problem, or
+ * below 3 for large text (≥ 24px, or ≥ 18.66px bold). Disabled controls and faded elements (opacity < 1) are exempt,
+ * as WCAG exempts inactive components; canvases (charts) are not text. One line per distinct element kind and colour
+ * pair, with how many elements share it.
+ */
+export async function contrastProblems(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    type Rgba = [number, number, number, number]
+    const parse = (css: string): Rgba | null => {
+      const m = /^rgba?\(([\d.]+),?\s*([\d.]+),?\s*([\d.]+)(?:\s*[,/]\s*([\d.]+%?))?\)$/.exec(css.trim())
+      if (!m) return null
+      const alpha = m[4] === undefined ? 1 : m[4].endsWith('%') ? parseFloat(m[4]) / 100 : parseFloat(m[4])
+      return [Number(m[1]), Number(m[2]), Number(m[3]), alpha]
+    }
+    const over = (top: Rgba, below: Rgba): Rgba => {
+      const a = top[3]
+      return [top[0] * a + below[0] * (1 - a), top[1] * a + below[1] * (1 - a), top[2] * a + below[2] * (1 - a), 1]
+    }
+    const luminance = ([r, g, b]: Rgba): number => {
+      const channel = (c: number) => {
+        const s = c / 255
+        return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4
+      }
+      return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+    }
+    const hex = (c: Rgba) => '#' + c.slice(0, 3).map((v) => Math.round(v).toString(16).padStart(2, '0')).join('')
+    /** The background behind an element: translucent layers blended down to the first opaque one. */
+    const backgroundOf = (el: Element): Rgba => {
+      const layers: Rgba[] = []
+      for (let node: Element | null = el; node; node = node.parentElement) {
+        const color = parse(getComputedStyle(node).backgroundColor)
+        if (color && color[3] > 0) {
+          layers.push(color)
+          if (color[3] >= 1) break
+        }
+      }
+      // The canvas of the page when nothing up the chain is opaque (app.css always paints html and body).
+      let result: Rgba = matchMedia('(prefers-color-scheme: dark)').matches ? [18, 18, 18, 1] : [255, 255, 255, 1]
+      for (const layer of layers.reverse()) result = over(layer, result)
+      return result
+    }
+    const faded = (el: Element): boolean => {
+      for (let node: Element | null = el; node; node = node.parentElement) if (Number(getComputedStyle(node).opacity) < 1) return true
+      return false
+    }
+    const fields = 'input:not([type=checkbox]):not([type=radio]):not([type=range]):not([type=hidden]), select, textarea'
+    const found = new Map<string, { count: number; sample: string }>()
+    for (const el of document.querySelectorAll<HTMLElement>('body *')) {
+      if (el.closest('canvas, svg, script, style')) continue
+      const ownText = [...el.childNodes].some((n) => n.nodeType === Node.TEXT_NODE && n.textContent!.trim() !== '')
+      const filledField = el.matches(fields) && ((el as HTMLInputElement).value ?? '') !== ''
+      if (!ownText && !filledField) continue
+      if (!el.checkVisibility({ contentVisibilityAuto: true, visibilityProperty: true })) continue
+      const rect = el.getBoundingClientRect()
+      if (rect.width < 2 || rect.height < 2) continue // visually hidden (screen-reader only) text
+      if (el.closest(':disabled') || faded(el)) continue
+      const style = getComputedStyle(el)
+      const text = parse(style.color)
+      if (!text || text[3] === 0) continue
+      const background = backgroundOf(el)
+      const fg = over(text, background)
+      const [hi, lo] = [luminance(fg), luminance(background)].sort((a, b) => b - a)
+      const ratio = (hi + 0.05) / (lo + 0.05)
+      const size = parseFloat(style.fontSize)
+      const large = size >= 24 || (size >= 18.66 && Number(style.fontWeight) >= 700)
+      const needed = large ? 3 : 4.5
+      if (ratio >= needed) continue
+      const testid = el.closest<HTMLElement>('[data-testid]')?.dataset.testid
+      const classes = [...el.classList].filter((c) => !c.startsWith('svelte-'))
+      const key = `${el.tagName.toLowerCase()}${classes.map((c) => '.' + c).join('')}${testid ? ` in [data-testid=${testid}]` : ''}: contrast ${ratio.toFixed(2)} < ${needed} (${hex(fg)} on ${hex(background)})`
+      const seen = found.get(key)
+      if (seen) seen.count++
+      else found.set(key, { count: 1, sample: (el.innerText || (el as HTMLInputElement).value || '').trim().slice(0, 30) })
+    }
+    return [...found].map(([key, { count, sample }]) => `${key}, e.g. "${sample}"${count > 1 ? ` (×${count})` : ''}`)
+  })
+}

@@ -96,7 +96,7 @@ withModels('speclab CLI', () => {
     ['an unknown method', ['run', '--target', target, '--methods', 'ar,warp-drive'], /unknown method 'warp-drive'/],
     ['a method without its draft', ['run', '--target', target, '--methods', 'sd'], /method 'sd' needs a draft model/],
     ['a duplicate method', ['run', '--target', target, '--methods', 'ar,ar'], /method 'ar' is listed twice/],
-    ['a misspelled parameter', ['run', '--target', target, '--draft', draft, '--methods', 'svip', '--set', 'svp.h=0.2'], /svp\.h is not a parameter of svip \(svip takes svip\.h, svip\.c, svip\.maxDraft\)/],
+    ['a misspelled parameter', ['run', '--target', target, '--draft', draft, '--methods', 'svip', '--set', 'svp.h=0.2'], /svp\.h is not a parameter of svip \(svip takes svip\.h, svip\.c, svip\.maxDraft, svip\.warpedEntropy\)/],
     ['a parameter of a method not in the run', ['run', '--target', target, '--draft', draft, '--methods', 'ar,sd', '--set', 'svip.h=0.2'], /svip\.h is not a parameter of ar or sd \(ar takes no parameters; sd takes no parameters\): it belongs to svip, which is not in this run/],
     ['a non-numeric nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.minConfidence=abc'], /nlc\.minConfidence \(nlc-draft\) must be a number in \[0, 1\], got "abc"/],
     ['an out-of-range nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.minTokens=1e9'], /nlc\.minTokens \(nlc-draft\) must be an integer in \[0, 1024\], got 1000000000/],
@@ -218,8 +218,12 @@ withModels('speclab CLI', () => {
     expect(stdout.split('\n')[0]).toMatch(new RegExp(`^run \\d+ \\(done\\) · seed ${seed}$`))
     // stderr is not a terminal here: the progress bar prints nothing at all.
     expect(stderr).not.toMatch(/ETA|cell \d|\u2588|\u2591|\x1b\[/)
-    expect(stdout).toMatch(/^method\s+tokens\s+tok\/s\s+speedup\s+accept\s+mean acc\s+σ\s+η\s+target calls\s+overhead ms\/step$/m)
+    expect(stdout).toMatch(/^method\s+tokens\s+tok\/s \[95% CI\]\s+speedup \[95% CI\]\s+accept\s+mean acc\s+σ\s+η\s+target calls\s+overhead ms\/step$/m)
     expect(stdout).not.toMatch(/\d\.\d{5,}/)
+    // ar against sd is a speed comparison: 3 timed repeats by default, medians with intervals, the machine's load.
+    expect(stdout).toMatch(/^tok\/s and speedup: median of 3 timed decodes \(1 prompt × 3 repeats\) with a 95 % bootstrap interval/m)
+    expect(stdout).toMatch(/^machine: load \d+\.\d\d → \d+\.\d\d on \d+ cores/m)
+    expect(stdout).toMatch(/^sd theory: α̂ \d\.\d\d, c \d\.\d{3}, verify \d+\.\d\d, γ 5; tokens\/call/m)
   })
 
   it('runs lists target file, prompt source and best speedup over ar; --json is unchanged', () => {
@@ -230,15 +234,15 @@ withModels('speclab CLI', () => {
     const run1 = lines.find((l) => /^1\s/.test(l))!
     expect(run1).toMatch(/\sdone\s+stories260K-f32\.gguf\s+stories\s+ar,sd,nlc-draft\s+6\s+\d+\.\d\d× (sd|nlc-draft)\s+–$/)
     const json = JSON.parse(speclab('runs', '--json').stdout)
-    // The contract's keys stay; name and notes (run labels) were added beside them.
-    expect(Object.keys(json[0]).sort()).toEqual(['createdAt', 'error', 'finishedAt', 'id', 'methods', 'name', 'notes', 'promptCount', 'status', 'suite'])
+    // The contract's keys stay; name and notes (run labels) and the machine's load were added beside them.
+    expect(Object.keys(json[0]).sort()).toEqual(['createdAt', 'error', 'finishedAt', 'id', 'machine', 'methods', 'name', 'notes', 'promptCount', 'status', 'suite'])
   })
 
   it('diff prints one settings table and one metrics table with human labels', () => {
     const { code, stdout } = speclab('diff', '1', '2')
     expect(code).toBe(0)
     expect(stdout).toMatch(/^run 1 vs run 2: \d+ settings differ$/m)
-    expect(stdout.match(/^method\s+metric\s+run 1\s+run 2\s+Δ\s+change$/gm)).toHaveLength(1)
+    expect(stdout.match(/^method\s+metric\s+run 1\s+run 2\s+Δ\s+change\s+Δ of medians \[95% CI\]$/gm)).toHaveLength(1)
     expect(stdout).toMatch(/^sd\s+tokens\/s\s/m)
     expect(stdout).toMatch(/^nlc-draft \(run 1 only\)\s/m)
     for (const label of ['acceptance', 'mean accepted length', 'σ', 'η', 'target calls']) expect(stdout).toContain(label)

@@ -123,7 +123,20 @@ describe.skipIf(!haveModels)('engine host', () => {
     expect(target.weightsBytes).toBeLessThan(1.1 * fs.statSync(files.target).size)
     expect(target.contextBytes).toBeGreaterThan(0)
     expect(sized.memory!.totalBytes).toBe(sized.memory!.files.reduce((n, f) => n + f.weightsBytes + f.contextBytes, 0))
-    expect(sized.memoryMessage).toMatch(/^Loading needs about [\d.]+ MB \(weights [\d.]+ MB \+ context [\d.]+ MB at 512 tokens × 4 sequences\); [\d.]+ [MG]B free\.$/)
+    // This machine's llama.cpp runs on the CPU (node-llama-cpp falls back when there is no GPU): every layer there.
+    expect(sized.memory).toMatchObject({ gpu: null, gpuLayersSetting: 0, vramTotalBytes: 0, vramFreeBytes: 0, totalVramBytes: 0 })
+    expect(sized.memory!.files.map((f) => [f.role, f.gpuLayers, f.totalLayers, f.vramBytes, f.fitsVram])).toEqual([
+      ['target', 0, 7, 0, true], // 6 blocks + the output layer, as llama.cpp counts them
+      ['mid', 0, expect.any(Number), 0, true],
+      ['draft', 0, expect.any(Number), 0, true]
+    ])
+    expect(sized.memoryMessage).toMatch(
+      /^No GPU in this build: all layers run on the CPU\. Loading needs about [\d.]+ MB of RAM \(weights [\d.]+ MB \+ context [\d.]+ MB at 512 tokens × 4 sequences\); [\d.]+ [MG]B free\.$/
+    )
+    // 'auto' (the screen's default) on the CPU: the same placement, and the target alone.
+    const auto = await call('models:check-trio', { target: ids.target, mid: null, draft: null, settings: { ...LOAD, gpuLayers: 'auto' } })
+    expect(auto.memory!.files).toEqual([expect.objectContaining({ role: 'target', gpuLayers: 0, totalLayers: 7, weightsBytes: target.weightsBytes })])
+    expect(auto.memoryMessage).toMatch(/^No GPU in this build: all layers run on the CPU\. Loading needs about/)
     const bad = await call('models:check-trio', { target: ids.target, mid: ids.mid, draft: ids.foreign })
     expect(bad.compatible).toBe(false)
     expect(bad.message).toMatch(/tinystories-656k-q8_0\.gguf: its vocabulary has 2048 tokens, the target’s 512/)
@@ -258,10 +271,23 @@ describe.skipIf(!haveModels)('engine host', () => {
     expect((await call('chat:conversation', { conversationId }))!.messages).toEqual(afterEdit.messages)
   })
 
+  it("measures a reply's speedup over ar on its own prompt tokens, and keeps it with the reply", async () => {
+    const [question, reply] = (await call('chat:conversation', { conversationId }))!.messages
+    const measured = await call('chat:baseline', { messageId: reply!.id })
+    expect(measured.baseline).toMatchObject({ repeats: 3, speedup: { cells: 3, prompts: 1, repeats: 3 }, arTokensPerSecond: { cells: 3 } })
+    const { speedup, arTokensPerSecond, methodTokensPerSecond } = measured.baseline!
+    expect(speedup.low).toBeLessThanOrEqual(speedup.median)
+    expect(speedup.median).toBeGreaterThan(0)
+    expect(arTokensPerSecond.median).toBeGreaterThan(0)
+    expect(methodTokensPerSecond.median).toBeGreaterThan(0)
+    expect((await call('chat:conversation', { conversationId }))!.messages[1]!.baseline).toEqual(measured.baseline)
+    await expect(call('chat:baseline', { messageId: question!.id })).rejects.toThrow(/is not a reply of the model/)
+  })
+
   const runIds: number[] = []
   it('runs the workbench with progress, stores the run, and reports it', async () => {
     events.length = 0
-    const start = (gamma: number, methods: ApiRequest<'workbench:start'>['methods'], limit: number) =>
+    const start = (gamma: number, methods: ApiRequest<'workbench:start'>['methods'], limit: number, repeats?: number) =>
       call('workbench:start', {
         suite: null,
         methods,
@@ -269,11 +295,12 @@ describe.skipIf(!haveModels)('engine host', () => {
         limit,
         models: { target: ids.target, mid: ids.mid, draft: ids.draft },
         load: LOAD,
-        settings: { maxTokens: 24, temperature: 0, topK: 64, topP: 1, gamma, seed: 5, params: {} }
+        settings: { maxTokens: 24, temperature: 0, topK: 64, topP: 1, gamma, seed: 5, params: {} },
+        ...(repeats === undefined ? {} : { repeats })
       })
-    const { jobId } = await start(4, ['sd', 'ar', 'pre-verify'], 2)
+    const { jobId } = await start(4, ['sd', 'ar', 'pre-verify'], 2, 1)
     const final = await finished(jobId)
-    expect(final).toMatchObject({ status: 'done', cellsDone: 6, cellsTotal: 6, error: null })
+    expect(final).toMatchObject({ status: 'done', cellsDone: 6, cellsTotal: 6, repeats: 1, error: null })
     runIds.push(final.runId!)
     const progress = events.filter((e): e is Extract<HostEvent, { type: 'workbench:progress' }> => e.type === 'workbench:progress').map((e) => e.progress)
     expect(progress[0].phase).toBe('loading')
@@ -281,8 +308,13 @@ describe.skipIf(!haveModels)('engine host', () => {
     expect(new Set(progress.map((p) => p.cellsDone))).toEqual(new Set([0, 1, 2, 3, 4, 5, 6]))
     expect(await call('workbench:status', {})).toMatchObject({ jobId, phase: 'finished' })
 
+    // No repeats asked for: ar against sd is a speed comparison, so 3 timed repeats per (prompt, method).
+    events.length = 0
     const second = await start(2, ['ar', 'sd'], 1)
-    runIds.push((await finished(second.jobId)).runId!)
+    const secondFinal = await finished(second.jobId)
+    expect(secondFinal).toMatchObject({ status: 'done', repeats: 3, cellsDone: 6, cellsTotal: 6 })
+    expect(events.some((e) => e.type === 'workbench:progress' && e.progress.repeat === 2 && /repeat 3\/3/.test(e.progress.message))).toBe(true)
+    runIds.push(secondFinal.runId!)
 
     const details = (await call('runs:details', { runId: runIds[0] }))!
     expect(details.report.config.methods).toEqual(['ar', 'sd', 'pre-verify']) // contract order

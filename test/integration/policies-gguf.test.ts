@@ -1,7 +1,7 @@
 /**
  * Greedy losslessness of the issue-3 draft-length policies on real GGUF models (node-llama-cpp, CPU, one thread):
  * target stories-target5M-f32 ← draft stories260K-f32, 3 story prompts × 48 tokens. Each of `sd-heuristic`,
- * `sd-pmin`, `svip` and `self-verify` (default parameters and one other setting each, --gamma 5, one newRun per
+ * `sd-pmin`, `svip` and `self-verify` (default parameters and other settings, --gamma 5, one newRun per
  * method so state that persists across prompts is exercised) must reproduce `ar`'s greedy tokens. A divergence is tolerated only where the
  * target's top two tokens are within NEAR_TIE of each other at the first differing position (batched and
  * single-token evaluation may round differently) and the two outputs chose exactly those two tokens — the rule of
@@ -14,6 +14,7 @@ import { autoregressive } from '../../electron/engine/decoders/autoregressive'
 import { prepare } from '../../electron/engine/methods/prepare'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
+import { entropy } from '../../electron/engine/sampling/distribution'
 import { decode, makeRequest } from '../helpers/decode'
 import { describeWithModels, expectSameOrNearTie, GREEDY_64, modelPath } from '../helpers/gguf'
 
@@ -32,7 +33,9 @@ const METHODS: [string, Record<string, number | boolean>][] = [
   ['sd-heuristic', { 'heuristic.transient': true }],
   ['sd-pmin', { 'pmin.p': 0.3, 'pmin.min': 2, 'pmin.max': 8 }],
   ['svip', { 'svip.h': 0.5 }],
-  ['self-verify', { 'selfverify.maxDraft': 4 }]
+  ['self-verify', { 'selfverify.maxDraft': 4 }],
+  ['svip', { 'svip.warpedEntropy': true }],
+  ['sd-heuristic', { 'heuristic.maxDraft': 6 }]
 ]
 
 const PROMPTS = [
@@ -85,5 +88,38 @@ withModels('issue-3 policies on GGUF models: greedy output = greedy ar (target5M
     // Every step records the policy's explanation.
     for (const s of steps) expect(s.decision).not.toBeNull()
     if (id !== 'sd-heuristic') for (const s of steps) expect(s.threshold).not.toBeNull()
+    if (id === 'svip' || id === 'self-verify') {
+      const source = params['svip.warpedEntropy'] === true || params['selfverify.warpedEntropy'] === true ? 'warped' : 'full'
+      for (const s of steps) expect(s.decision?.entropySource).toBe(source)
+    }
+    if (params['heuristic.maxDraft'] === 6) for (const s of steps) expect(s.proposed).toBeLessThanOrEqual(6)
+  })
+
+  it('fullEntropy (svip / self-verify drafts): H of the whole-vocabulary T = 1 softmax; the warped q is unchanged', async () => {
+    const tokens = promptTokens(PROMPTS[1])
+    const warped = { temperature: 0.7, topK: 64, topP: 1 }
+    const plain = await draft.createSession(warped)
+    const withEntropy = await draft.createSession(warped, { fullEntropy: true })
+    const whole = await draft.createSession({ temperature: 1, topK: 0, topP: 1 })
+    try {
+      // One after the other: the same batch shapes, so the same logits bit for bit.
+      const a = await plain.append(tokens, 1)
+      const b = await withEntropy.append(tokens, 1)
+      const w = await whole.append(tokens, 1)
+      expect(b).toHaveLength(tokens.length - 1)
+      let gap = 0
+      for (let i = 0; i < a.length; i++) {
+        expect(a[i].fullEntropy).toBeUndefined()
+        expect(Array.from(b[i].ids)).toEqual(Array.from(a[i].ids))
+        expect(Array.from(b[i].probs)).toEqual(Array.from(a[i].probs))
+        expect(w[i].ids.length).toBe(draft.info.vocabularySize)
+        expect(b[i].fullEntropy).toBeCloseTo(entropy(w[i]), 9)
+        gap = Math.max(gap, Math.abs(b[i].fullEntropy! - entropy(b[i])))
+      }
+      // The warped entropy is a different number here (temperature 0.7 and top-64 of 512 tokens).
+      expect(gap).toBeGreaterThan(0.1)
+    } finally {
+      for (const session of [plain, withEntropy, whole]) await session.dispose()
+    }
   })
 })

@@ -250,9 +250,16 @@ describe('app store', () => {
       stats,
       stopReason: 'max-tokens',
       format: 'completion',
-      models: { target: '/t.gguf', mid: null, draft: '/d.gguf' }
+      models: { target: '/t.gguf', mid: null, draft: '/d.gguf' },
+      promptTokens: [1, 42, 7]
     })
-    expect(reply).toMatchObject({ role: 'assistant', settings, stats, format: 'completion', stopReason: 'max-tokens' })
+    expect(reply).toMatchObject({ role: 'assistant', settings, stats, format: 'completion', stopReason: 'max-tokens', models: { target: '/t.gguf', mid: null, draft: '/d.gguf' }, baseline: null })
+    // The prompt is kept for a later baseline, and the baseline is stored on the reply.
+    expect(app.promptTokensOf(reply.id)).toEqual([1, 42, 7])
+    const interval = (median: number) => ({ median, low: median - 1, high: median + 1, cells: 3, prompts: 1, repeats: 3 })
+    const baseline = { repeats: 3, arTokensPerSecond: interval(50), methodTokensPerSecond: interval(60), speedup: interval(1.2), measuredAt: '2026-11-23T20:00:00.000Z' }
+    expect(app.setBaseline(reply.id, baseline).baseline).toEqual(baseline)
+    expect(app.getMessages(a)[1].baseline).toEqual(baseline)
     const b = app.createConversation('second')
     expect(app.listConversations().map((c) => c.id)).toEqual([b, a])
     expect(app.getConversation(a)!.title).toBe('Tell me a story about a very long day in the park with a dog')

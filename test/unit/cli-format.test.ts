@@ -39,8 +39,17 @@ function method(name: string, overrides: Partial<MethodSummary> = {}): MethodSum
     overheadMs: 0,
     steps: 0,
     overheadPerStepMs: 0.035999999999,
+    repeats: 1,
+    tokensPerSecondInterval: null,
+    speedupInterval: null,
+    acceptanceByPosition: [],
+    alpha: null,
+    timings: [],
+    decisionDigest: '',
+    costs: null,
+    theory: null,
     ...overrides
-  } as MethodSummary
+  }
 }
 
 function report(runId: number, methods: MethodSummary[], config: Partial<RunReport['config']> = {}): RunReport {
@@ -48,6 +57,7 @@ function report(runId: number, methods: MethodSummary[], config: Partial<RunRepo
     runId,
     status: 'done',
     methods,
+    machine: null,
     config: {
       suite: null,
       methods: methods.map((m) => m.method) as RunReport['config']['methods'],
@@ -62,6 +72,8 @@ function report(runId: number, methods: MethodSummary[], config: Partial<RunRepo
       threads: 2,
       contextSize: 2048,
       draftSelection: null,
+      repeats: 1,
+      syntheticAcceptance: null,
       ...config
     }
   }
@@ -96,21 +108,22 @@ describe('progress bar', () => {
     const { writes, stream } = fakeStream(true)
     let now = 1000
     const bar = createProgressBar(4, stream, () => now)
-    bar.update({ promptIndex: 0, promptCount: 2, method: 'ar', tokens: 5, cellsDone: 0, cellsTotal: 4 })
+    bar.update({ promptIndex: 0, promptCount: 2, method: 'ar', repeat: 0, repeats: 1, tokens: 5, cellsDone: 0, cellsTotal: 4 })
     const before = writes.join('')
     expect(before).toContain('ETA –')
     now += 2000
-    bar.update({ promptIndex: 0, promptCount: 2, method: 'sd', tokens: 0, cellsDone: 1, cellsTotal: 4 })
+    bar.update({ promptIndex: 0, promptCount: 2, method: 'sd', repeat: 0, repeats: 2, tokens: 0, cellsDone: 1, cellsTotal: 4 })
     bar.stop()
     const all = writes.join('')
     expect(all).not.toMatch(/NaN|NULL|INF|NF/)
     expect(all).toContain('ETA 6s') // 2 s per cell, 3 cells to go
+    expect(all).toContain('prompt 1/2 repeat 1/2 sd')
   })
 
   it('wipes its line before the report and leaves the cursor where the bar was', () => {
     const { writes, stream } = fakeStream(true)
     const bar = createProgressBar(2, progressStream(stream, {}))
-    bar.update({ promptIndex: 1, promptCount: 1, method: 'sd', tokens: 24, cellsDone: 2, cellsTotal: 2 })
+    bar.update({ promptIndex: 1, promptCount: 1, method: 'sd', repeat: 0, repeats: 1, tokens: 24, cellsDone: 2, cellsTotal: 2 })
     bar.stop()
     const all = writes.join('')
     // cli-progress's cursor save / restore would send the report to another line after anything else was written.
@@ -172,7 +185,8 @@ describe('speclab runs', () => {
     error: null,
     promptCount: 4,
     name: null,
-    notes: null
+    notes: null,
+    machine: null
   })
   const result = (methodName: string, outputCount: number, wallMs: number, status = 'done') => ({ method: methodName, status, outputCount, wallMs })
 
@@ -214,7 +228,7 @@ describe('speclab diff', () => {
     expect(text).toMatch(/^gamma\s+5\s+3$/m)
     expect(text).toMatch(/^methods\s+ar,sd,nlc-draft\s+ar,sd$/m)
     expect(text).toMatch(/^sampling\.temperature\s+0\s+1$/m)
-    expect(text.match(/^method\s+metric\s+run 1\s+run 2\s+Δ\s+change$/gm)).toHaveLength(1)
+    expect(text.match(/^method\s+metric\s+run 1\s+run 2\s+Δ\s+change\s+Δ of medians \[95% CI\]$/gm)).toHaveLength(1)
     for (const label of ['tokens/s', 'speedup vs ar', 'acceptance', 'mean accepted length', 'σ', 'η', 'target calls', 'overhead ms/step'])
       expect(text).toContain(label)
     expect(text).not.toMatch(/tokensPerSecond|acceptanceRate|meanAcceptedLength|targetCalls|overheadPerStepMs/)
@@ -223,13 +237,24 @@ describe('speclab diff', () => {
   })
 
   it('shows deltas and relative changes, and leaves out rows with nothing to say', () => {
-    expect(text).toMatch(/^ar\s+tokens\/s\s+1404\.1\s+1521\.6\s+\+117\.6\s+\+8\.4%$/m)
-    expect(text).toMatch(/^\s+target calls\s+12\s+18\s+\+6\s+\+50\.0%$/m)
+    expect(text).toMatch(/^ar\s+tokens\/s\s+1404\.1\s+1521\.6\s+\+117\.6\s+\+8\.4%\s+–$/m)
+    // Counts do not depend on timing: exact.
+    expect(text).toMatch(/^\s+target calls\s+12\s+18\s+\+6\s+\+50\.0%\s+exact$/m)
     expect(text).toMatch(/^nlc-draft \(run 1 only\)\s+tokens\/s\s+1177\.2\s+–\s+–$/m)
     // ar's speedup is 1 by definition; its draft tokens are 0 in both runs.
     const arRows = text.slice(text.indexOf('\nar '), text.indexOf('\nsd ')).split('\n')
     expect(arRows.some((row) => row.includes('speedup'))).toBe(false)
     expect(arRows.some((row) => row.includes('draft tokens'))).toBe(false)
+  })
+
+  it('calls a timing difference whose interval holds 0 within noise, and says when only timing differs', () => {
+    const timings = (values: number[]) => values.map((tokensPerSecond, i) => ({ prompt: i % 2, repeat: i >> 1, wallMs: 1000, tokens: 48, tokensPerSecond, speedup: null }))
+    const run = (runId: number, values: number[]) => report(runId, [method('svip', { tokensPerSecond: values[0], timings: timings(values), decisionDigest: '2:56:abc' })])
+    const noise = formatDiff(diffRuns(run(1, [50, 64, 52, 61, 49, 66]), run(2, [64, 51, 60, 50, 65, 53])))
+    expect(noise).toMatch(/^svip\s+tokens\/s\s+50\.0\s+64\.0\s+\+14\.0\s+\+28\.0%\s+within noise \[-?[\d.]+–\+[\d.]+\]$/m)
+    expect(noise).toContain('svip: same decisions; only timing differs')
+    const real = formatDiff(diffRuns(run(1, [50, 51, 49, 52, 50, 51]), run(2, [70, 71, 69, 72, 70, 71])))
+    expect(real).toMatch(/tokens\/s .* \+20\.0 \[\+[\d.]+–\+[\d.]+\]$/m)
   })
 
   it('says so when the settings are the same', () => {

@@ -149,6 +149,7 @@ vi.mock('electron', async () => {
     },
     ipcMain: { handle: (channel: string, handler: (event: unknown, ...args: unknown[]) => unknown) => recorded.ipcHandlers.set(channel, handler) },
     Menu: { buildFromTemplate: (template: any[]) => (recorded.menuTemplate = template), setApplicationMenu: () => {} },
+    nativeTheme: { shouldUseDarkColors: false, themeSource: 'system' },
     session: {
       defaultSession: {
         setPermissionRequestHandler: (handler: typeof recorded.permissionRequest) => (recorded.permissionRequest = handler),
@@ -158,6 +159,8 @@ vi.mock('electron', async () => {
     dialog: { showOpenDialog: async () => ({ canceled: true, filePaths: [] }), showErrorBox: () => {} },
     // The preload's side: invoke reaches main's handler as a call from our own top frame.
     contextBridge: { exposeInMainWorld: (key: string, api: unknown) => (recorded.exposed[key] = api) },
+    // Electron's answer for a File the user dropped: where it lives ('' for a file made in the page).
+    webUtils: { getPathForFile: (file: { name: string; onDisk?: string }) => file.onDisk ?? '' },
     ipcRenderer: {
       invoke: (channel: string, ...args: unknown[]) =>
         recorded.ipcHandlers.get(channel)!({ senderFrame: { parent: null, url: pageUrl }, sender: {} }, ...args),
@@ -196,6 +199,7 @@ describe('Electron main with a fake electron module', () => {
     const [window] = recorded.windows
     expect(window.options.webPreferences).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false, webSecurity: true })
     expect(window.options.webPreferences.preload).toMatch(/preload[\\/]index\.cjs$/)
+    expect(window.options.backgroundColor).toBe('#f4f6f9') // the light page colour: the mocked system is light
     expect(pathToFileURL(window.loaded!).href).toBe(rendererUrl)
   })
 
@@ -257,7 +261,7 @@ describe('Electron main with a fake electron module', () => {
     await import('../../electron/preload/index')
     const speclab = recorded.exposed['speclab']
     expect(Object.keys(recorded.exposed)).toEqual(['speclab'])
-    expect(Object.keys(speclab).sort()).toEqual(['call', 'onEvent', 'pickFile'])
+    expect(Object.keys(speclab).sort()).toEqual(['call', 'onEvent', 'pathForFile', 'pickFile'])
     await expect(speclab.call('app:info', {})).resolves.toMatchObject({ mode: 'electron' })
     await expect(speclab.call('models:add', { path: 42 })).rejects.toThrow(/^Invalid request for models:add/)
     // models:unload pushes one models:changed event: the listener gets the bare payload, until it unsubscribes.
@@ -271,6 +275,9 @@ describe('Electron main with a fake electron module', () => {
     await new Promise((resolve) => setTimeout(resolve, 50))
     expect(seen).toHaveLength(1)
     await expect(speclab.pickFile('model')).resolves.toBeNull()
+    // A dropped file's path comes from webUtils.getPathForFile (File.path is gone from Electron).
+    expect(speclab.pathForFile({ name: 'model.gguf', onDisk: '/models/model.gguf' })).toBe('/models/model.gguf')
+    expect(speclab.pathForFile({ name: 'made-in-page.gguf' })).toBe('')
   })
 
   it('restarts a host process that died, tells the window, and serves calls again', async () => {

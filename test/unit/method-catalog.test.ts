@@ -92,7 +92,7 @@ describe('method catalog', () => {
       'svip.h is not a parameter of ar or sd (ar takes no parameters; sd takes no parameters): it belongs to svip, which is not in this run'
     )
     expect(refusal(() => prepareRun(['svip'], { gamma: 5, params: { 'svp.h': 0.2 } }))).toBe(
-      'svp.h is not a parameter of svip (svip takes svip.h, svip.c, svip.maxDraft)'
+      'svp.h is not a parameter of svip (svip takes svip.h, svip.c, svip.maxDraft, svip.warpedEntropy)'
     )
     expect(refusal(() => prepareRun(['pre-verify'], { gamma: 5, params: { 'dsbd.ws': 2 } }))).toMatch(/dsbd\.ws is not a parameter of pre-verify \(pre-verify takes pre\.window\): it belongs to dsbd \/ dsbd-1beam, which are not in this run/)
     expect(refusal(() => prepare('sd', { gamma: 0, params: {} }))).toBe('γ must be an integer in [1, 128], got 0')
@@ -108,7 +108,7 @@ describe('method catalog', () => {
 
   it('a run records the resolved parameters of its methods', () => {
     const run = prepareRun(['ar', 'svip', 'dsbd'], { gamma: 3, params: { 'svip.h': 0.2, 'dsbd.ws': 2 } })
-    expect(run.params).toEqual({ 'svip.h': 0.2, 'svip.c': 0.15, 'svip.maxDraft': 40, 'dsbd.ws': 2, 'dsbd.t': 0.9, 'dsbd.wmin': 1, 'dsbd.fixedWidth': 0 })
+    expect(run.params).toEqual({ 'svip.h': 0.2, 'svip.c': 0.15, 'svip.maxDraft': 40, 'svip.warpedEntropy': false, 'dsbd.ws': 2, 'dsbd.t': 0.9, 'dsbd.wmin': 1, 'dsbd.fixedWidth': 0 })
     expect(run.sessions).toBe(2 + 3 * 2)
   })
 

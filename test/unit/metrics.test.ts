@@ -125,6 +125,9 @@ describe('foldSteps and the ratios', () => {
   })
 })
 
+/** An `ar` baseline whose aggregate throughput is `tps` tokens/s. */
+const baselineAt = (tps: number): PromptOutcome[] => [{ outputText: '', outputTokens: tps, wallMs: 1000, steps: [] }]
+
 describe('summarizeMethod', () => {
   const prompts: PromptOutcome[] = [
     { outputText: 'first', outputTokens: 10, wallMs: 500, steps: ROUNDS },
@@ -133,7 +136,7 @@ describe('summarizeMethod', () => {
 
   it('aggregates over prompts', () => {
     // 18 tokens in 900 ms = 20 tokens/s; baseline 10 tokens/s → speedup 2.
-    const summary = summarizeMethod('sd', prompts, 10)
+    const summary = summarizeMethod('sd', prompts, baselineAt(10))
     expect(summary.method).toBe('sd')
     expect(summary.prompts).toBe(2)
     expect(summary.outputTokens).toBe(18)
@@ -166,11 +169,11 @@ describe('summarizeMethod', () => {
 
   it('speedup is null without a baseline and 1 for the baseline itself', () => {
     expect(summarizeMethod('sd', prompts, null).speedup).toBeNull()
-    expect(summarizeMethod('sd', prompts, 0).speedup).toBeNull()
-    const ar = summarizeMethod('ar', prompts, 20)
+    expect(summarizeMethod('sd', prompts, []).speedup).toBeNull()
+    const ar = summarizeMethod('ar', prompts, baselineAt(20))
     expect(ar.speedup).toBeCloseTo(1, 12)
     // Half the baseline's throughput.
-    expect(summarizeMethod('sd', prompts, 40).speedup).toBeCloseTo(0.5, 12)
+    expect(summarizeMethod('sd', prompts, baselineAt(40)).speedup).toBeCloseTo(0.5, 12)
   })
 
   it('weighs prompts by their tokens (ratio of aggregate throughputs, not a mean of per-prompt speedups)', () => {
@@ -181,12 +184,41 @@ describe('summarizeMethod', () => {
       { outputText: 'b', outputTokens: 1, wallMs: 9000, steps: [] }
     ]
     // 101 tokens / 10 s = 10.1 tokens/s (mean of rates would be (100 + 0.111) / 2 ≈ 50.06).
-    const summary = summarizeMethod('x', skewed, 10.1)
+    const summary = summarizeMethod('x', skewed, baselineAt(10.1))
     expect(summary.tokensPerSecond).toBeCloseTo(10.1, 12)
     expect(summary.speedup).toBeCloseTo(1, 12)
     expect(summary.gammaTrajectory).toEqual([[], []])
     expect(summary.overheadPerStepMs).toBeNull()
     expect(summary.sigma).toBeNull()
+  })
+
+  it('with repeats: the median wall time per prompt, every (prompt, repeat) in the intervals, speedups paired with ar', () => {
+    const timed = (promptIndex: number, tokens: number, walls: number[]): PromptOutcome => ({
+      promptIndex,
+      outputText: '',
+      outputTokens: tokens,
+      wallMs: walls[0]!,
+      steps: [],
+      repeats: walls.map((wallMs, repeat) => ({ repeat, wallMs, outputTokens: tokens }))
+    })
+    // ar: 10 tokens in 100/200/100 ms (prompt 0) and 400/400/800 ms (prompt 1).
+    const ar = [timed(0, 10, [100, 200, 100]), timed(1, 10, [400, 400, 800])]
+    // sd is exactly twice as fast on every (prompt, repeat): the noise is shared, so every paired ratio is 2.
+    const sd = [timed(0, 10, [50, 100, 50]), timed(1, 10, [200, 200, 400])]
+    const summary = summarizeMethod('sd', sd, ar)
+    expect(summary.repeats).toBe(3)
+    expect(summary.wallMs).toBe(50 + 200) // medians of each prompt's repeats
+    expect(summary.tokensPerSecond).toBeCloseTo(20 / 0.25, 9)
+    expect(summary.speedup).toBeCloseTo(2, 12)
+    expect(summary.speedupInterval).toMatchObject({ median: 2, low: 2, high: 2, cells: 6, prompts: 2, repeats: 3 })
+    // tokens/s per cell: 200, 100, 200 and 50, 50, 25 → median 75; the interval spans the prompts.
+    expect(summary.tokensPerSecondInterval).toMatchObject({ median: 75, cells: 6 })
+    expect(summary.tokensPerSecondInterval!.low).toBeLessThan(75)
+    expect(summary.tokensPerSecondInterval!.high).toBeGreaterThan(75)
+    // A repeat ar lacks is left out of the pairing rather than paired with another repeat.
+    const partial = summarizeMethod('sd', sd, [timed(0, 10, [100]), timed(1, 10, [400])])
+    expect(partial.speedupInterval).toMatchObject({ median: 2, cells: 2 })
+    expect(summarizeMethod('sd', sd, null).speedupInterval).toBeNull()
   })
 
   it('tokensPerSecond', () => {

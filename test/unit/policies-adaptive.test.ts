@@ -306,20 +306,30 @@ describe('adaptive-rl (Method 4): tabular Q-learning', () => {
     expect(qLearningUpdate(0.2, 2 / 3, 0.5, 0.1, 0.9)).toBeCloseTo(0.2 + 0.1 * (2 / 3 + 0.45 - 0.2), 15)
   })
 
-  it('credits the reward (accepted / proposed) to the action that chose the verified window', () => {
-    const policy = adaptiveRlPolicy(options({ gammaMax: 4, epsilon: 0, warmup: 1, alpha: 0.5, discount: 0.9, seed: 7 }))
+  it('credits the reward accepted / proposed (not accepted, not min(1, accepted)) to the action that chose the window', () => {
+    // Seed 1's warm-up draws γ = 4, then 3: with proposed > 1 the three candidate rewards differ (with γ = 1, as
+    // seed 7's first draw, accepted / proposed = accepted and the test could not tell them apart).
+    const policy = adaptiveRlPolicy(options({ gammaMax: 4, epsilon: 0, warmup: 2, alpha: 0.5, discount: 0.9, seed: 1 }))
     const a = policy.draftLength()
+    expect(a).toBe(4)
     expect(policy.explain().decision).toMatchObject({ phase: 'warm-up', state: 4, epsilon: 1 })
-    policy.update(outcome(a, a - 1)) // reward (a − 1)/a; max Q(a,·) = 0 → Q(4,a) = 0.5 (a − 1)/a
-    expect(policy.q(4, a)).toBeCloseTo((0.5 * (a - 1)) / a, 15)
-    expect(policy.state).toBe(a)
+    policy.update(outcome(4, 2)) // r = 2/4; max Q(4,·) = 0 → Q(4,4) = 0.5 · 0.5 = 0.25 (r = accepted: 1; min(1, accepted): 0.5)
+    expect(policy.q(4, 4)).toBeCloseTo(0.25, 15)
+    expect(policy.state).toBe(4)
+    const b = policy.draftLength()
+    expect(b).toBe(3)
+    expect(policy.explain().decision).toMatchObject({ phase: 'warm-up', state: 4, previousReward: 0.5 })
+    policy.update(outcome(3, 1)) // r = 1/3; max Q(3,·) = 0 → Q(4,3) = 0.5 · 1/3
+    expect(policy.q(4, 3)).toBeCloseTo(1 / 6, 15)
+    expect(policy.state).toBe(3)
     // A γ = 0 outcome (never chosen by this policy) carries no reward and changes nothing.
     const table = () => Array.from({ length: 16 }, (_, i) => policy.q(1 + Math.floor(i / 4), 1 + (i % 4)))
     const before = table()
     policy.draftLength()
+    expect(policy.explain().decision?.previousReward).toBeCloseTo(1 / 3, 15)
     policy.update(outcome(0, 0))
     expect(table()).toEqual(before)
-    expect(policy.state).toBe(a)
+    expect(policy.state).toBe(3)
   })
 
   it('warm-up decisions are uniform random, then ε-greedy; the PRNG is seeded (rl.seed) so runs replay', () => {

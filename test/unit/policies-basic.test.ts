@@ -14,7 +14,8 @@ import { pMinPolicy } from '../../electron/engine/policies/p-min'
 import { selfVerifyPolicy } from '../../electron/engine/policies/self-verify'
 import { svipPolicy } from '../../electron/engine/policies/svip'
 import type { DraftLengthPolicy, DraftStop, PolicyExplanation } from '../../electron/engine/policies/types'
-import { fromWeights } from '../../electron/engine/sampling/distribution'
+import type { LanguageModel, ModelSession, SessionOptions } from '../../electron/engine/model/types'
+import { entropy, fromWeights } from '../../electron/engine/sampling/distribution'
 import { createPrng } from '../../electron/engine/sampling/prng'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
 import { decode, GREEDY, makeRequest, PLAIN } from '../helpers/decode'
@@ -178,6 +179,40 @@ describe('sd-pmin (llama.cpp p_min / n_min / n_max)', () => {
   })
 })
 
+describe('sd-heuristic with a cap (heuristic.maxDraft; SVIP §3.1 caps its heuristics baseline at 40)', () => {
+  it('+2 saturates at the cap, −1 still applies below it, and a starting γ above the cap starts at the cap', () => {
+    const policy = heuristicPolicy({ initialGamma: 37, transient: false, maxDraft: 40 })
+    const caps = [round(policy, [], all), round(policy, [], all), round(policy, [], all), round(policy, [], 3), round(policy, [], all)]
+    expect(caps.map((r) => r.cap)).toEqual([37, 39, 40, 40, 39])
+    expect(caps.map((r) => r.proposed)).toEqual([37, 39, 40, 40, 39])
+    expect(policy.gamma).toBe(40)
+    expect(heuristicPolicy({ initialGamma: 50, transient: true, maxDraft: 40 }).draftLength()).toBe(40)
+    const transient = heuristicPolicy({ initialGamma: 50, transient: true, maxDraft: 40 })
+    round(transient, [], 0)
+    transient.startPrompt?.([1])
+    expect(transient.draftLength()).toBe(40)
+    // 0 = no cap (HF).
+    const free = heuristicPolicy({ initialGamma: 39, transient: false, maxDraft: 0 })
+    expect([round(free, [], all), round(free, [], all)].map((r) => r.cap)).toEqual([39, 41])
+  })
+
+  it('through the registry: heuristic.maxDraft bounds every round of a real decode (toy models)', async () => {
+    const target = toyTarget()
+    const draft = toyDraftClose()
+    const caps = async (params: Record<string, number>) => {
+      const run = prepare('sd-heuristic', { gamma: 2, params }).newRun()
+      const steps: StepRecord[] = []
+      for (const [i, promptTokens] of [[TOY_BOS, 1], [TOY_BOS, 2], [TOY_BOS, 3, 4]].entries())
+        steps.push(...(await decode(run(), { target, draft }, makeRequest({ promptTokens, maxTokens: 40, warp: GREEDY, rng: createPrng(3, i) }))).steps)
+      return steps.map((s) => s.decision?.gamma as number)
+    }
+    const uncapped = await caps({})
+    const capped = await caps({ 'heuristic.maxDraft': 3 })
+    expect(Math.max(...uncapped)).toBeGreaterThan(3)
+    expect(Math.max(...capped)).toBe(3)
+  })
+})
+
 describe('svip (SVIP Algorithm 1)', () => {
   it('with c = 1 (Algorithm 1 as printed): stops exactly when √H first exceeds h', () => {
     const policy = svipPolicy({ h: 0.5, c: 1, maxDraft: 40 })
@@ -193,7 +228,7 @@ describe('svip (SVIP Algorithm 1)', () => {
   })
 
   it('defaults h = 0.3, c = 0.15, T_max = 40: √(0.15·H) > 0.3 ⇔ H > 0.6 nats; the cap ends low-entropy drafts', () => {
-    expect(prepare('svip', { gamma: 5, params: {} }).params).toEqual({ 'svip.h': 0.3, 'svip.c': 0.15, 'svip.maxDraft': 40 })
+    expect(prepare('svip', { gamma: 5, params: {} }).params).toEqual({ 'svip.h': 0.3, 'svip.c': 0.15, 'svip.maxDraft': 40, 'svip.warpedEntropy': false })
     const policy = svipPolicy({ h: 0.3, c: 0.15, maxDraft: 40 })
     expect(round(policy, [{ entropy: 0.59 }, { entropy: 0.599 }, { entropy: 0.601 }], 2).proposed).toBe(3)
     const capped = round(policy, flat(50, { entropy: 0.5 }), all)
@@ -272,11 +307,19 @@ describe('parameters: defaults and validation (UserInputError naming the --set k
   const resolved = (id: string, params: Record<string, number | string | boolean>) => prepare(id, { gamma: 5, params }).params
 
   it('defaults (resolved by the catalog)', () => {
-    expect(resolved('sd-heuristic', {})).toEqual({ 'heuristic.transient': false })
-    expect(resolved('sd-heuristic', { 'heuristic.transient': true })).toEqual({ 'heuristic.transient': true })
+    expect(resolved('sd-heuristic', {})).toEqual({ 'heuristic.transient': false, 'heuristic.maxDraft': 0 })
+    expect(resolved('sd-heuristic', { 'heuristic.transient': true, 'heuristic.maxDraft': 40 })).toEqual({
+      'heuristic.transient': true,
+      'heuristic.maxDraft': 40
+    })
     expect(resolved('sd-pmin', {})).toEqual({ 'pmin.p': 0.75, 'pmin.min': 0, 'pmin.max': 16 })
-    expect(resolved('self-verify', {})).toEqual({ 'selfverify.maxDraft': 10 })
-    expect(resolved('svip', { 'svip.h': 0.4, 'svip.maxDraft': 12 })).toEqual({ 'svip.h': 0.4, 'svip.c': 0.15, 'svip.maxDraft': 12 })
+    expect(resolved('self-verify', {})).toEqual({ 'selfverify.maxDraft': 10, 'selfverify.warpedEntropy': false })
+    expect(resolved('svip', { 'svip.h': 0.4, 'svip.maxDraft': 12 })).toEqual({
+      'svip.h': 0.4,
+      'svip.c': 0.15,
+      'svip.maxDraft': 12,
+      'svip.warpedEntropy': false
+    })
     // A key of another method is refused: it would otherwise be recorded as a setting that never applied.
     fails(() => resolved('sd-pmin', { 'svip.h': 0.3 }), 'svip.h')
     fails(() => resolved('sd-pmin', { gamma: 5 }), 'gamma')
@@ -286,6 +329,8 @@ describe('parameters: defaults and validation (UserInputError naming the --set k
     ['sd-heuristic', { 'heuristic.transient': 'yes' }, 'heuristic.transient'],
     ['sd-heuristic', { 'heuristic.transient': 1 }, 'heuristic.transient'],
     ['sd-heuristic', { 'heuristic.persistent': true }, 'heuristic.persistent'],
+    ['sd-heuristic', { 'heuristic.maxDraft': -1 }, 'heuristic.maxDraft'],
+    ['sd-heuristic', { 'heuristic.maxDraft': 2.5 }, 'heuristic.maxDraft'],
     ['sd-pmin', { 'pmin.p': 1.5 }, 'pmin.p'],
     ['sd-pmin', { 'pmin.p': 'high' }, 'pmin.p'],
     ['sd-pmin', { 'pmin.min': 1.5 }, 'pmin.min'],
@@ -296,6 +341,8 @@ describe('parameters: defaults and validation (UserInputError naming the --set k
     ['svip', { 'svip.c': 0 }, 'svip.c'],
     ['svip', { 'svip.maxDraft': 2.5 }, 'svip.maxDraft'],
     ['svip', { 'svip.hh': 0.3 }, 'svip.hh'],
+    ['svip', { 'svip.warpedEntropy': 1 }, 'svip.warpedEntropy'],
+    ['self-verify', { 'selfverify.warpedEntropy': 'yes' }, 'selfverify.warpedEntropy'],
     ['self-verify', { 'selfverify.maxDraft': 0 }, 'selfverify.maxDraft'],
     ['self-verify', { 'selfverify.tau': 0.5 }, 'selfverify.tau']
   ] as const)('%s with %o throws naming %s', (id, params, key) => {
@@ -304,10 +351,10 @@ describe('parameters: defaults and validation (UserInputError naming the --set k
 
   it('all four are in the catalog, need a draft model and document their parameters with defaults', () => {
     const expectations: [string, string[]][] = [
-      ['sd-heuristic', ['heuristic.transient=false']],
+      ['sd-heuristic', ['heuristic.transient=false', 'heuristic.maxDraft=0']],
       ['sd-pmin', ['pmin.p=0.75', 'pmin.min=0', 'pmin.max=16']],
-      ['svip', ['svip.h=0.3', 'svip.c=0.15', 'svip.maxDraft=40']],
-      ['self-verify', ['selfverify.maxDraft=10']]
+      ['svip', ['svip.h=0.3', 'svip.c=0.15', 'svip.maxDraft=40', 'svip.warpedEntropy=false']],
+      ['self-verify', ['selfverify.maxDraft=10', 'selfverify.warpedEntropy=false']]
     ]
     for (const [id, documented] of expectations) {
       const info = methodInfos().find((m) => m.id === id)
@@ -391,5 +438,100 @@ describe('through the speculative loop (toy models): the step records re-derive 
         else expect(step.proposed).toBeLessThan(5)
       }
     expect(lengths.size).toBeGreaterThan(2)
+  })
+})
+
+describe('which entropy svip and self-verify threshold (issue 13): the draft’s whole-vocabulary softmax at T = 1', () => {
+  // Temperature 0.7 and top-2 of 5 real tokens: the warped H is at most ln 2, the full one is not truncated.
+  const WARP: WarpConfig = { temperature: 0.7, topK: 2, topP: 1 }
+  const prompts = [[TOY_BOS], [TOY_BOS, 3, 1], [TOY_BOS, 2, 5, 4]]
+
+  /** The toy draft, recording each session's options and, per returned distribution, both entropies and its context. */
+  function recordingDraft() {
+    const model = toyDraft()
+    const options: SessionOptions[] = []
+    const drafted: { full: number | undefined; warped: number; context: number[] }[] = []
+    const wrapper: LanguageModel = Object.create(model)
+    wrapper.createSession = async (warp: WarpConfig, sessionOptions?: SessionOptions): Promise<ModelSession> => {
+      options.push({ ...sessionOptions })
+      const session = await model.createSession(warp, sessionOptions)
+      return {
+        get tokens() {
+          return session.tokens
+        },
+        append: async (tokens, from) => {
+          const out = await session.append(tokens, from)
+          // The speculative loop asks for one distribution per draft call: the one after the whole cache.
+          for (const d of out) drafted.push({ full: d.fullEntropy, warped: entropy(d), context: [...session.tokens] })
+          return out
+        },
+        truncate: (length) => session.truncate(length),
+        dispose: () => session.dispose()
+      }
+    }
+    return { model, wrapper, options, drafted }
+  }
+
+  async function run(id: string, params: Record<string, number | boolean>) {
+    const draft = recordingDraft()
+    const factory = prepare(id, { gamma: 5, params }).newRun()
+    const steps: StepRecord[] = []
+    for (const [i, promptTokens] of prompts.entries())
+      steps.push(
+        ...(await decode(factory(), { target: toyTarget(), draft: draft.wrapper }, makeRequest({ promptTokens, maxTokens: 30, warp: WARP, rng: createPrng(11, i) })))
+          .steps
+      )
+    return { ...draft, steps }
+  }
+
+  it.each([
+    ['svip', 'svip.warpedEntropy'],
+    ['self-verify', 'selfverify.warpedEntropy']
+  ])('%s: by default the policy sees (and the steps record) H of the raw softmax; %s=true the warped H', async (id, flag) => {
+    const full = await run(id, {})
+    expect(full.options.length).toBeGreaterThan(0)
+    expect(full.options.every((o) => o.fullEntropy === true)).toBe(true)
+    // Independently: H of the toy draft's whole-vocabulary T = 1 distribution after the same context.
+    for (const d of full.drafted) expect(d.full).toBeCloseTo(entropy(full.model.distribution(d.context, PLAIN)), 12)
+    expect(full.steps.flatMap((s) => s.draftEntropies)).toEqual(full.drafted.map((d) => d.full))
+    expect(full.steps.every((s) => s.decision?.entropySource === 'full')).toBe(true)
+    // The two entropies really differ here, so the comparison above tells them apart.
+    expect(full.drafted.filter((d) => d.full! - d.warped > 0.3).length).toBeGreaterThan(full.drafted.length / 2)
+
+    const warped = await run(id, { [flag]: true })
+    expect(warped.options.every((o) => !o.fullEntropy)).toBe(true)
+    expect(warped.drafted.every((d) => d.full === undefined)).toBe(true)
+    expect(warped.steps.flatMap((s) => s.draftEntropies)).toEqual(warped.drafted.map((d) => d.warped))
+    expect(warped.steps.every((s) => s.decision?.entropySource === 'warped')).toBe(true)
+  })
+
+  it('svip at the same h drafts longer with the (truncated, lower) warped entropy than with the full one', async () => {
+    // c = 1, h = 0.9: stop after H > 0.81 nats — never for the top-2 warped H (≤ ln 2), nearly always for the full H.
+    const params = { 'svip.c': 1, 'svip.h': 0.9, 'svip.maxDraft': 6 }
+    const mean = (steps: StepRecord[]) => steps.reduce((n, s) => n + s.proposed, 0) / steps.length
+    const full = (await run('svip', params)).steps
+    const warped = (await run('svip', { ...params, 'svip.warpedEntropy': true })).steps
+    console.log(`svip c = 1, h = 0.9 on the toy pair, T = 0.7 top-2: mean draft ${mean(full).toFixed(2)} (full H) vs ${mean(warped).toFixed(2)} (warped H)`)
+    expect(warped.every((s) => s.decision?.reason !== 'threshold')).toBe(true)
+    expect(full.filter((s) => s.decision?.reason === 'threshold').length).toBeGreaterThan(full.length / 2)
+    expect(mean(warped)).toBeGreaterThan(mean(full) + 1)
+  })
+
+  it('other policies keep the cheap transfer: sd and sd-pmin never ask for the full-vocabulary entropy', async () => {
+    for (const id of ['sd', 'sd-pmin']) {
+      const { options, steps } = await run(id, {})
+      expect(steps.length).toBeGreaterThan(0)
+      expect(options.every((o) => !o.fullEntropy), id).toBe(true)
+    }
+  })
+
+  it('a draft model that does not deliver fullEntropy is an error, not a silent fallback to the warped H', async () => {
+    const model = toyDraft()
+    const careless: LanguageModel = Object.create(model)
+    careless.createSession = (warp: WarpConfig) => model.createSession(warp)
+    const decoder = prepare('svip', { gamma: 5, params: {} }).newRun()()
+    await expect(decode(decoder, { target: toyTarget(), draft: careless }, makeRequest({ promptTokens: [TOY_BOS], warp: WARP }))).rejects.toThrow(
+      /no full-vocabulary entropy/
+    )
   })
 })

@@ -54,6 +54,15 @@ const CASES: Case[] = [
   { label: 'sd-pmin p=0.4 min=1 max=4', id: 'sd-pmin', params: { 'pmin.p': 0.4, 'pmin.min': 1, 'pmin.max': 4 }, warp: PLAIN, shared: false, ruleReason: 'threshold' },
   { label: 'svip h=1.19 c=1 max=4', id: 'svip', params: { 'svip.h': 1.19, 'svip.c': 1, 'svip.maxDraft': 4 }, warp: PLAIN, shared: false, ruleReason: 'threshold' },
   {
+    // The warped H (top-4) is at most ln 4 < 1.19², so every 'threshold' stop here comes from the full-vocabulary H.
+    label: 'svip full-vocabulary H, h=1.19 c=1 max=4, T=0.8 top-k 4',
+    id: 'svip',
+    params: { 'svip.h': 1.19, 'svip.c': 1, 'svip.maxDraft': 4 },
+    warp: { temperature: 0.8, topK: 4, topP: 1 },
+    shared: false,
+    ruleReason: 'threshold'
+  },
+  {
     label: 'self-verify K=4, T=1.3 top-p 0.8',
     id: 'self-verify',
     params: { 'selfverify.maxDraft': 4 },
@@ -125,11 +134,13 @@ describe('greedy: each policy reproduces ar exactly (toy models)', () => {
     ['sd-pmin', { 'pmin.p': 0.45, 'pmin.min': 2, 'pmin.max': 6 }],
     ['svip', {}],
     ['svip', { 'svip.h': 1.1, 'svip.c': 1, 'svip.maxDraft': 8 }],
+    ['svip', { 'svip.warpedEntropy': true }],
     ['self-verify', {}],
-    ['self-verify', { 'selfverify.maxDraft': 3 }]
+    ['self-verify', { 'selfverify.maxDraft': 3 }],
+    ['self-verify', { 'selfverify.warpedEntropy': true }]
   ]
 
-  it.each(warps)('temperature 0, top-k $topK: 8 method settings × 5 prompts × γ ∈ {1, 3, 6}', async (warp) => {
+  it.each(warps)('temperature 0, top-k $topK: 10 method settings × 5 prompts × γ ∈ {1, 3, 6}', async (warp) => {
     const target = toyTarget()
     const draft = toyDraftClose()
     let accepted = 0

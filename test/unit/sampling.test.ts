@@ -10,6 +10,7 @@ import {
   fromWeights,
   probabilityOf,
   sample,
+  softmaxEntropy,
   type Distribution
 } from '../../electron/engine/sampling/distribution'
 import { createPrng, type Prng } from '../../electron/engine/sampling/prng'
@@ -174,6 +175,30 @@ describe('entropy', () => {
     expect(entropy(dist([[0, 0.5], [1, 0.25], [2, 0.25]]))).toBeCloseTo(1.5 * Math.LN2, 12)
     // Uniform logits through warp.
     expect(entropy(warp(range(6), new Array(6).fill(0.7), T1))).toBeCloseTo(Math.log(6), 12)
+  })
+})
+
+describe('softmaxEntropy (the whole-vocabulary entropy SVIP thresholds)', () => {
+  it('closed forms: uniform logits give ln n, any shift leaves it unchanged, −∞ and −1e9 entries count as absent', () => {
+    expect(softmaxEntropy(new Array(512).fill(-3.25))).toBeCloseTo(Math.log(512), 12)
+    // Logits ln(½), ln(¼), ln(¼) (+ any constant): the (½, ¼, ¼) law, 1.5 ln 2.
+    for (const shift of [0, 40, -700])
+      expect(softmaxEntropy([Math.log(0.5), Math.log(0.25), Math.log(0.25)].map((l) => l + shift))).toBeCloseTo(1.5 * Math.LN2, 12)
+    expect(softmaxEntropy([0, 0, -Infinity, -1e9])).toBeCloseTo(Math.LN2, 15)
+    expect(softmaxEntropy([5])).toBe(0)
+    expect(() => softmaxEntropy([-Infinity, -Infinity])).toThrow()
+  })
+
+  it('is the entropy of the temperature-1 softmax of ALL logits, which a top-k warp truncates', () => {
+    // 2 heavy tokens and a tail of 62 light ones: logits 2, 2, then 0 × 62. p = e²/(2e² + 62), tail 1/(2e² + 62).
+    const logits = [2, 2, ...new Array(62).fill(0)]
+    const z = 2 * Math.exp(2) + 62
+    const expected = -(2 * (Math.exp(2) / z) * Math.log(Math.exp(2) / z) + 62 * (1 / z) * Math.log(1 / z))
+    expect(softmaxEntropy(logits)).toBeCloseTo(expected, 12)
+    // The whole-vocabulary warp at T = 1 agrees; the top-2 warp sees ln 2 only (what SpecLab thresholded before).
+    expect(entropy(warp(range(64), logits, T1))).toBeCloseTo(expected, 12)
+    expect(entropy(warp(range(64), logits, { temperature: 1, topK: 2, topP: 1 }))).toBeCloseTo(Math.LN2, 12)
+    expect(expected).toBeGreaterThan(2.5 * Math.LN2)
   })
 })
 

@@ -170,11 +170,26 @@ describe('RunStore', () => {
     expect(store.getSteps(ids[1])).toEqual(sdSteps)
     expect(store.getSteps(ids[0])).toEqual(arSteps)
 
+    // Timed repeats (migration 9) of prompt 0's sd cell; prompt 1's has none and reads as its one wall time.
+    const repeats = [20, 26, 19].map((wallMs, repeat) => ({ repeat, runOrder: 1 + 2 * repeat, wallMs, outputCount: 4, sameOutput: repeat !== 2 }))
+    for (const row of repeats) store.addRepeat(ids[1], row)
+    expect(store.getRepeats(runId)).toEqual(new Map([[ids[1], repeats]]))
+    const machine = { cpus: 2, loadBefore: [0.5, 0.4, 0.3], loadAfter: [1.9, 0.8, 0.4], governor: 'performance', busy: false }
+    store.setMachine(runId, machine)
+    expect(store.getRun(runId)!.summary.machine).toEqual(machine)
+
     const outcomes = store.getOutcomes(runId)
     expect([...outcomes.keys()]).toEqual(['ar', 'sd'])
     expect(outcomes.get('sd')).toEqual([
-      { outputText: 'out sd 0', outputTokens: 4, wallMs: 20, steps: sdSteps },
-      { outputText: 'out sd 1', outputTokens: 4, wallMs: 21, steps: sdSteps }
+      {
+        promptIndex: 0,
+        outputText: 'out sd 0',
+        outputTokens: 4,
+        wallMs: 20,
+        steps: sdSteps,
+        repeats: repeats.map((r) => ({ repeat: r.repeat, wallMs: r.wallMs, outputTokens: 4 }))
+      },
+      { promptIndex: 1, outputText: 'out sd 1', outputTokens: 4, wallMs: 21, steps: sdSteps, repeats: [{ repeat: 0, wallMs: 21, outputTokens: 4 }] }
     ])
     const summary = summarizeMethod('sd', outcomes.get('sd')!, null)
     expect(summary.prompts).toBe(2)

@@ -7,8 +7,9 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { RunConfig, METHOD_IDS } from '../../electron/api/contract'
+import { RunConfig, METHOD_IDS, type MethodSummary } from '../../electron/api/contract'
 import { findMethod, prepareRun } from '../../electron/engine/methods/prepare'
+import { speedupCell, throughputCell } from '../../electron/experiments/reports/common'
 import { formatValue } from '../../electron/experiments/reports/format'
 import type { ReportChart } from '../../electron/experiments/reports/model'
 import { renderHtml } from '../../electron/experiments/reports/render-html'
@@ -50,6 +51,25 @@ describe('suite registry', () => {
         }
         if (quick) expect(cells.every((c) => c.maxTokens <= 16)).toBe(true)
       })
+
+  it('svip: the heuristic baseline, the constant one and SVIP are all capped at 40 (SVIP §3.1), preset included', () => {
+    const suite = requireSuite('svip')
+    const runs = [true, false].flatMap((quick) => suite.cells({ quick, datasets: suite.datasets(quick) }))
+    const all = [...runs, { key: 'preset', methods: suite.preset.methods, gamma: suite.preset.gamma ?? 5, params: suite.preset.params }]
+    const seen = new Set<string>()
+    for (const cell of all) {
+      const resolved = prepareRun(cell.methods, { gamma: cell.gamma, params: cell.params ?? {} }).params
+      for (const method of cell.methods) {
+        seen.add(method)
+        if (method === 'sd-heuristic') expect(resolved['heuristic.maxDraft'], cell.key).toBe(40)
+        // The authors' code restarts the heuristic at every prompt (HF's heuristic_transient).
+        if (method === 'sd-heuristic') expect(resolved['heuristic.transient'], cell.key).toBe(true)
+        if (method === 'svip') expect(resolved['svip.maxDraft'], cell.key).toBe(40)
+        if (method === 'sd') expect(cell.gamma, cell.key).toBeLessThanOrEqual(40)
+      }
+    }
+    expect([...seen].sort()).toEqual(['ar', 'sd', 'sd-heuristic', 'svip'])
+  })
 
   it('presets are what the Workbench can apply: built-in datasets and known methods', () => {
     for (const suite of SUITES) {
@@ -164,6 +184,27 @@ describe('report rendering', () => {
     expect(formatValue(null, { label: '', format: 'number' })).toBe('–')
     expect(formatValue(true, { label: '', format: 'text' })).toBe('✓')
     expect(formatValue(4.6, { label: '', format: 'integer' })).toBe('5')
+  })
+
+  it('prints a timed value as its median with the 95 % interval, a degenerate one as the median alone', () => {
+    const iv = { median: 1.23456, low: 1.1, high: 1.314 }
+    expect(formatValue(iv, { label: '', format: 'speedup' })).toBe('1.23× [1.10–1.31×]')
+    expect(formatValue({ median: 123.45, low: 110, high: 131.04 }, { label: '', format: 'number', digits: 1 })).toBe('123.5 [110.0–131.0]')
+    expect(formatValue({ median: 2, low: 2, high: 2 }, { label: '', format: 'speedup' })).toBe('2.00×')
+  })
+
+  it('speedup / tokens/s cells carry the interval only when more than one (prompt, repeat) was timed', () => {
+    const interval = (median: number, cells: number) => ({ median, low: median - 0.1, high: median + 0.1, cells, prompts: cells, repeats: 1 })
+    const m = (method: string, cells: number) =>
+      ({ method, speedup: 1.5, tokensPerSecond: 40, speedupInterval: interval(1.4, cells), tokensPerSecondInterval: interval(41, cells) }) as unknown as MethodSummary
+    expect(speedupCell(m('sd', 3))).toEqual(interval(1.4, 3))
+    expect(throughputCell(m('sd', 3))).toEqual(interval(41, 3))
+    expect(speedupCell(m('sd', 1))).toBe(1.5)
+    expect(throughputCell(m('sd', 1))).toBe(40)
+    expect(speedupCell(m('ar', 3))).toBe(1.5) // ar against itself: the plain 1×
+    expect(speedupCell({ ...m('sd', 3), speedupInterval: null })).toBe(1.5)
+    expect(speedupCell(null)).toBeNull()
+    expect(throughputCell(undefined)).toBeNull()
   })
 
   it('HTML and Markdown put the measured side and the paper side in every section', () => {

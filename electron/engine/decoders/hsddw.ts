@@ -34,6 +34,10 @@
  *    two-stage process is q2 (see hierarchy.ts), so the chain is lossless.
  * 6. The listing bounds n_tot only through "Draft" rounds; we also hand over at an end-of-generation token and when
  *    n_tot reaches the remaining --max-tokens budget (tokens past either could never be kept).
+ * 7. H is the entropy of the WARPED q1 / q2 (the run's temperature, top-k, top-p), as M_q2 and M_p verify them.
+ *    `self-verify` (policies/self-verify.ts) by default thresholds the draft's whole-vocabulary softmax at
+ *    temperature 1 instead, like SVIP's code; here every M_q2 position of a batched pre-verify call would need its
+ *    full logits transferred, so the hierarchies keep the warped entropy (self-verify's `warpedEntropy=true`).
  * The decisions (τ tests, budget, EOS) use only tokens already drawn, so the output follows M_p's warped
  * distribution (toy chi-square in test/unit/hierarchy-lossless.test.ts).
  *

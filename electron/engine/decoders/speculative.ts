@@ -8,9 +8,10 @@
  * information and every drafted token is verified exactly.
  */
 import type { ModelSession } from '../model/types'
-import type { DraftLengthPolicy, DraftStop } from '../policies/types'
+import type { DraftLengthPolicy, DraftStop, EntropySource } from '../policies/types'
 import { argmax, entropy, sample, type Distribution } from '../sampling/distribution'
 import type { Prng } from '../sampling/prng'
+import { verifySynthetic } from '../sampling/synthetic-acceptance'
 import { verifyDraft } from '../sampling/verify'
 import { isGreedy } from '../sampling/warp'
 import type { LanguageModel } from '../model/types'
@@ -51,7 +52,7 @@ async function draftTokens(
     draft.ms += now() - started
     draft.calls += 1
     const token = greedy ? argmax(q) : sample(q, rng)
-    const h = entropy(q)
+    const h = draftEntropy(q, policy.entropy ?? 'warped', model)
     draft.tokens.push(token)
     draft.distributions.push(q)
     draft.entropies.push(h)
@@ -68,12 +69,20 @@ async function draftTokens(
   }
 }
 
+/** The entropy of a drafted token that the policy thresholds (and the step record keeps): see EntropySource. */
+function draftEntropy(q: Distribution, source: EntropySource, model: LanguageModel): number {
+  if (source === 'warped') return entropy(q)
+  if (q.fullEntropy === undefined)
+    throw new Error(`${model.info.path}: the draft session returned no full-vocabulary entropy (createSession option fullEntropy)`)
+  return q.fullEntropy
+}
+
 export function speculativeDecoder(policy: DraftLengthPolicy) {
   return async function* speculative(models: DecoderModels, request: DecodeRequest): AsyncGenerator<DecodeEvent> {
     const draftModel = models.draft
     if (!draftModel) throw new Error('speculative decoding needs a draft model')
     const target = await models.target.createSession(request.warp)
-    const drafter = await draftModel.createSession(request.warp)
+    const drafter = await draftModel.createSession(request.warp, { fullEntropy: policy.entropy === 'full' })
     const greedy = isGreedy(request.warp)
     const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
     policy.startPrompt?.(request.promptTokens)
@@ -92,7 +101,9 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
         const verifyStarted = now()
         const p = await evaluatePending(target, pending, draft.tokens)
         const verifyMs = now() - verifyStarted
-        const verdict = verifyDraft(draft.tokens, draft.distributions, p, greedy, request.rng)
+        const verdict = request.syntheticAcceptance
+          ? verifySynthetic(draft.tokens, p, request.syntheticAcceptance, greedy, request.rng)
+          : verifyDraft(draft.tokens, draft.distributions, p, greedy, request.rng)
         const candidates: { token: number; provenance: Provenance }[] = draft.tokens
           .slice(0, verdict.accepted)
           .map((token) => ({ token, provenance: 'draft' }))

@@ -43,7 +43,12 @@ export interface StepRecord {
   draftTokens: number
   /** Of the emitted tokens, how many were draft tokens (σ's numerator). */
   acceptedDraftTokens: number
-  /** Entropy H(q_i) in nats of each drafted token's draft distribution. */
+  /**
+   * Entropy in nats of each drafted token's draft distribution: H(q_i) of the warped q_i, except in rounds whose
+   * draft-length policy thresholds the draft model's whole-vocabulary softmax at temperature 1 instead (`svip` and
+   * `self-verify` by default; their decision.entropySource says 'full'), where it is that entropy (policies/types.ts,
+   * EntropySource).
+   */
   draftEntropies: number[]
   /** The threshold in force (τ, h, p_min …) when the policy stopped drafting; null for fixed γ. */
   threshold: number | null
@@ -120,6 +125,11 @@ export interface DecodeRequest {
   warp: WarpConfig
   rng: Prng
   signal?: AbortSignal
+  /**
+   * Synthetic acceptance (sampling/synthetic-acceptance.ts): the two-model speculative decoder accepts draft position
+   * i with probability r_i instead of verifying; absent for every real run.
+   */
+  syntheticAcceptance?: readonly number[]
 }
 
 export type Decoder = (models: DecoderModels, request: DecodeRequest) => AsyncGenerator<DecodeEvent, void, void>

@@ -160,17 +160,21 @@ const METHODS: readonly MethodDefinition[] = [
     summary: "Hugging Face's heuristic draft length: +2 after an all-accepted round, else −1",
     description:
       "Hugging Face's heuristic schedule (`AssistedCandidateGenerator.update_candidate_strategy`): start at `--gamma`, " +
-      '+2 after a round whose drafts were all accepted, else −1 (floor 1), no upper bound; persists across the prompts ' +
-      'of a run (HF "heuristic"); `heuristic.transient=true` resets to `--gamma` at each prompt (HF "heuristic_transient")',
+      '+2 after a round whose drafts were all accepted, else −1 (floor 1), no upper bound unless `heuristic.maxDraft` ' +
+      'sets one (SVIP §3.1 and its code cap its "heuristics" baseline at 40: min(40, γ + 2), start at min(40, `--gamma`)); ' +
+      'persists across the prompts of a run (HF "heuristic"); `heuristic.transient=true` resets to `--gamma` at each ' +
+      'prompt (HF "heuristic_transient")',
     needs: DRAFT,
     lossless: true,
     gamma: 'the starting draft length',
     namespace: 'heuristic',
     params: {
-      transient: flag(false, { help: 'back to γ at each prompt (HF "heuristic_transient")', source: 'HF candidate_generator.py' })
+      transient: flag(false, { help: 'back to γ at each prompt (HF "heuristic_transient")', source: 'HF candidate_generator.py' }),
+      maxDraft: integer(0, { min: 0 }, { help: 'the draft length cap; 0 = none (HF)', source: 'SVIP §3.1 and its code: 40' })
     },
     // One policy per run: the persistent schedule carries γ from prompt to prompt; the transient one resets it.
-    newRun: ({ gamma, params }) => withPolicy(() => heuristicPolicy({ initialGamma: gamma, transient: params.transient }))
+    newRun: ({ gamma, params }) =>
+      withPolicy(() => heuristicPolicy({ initialGamma: gamma, transient: params.transient, maxDraft: params.maxDraft }))
   }),
   method({
     id: 'sd-pmin',
@@ -201,9 +205,12 @@ const METHODS: readonly MethodDefinition[] = [
     description:
       'SVIP (Algorithm 1, Eq. 6): stop drafting after a token whose draft entropy H (nats) gives √(c·H) > h; at most ' +
       '`svip.maxDraft`. h = 0.3 (§3.1: chosen from the grid {0.2, 0.3, 0.4, 0.5}; 0.3 for Qwen2.5 and LLaMA-3). ' +
-      "Choice: the authors' public code scales the entropy by a constant before the root (`sqrt(entropy * 0.15) > " +
+      "Choices: the authors' public code scales the entropy by a constant before the root (`sqrt(entropy * 0.15) > " +
       "threshold`); the paper absorbs √c into h, and its h values are for c = 0.15. `svip.c=1` is Algorithm 1 as " +
-      'printed (√H > h)',
+      "printed (√H > h). H is the authors' `calc_entropy(next_token_logits)`: the draft's softmax of its raw logits " +
+      'over the whole vocabulary at temperature 1, whatever the run\'s temperature / top-k / top-p (every draft logit is ' +
+      'transferred, ~10 ms per drafted token at a 32k vocabulary); `svip.warpedEntropy=true` takes H of the warped ' +
+      'draft distribution instead (lower with top-k: longer drafts at the same h)',
     needs: DRAFT,
     lossless: true,
     gamma: null,
@@ -211,7 +218,11 @@ const METHODS: readonly MethodDefinition[] = [
     params: {
       h: real(0.3, { min: 0 }, { help: 'entropy threshold: stop after a token with √(c·H) > h', symbol: 'h', source: 'SVIP §3.1, Alg. 1' }),
       c: real(0.15, { min: 0, minExclusive: true }, { help: "entropy scale of the authors' code (1 = Alg. 1 as printed)", symbol: 'c', source: 'SVIP public code' }),
-      maxDraft: integer(40, { min: 1 }, { help: 'the draft length cap', source: 'SVIP §3.1' })
+      maxDraft: integer(40, { min: 1 }, { help: 'the draft length cap', source: 'SVIP §3.1' }),
+      warpedEntropy: flag(false, {
+        help: 'H of the warped draft distribution (temperature, top-k, top-p) instead of the whole-vocabulary softmax',
+        source: "SVIP public code: calc_entropy of the raw logits"
+      })
     },
     newRun: ({ params }) => withPolicy(() => svipPolicy(params))
   }),
@@ -223,13 +234,19 @@ const METHODS: readonly MethodDefinition[] = [
       'HSDDW self-verify (App. C Algorithm 1, §3.1, §4.4): stop drafting after a token with H(q) > τ; τ = mean entropy ' +
       "of the draft tokens rejected so far in this prompt (the text's rule; Alg. 1 line 25's H(q_n) would be the last " +
       'accepted one), 0 until the first rejection, so drafts are one token long until then; τ resets at each prompt ' +
-      '("in the current sentence") and is recorded in every step\'s threshold',
+      '("in the current sentence") and is recorded in every step\'s threshold. H is that of the draft model\'s ' +
+      'distribution, as SVIP computes it: the softmax of its raw logits over the whole vocabulary at temperature 1 (the ' +
+      "paper's runs: temperature 1 or greedy, no top-k); `selfverify.warpedEntropy=true` takes H of the warped draft " +
+      'distribution instead',
     needs: DRAFT,
     lossless: true,
     gamma: null,
     namespace: 'selfverify',
     params: {
-      maxDraft: integer(10, { min: 1 }, { help: 'the draft window', symbol: 'K', source: 'HSDDW App. A.1' })
+      maxDraft: integer(10, { min: 1 }, { help: 'the draft window', symbol: 'K', source: 'HSDDW App. A.1' }),
+      warpedEntropy: flag(false, {
+        help: 'H of the warped draft distribution (temperature, top-k, top-p) instead of the whole-vocabulary softmax'
+      })
     },
     // τ is per prompt (reset in startPrompt), so one policy per run is enough.
     newRun: ({ params }) => withPolicy(() => selfVerifyPolicy(params))
@@ -331,7 +348,7 @@ const METHODS: readonly MethodDefinition[] = [
       '`pre-verify` plus self-verify at both levels (Fig. 5b), same windows: M_q1 stops after a token with H(q1) > ' +
       'τ_q1, the M_q2 level hands over after the first token with H(q2) > τ_q2 (later tokens of that round are ' +
       'dropped); τ_q1 / τ_q2 = mean entropy of the tokens M_q2 / M_p rejected in this prompt, 0 at first (the ' +
-      '`self-verify` rule)',
+      '`self-verify` rule, with H of the warped q1 / q2 — `self-verify`\'s `selfverify.warpedEntropy=true`)',
     needs: TRIO,
     lossless: true,
     gamma: "M_q1's draft window K",
@@ -347,7 +364,7 @@ const METHODS: readonly MethodDefinition[] = [
       'HSDDW (App. D Algorithm 2): Draft + Self-verify by M_q1 (τ_q1, window `--gamma`), Pre-verify + Self-verify by ' +
       'M_q2 — back to drafting while every token of the round has H(q2) ≤ τ_q2, else hand all n_tot waiting tokens ' +
       'to M_p (no window) — then Verify by M_p. Choices where the listing is ambiguous or lossy (n_tot counts ' +
-      "corrections, τ takes the rejected token's entropy, bonus tokens, …) are in `electron/engine/decoders/hsddw.ts`",
+      "corrections, τ takes the rejected token's entropy, H of the warped q1 / q2, bonus tokens, …) are in `electron/engine/decoders/hsddw.ts`",
     needs: TRIO,
     lossless: true,
     gamma: "M_q1's draft window K",

@@ -18,6 +18,8 @@ export interface DecodeOnce {
   /** The PRNG stream: the prompt index in a run, 0 in chat. */
   stream: number
   signal?: AbortSignal
+  /** Synthetic acceptance rates r_1, r_2, … (only sd and the draft-length policies honour them; prepare checks). */
+  syntheticAcceptance?: readonly number[] | null
   onEvent?(event: DecodeEvent): void
 }
 
@@ -41,7 +43,8 @@ export async function decodeOnce(
     maxTokens: input.maxTokens,
     warp: input.warp,
     rng: createPrng(input.seed, input.stream),
-    signal: input.signal
+    signal: input.signal,
+    ...(input.syntheticAcceptance ? { syntheticAcceptance: input.syntheticAcceptance } : {})
   }
   for await (const event of input.decoder(input.models, request)) {
     if (event.type === 'token') {

@@ -15,6 +15,24 @@ export interface MethodSettings {
   gamma: number
   /** --set key=value pairs, as given. */
   params: RawParams
+  /** --synthetic-acceptance r1,r2,…: only methods whose verification is the two-model speculative decoder's. */
+  syntheticAcceptance?: readonly number[] | null
+}
+
+/** Families whose rounds go through the two-model speculative decoder (sampling/synthetic-acceptance.ts); ar has no verification and stays the real baseline. */
+const SYNTHETIC_FAMILIES = new Set(['speculative', 'policy', 'baseline'])
+export const MAX_SYNTHETIC_RATES = 128
+
+function checkSynthetic(definitions: readonly MethodDefinition[], rates: readonly number[] | null | undefined): void {
+  if (rates === null || rates === undefined) return
+  if (rates.length === 0 || rates.length > MAX_SYNTHETIC_RATES) throw new UserInputError(`--synthetic-acceptance needs 1 to ${MAX_SYNTHETIC_RATES} rates`)
+  const bad = rates.find((r) => !(typeof r === 'number' && r >= 0 && r <= 1))
+  if (bad !== undefined) throw new UserInputError(`--synthetic-acceptance rates must be numbers in [0, 1], got ${JSON.stringify(bad)}`)
+  const unsupported = definitions.filter((d) => !SYNTHETIC_FAMILIES.has(d.family)).map((d) => d.id)
+  if (unsupported.length > 0)
+    throw new UserInputError(
+      `--synthetic-acceptance applies to ar, sd and the draft-length policies (their verification is one speculative round), not ${unsupported.join(', ')}`
+    )
 }
 
 /** Which models a run has (prepare refuses methods whose models are missing). */
@@ -133,6 +151,7 @@ export function prepareRun(ids: readonly string[], settings: MethodSettings, mod
     return definition
   })
   checkGamma(settings.gamma)
+  checkSynthetic(definitions, settings.syntheticAcceptance)
   const owned = new Set(definitions.flatMap(keysOf))
   for (const key of Object.keys(settings.params)) if (!owned.has(key)) throw new UserInputError(unknownKeyMessage(key, definitions))
   const methods = definitions.map((definition) => prepareMethod(definition, settings.gamma, settings.params))

@@ -6,8 +6,11 @@
  *   speedup = tokens/s ÷ `ar` tokens/s on the same prompts in the same run.
  * The same fold serves live chat statistics, the CLI summary and runs re-read from SQLite.
  */
-import type { MethodSummary } from './summary'
+import type { MeasuredCosts, MethodSummary, TimingCell } from './summary'
+import { foldLevels, levelRates } from './levels'
 import type { StepRecord } from '../decoders/types'
+import { median, medianInterval, type Cell } from '../stats/bootstrap'
+import { acceptanceByPosition, pooledAlpha } from './positions'
 
 export interface StepTotals {
   steps: number
@@ -78,43 +81,100 @@ export const meanAcceptedLength = (t: StepTotals): number | null =>
   t.verifications > 0 ? t.accepted / t.verifications : null
 export const tokensPerSecond = (tokens: number, wallMs: number): number => (wallMs > 0 ? (tokens * 1000) / wallMs : 0)
 
+/** One timed decode of a prompt (repeat 0 is the one whose output and steps are kept). */
+export interface RepeatTiming {
+  repeat: number
+  wallMs: number
+  outputTokens: number
+}
+
 export interface PromptOutcome {
+  /** The prompt's index in the run (pairs a method's repeats with `ar`'s); defaults to the position in the list. */
+  promptIndex?: number
   outputText: string
   outputTokens: number
+  /** Repeat 0's wall time. */
   wallMs: number
   steps: readonly StepRecord[]
+  /** Every timed repeat, repeat 0 included; defaults to repeat 0 alone. */
+  repeats?: readonly RepeatTiming[]
+}
+
+const repeatsOf = (p: PromptOutcome): readonly RepeatTiming[] => p.repeats ?? [{ repeat: 0, wallMs: p.wallMs, outputTokens: p.outputTokens }]
+const promptOf = (p: PromptOutcome, position: number): number => p.promptIndex ?? position
+
+/** Every timed decode with its tokens/s, and its speedup over `ar`'s decode of the same prompt and repeat. */
+function timingCells(prompts: readonly PromptOutcome[], baseline: readonly PromptOutcome[] | null): TimingCell[] {
+  const cellsOf = (outcomes: readonly PromptOutcome[]) =>
+    outcomes.flatMap((p, i) =>
+      repeatsOf(p).map((r) => ({ prompt: promptOf(p, i), repeat: r.repeat, wallMs: r.wallMs, tokens: r.outputTokens, tokensPerSecond: tokensPerSecond(r.outputTokens, r.wallMs) }))
+    )
+  const ar = new Map(cellsOf(baseline ?? []).map((c) => [`${c.prompt}/${c.repeat}`, c.tokensPerSecond]))
+  return cellsOf(prompts).map((c) => {
+    const base = ar.get(`${c.prompt}/${c.repeat}`)
+    return { ...c, speedup: base && base > 0 ? c.tokensPerSecond / base : null }
+  })
+}
+
+/** The timing cells as bootstrap cells of one measure (cells without it left out). */
+export function cellsOf(timings: readonly TimingCell[], measure: 'tokensPerSecond' | 'speedup'): Cell[] {
+  return timings.flatMap((t) => (t[measure] === null ? [] : [{ prompt: t.prompt, repeat: t.repeat, value: t[measure] }]))
+}
+
+/** FNV-1a (53-bit safe) of the decisions of every step and of the outputs: equal digests, equal decisions. */
+function decisionDigest(prompts: readonly PromptOutcome[]): string {
+  let hash = 0xcbf29ce4
+  const mix = (text: string) => {
+    for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0
+  }
+  for (const p of prompts) {
+    mix(`|${p.outputText}|`)
+    for (const s of p.steps) mix(`${s.stage},${s.proposed},${s.accepted},${s.emitted},${s.resampled ? 1 : 0},${s.bonus ? 1 : 0},${s.draftTokens};`)
+  }
+  return `${prompts.length}:${prompts.reduce((n, p) => n + p.steps.length, 0)}:${hash.toString(16)}`
+}
+
+/** Σ over prompts of the median wall time of the prompt's repeats, and the output tokens it covers. */
+function typicalTiming(prompts: readonly PromptOutcome[]): { outputTokens: number; wallMs: number } {
+  let outputTokens = 0
+  let wallMs = 0
+  for (const p of prompts) {
+    outputTokens += p.outputTokens
+    wallMs += median(repeatsOf(p).map((r) => r.wallMs))
+  }
+  return { outputTokens, wallMs }
 }
 
 /**
- * Aggregates one method over its prompts. `baselineTokensPerSecond` is `ar`'s aggregate tokens/s over the same
- * prompts (null when the run has no `ar`): speedup is a ratio of aggregate throughputs, so prompts that produce
- * more tokens weigh more, exactly as wall-clock time does.
+ * Aggregates one method over its prompts. `baseline` is `ar`'s outcomes on the same prompts (null when the run has
+ * no `ar`). `speedup` is a ratio of aggregate throughputs (each prompt's median wall time over its repeats), so
+ * prompts that produce more tokens weigh more, exactly as wall-clock time does; `speedupInterval` pairs every
+ * (prompt, repeat) with `ar`'s and gives the median of those ratios with its 95 % bootstrap interval.
  */
-export function summarizeMethod(
-  method: string,
-  prompts: readonly PromptOutcome[],
-  baselineTokensPerSecond: number | null
-): MethodSummary {
+export function summarizeMethod(method: string, prompts: readonly PromptOutcome[], baseline: readonly PromptOutcome[] | null): MethodSummary {
   const totals = emptyTotals()
   const gammaTrajectory: number[][] = []
-  let outputTokens = 0
-  let wallMs = 0
+  const allSteps: StepRecord[] = []
   for (const prompt of prompts) {
     const perPrompt = foldSteps(prompt.steps)
     gammaTrajectory.push(perPrompt.gammas)
     mergeInto(totals, perPrompt)
-    outputTokens += prompt.outputTokens
-    wallMs += prompt.wallMs
+    allSteps.push(...prompt.steps)
   }
+  const { outputTokens, wallMs } = typicalTiming(prompts)
   const tps = tokensPerSecond(outputTokens, wallMs)
+  const base = baseline && baseline.length > 0 ? typicalTiming(baseline) : null
+  const baseTps = base ? tokensPerSecond(base.outputTokens, base.wallMs) : 0
   const overheadMs = Math.max(0, totals.stepMs - totals.draftMs - totals.verifyMs)
+  const positions = acceptanceByPosition(allSteps)
+  const timings = timingCells(prompts, baseline && baseline.length > 0 ? baseline : null)
   return {
     method,
     prompts: prompts.length,
     outputTokens,
     wallMs,
     tokensPerSecond: tps,
-    speedup: baselineTokensPerSecond && baselineTokensPerSecond > 0 ? tps / baselineTokensPerSecond : null,
+    speedup: baseTps > 0 ? tps / baseTps : null,
     sigma: sigma(totals),
     eta: eta(totals),
     acceptanceRate: acceptanceRate(totals),
@@ -128,7 +188,34 @@ export function summarizeMethod(
     verifyMs: totals.verifyMs,
     overheadMs,
     steps: totals.steps,
-    overheadPerStepMs: totals.steps > 0 ? overheadMs / totals.steps : null
+    overheadPerStepMs: totals.steps > 0 ? overheadMs / totals.steps : null,
+    repeats: Math.max(1, ...prompts.map((p) => repeatsOf(p).length)),
+    tokensPerSecondInterval: medianInterval(cellsOf(timings, 'tokensPerSecond')),
+    speedupInterval: medianInterval(cellsOf(timings, 'speedup')),
+    acceptanceByPosition: positions,
+    alpha: pooledAlpha(positions),
+    timings,
+    decisionDigest: decisionDigest(prompts),
+    costs: measuredCosts(totals, allSteps),
+    theory: null
+  }
+}
+
+/** Per-call costs and per-family rates for the closed forms (theory/measured.ts). */
+function measuredCosts(totals: StepTotals, steps: readonly StepRecord[]): MeasuredCosts {
+  const per = (ms: number, calls: number) => (calls > 0 ? ms / calls : null)
+  const levels = foldLevels(steps)
+  const rates = levels ? levelRates(levels) : null
+  const beam = beamWidthTotals(steps)
+  return {
+    draftMsPerCall: per(totals.draftMs, totals.draftCalls),
+    targetMsPerCall: per(totals.verifyMs, totals.targetCalls),
+    meanGamma: totals.verifications > 0 ? totals.proposed / totals.verifications : null,
+    levels:
+      levels && rates
+        ? { alpha: rates.alpha, beta: rates.beta, q2MsPerCall: per(levels.q2.ms, levels.q2.calls), q1MsPerCall: per(levels.q1.ms, levels.q1.calls) }
+        : null,
+    beam: beam.steps > 0 ? { layersPerStep: beam.layersPerStep, meanBeta: beam.meanBeta } : null
   }
 }
 

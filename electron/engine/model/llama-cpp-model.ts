@@ -7,6 +7,11 @@
  *   top-k tokens (or the whole vocabulary) and warps them in JS (sampling/warp.ts), so draft and target are warped
  *   by the same code. (node-llama-cpp's own `probabilities` output is taken after its sampler picked a token and
  *   collapses to that token at temperature > 0, so it cannot serve as q or p.)
+ * - A session created with `{ fullEntropy: true }` (the draft of svip / self-verify) transfers every logit: the
+ *   entropy of the whole-vocabulary softmax needs Σ p·log p over the tail too, and node-llama-cpp offers only
+ *   `totalLogitWeight` (Σ e^{l − max}, i.e. the tail's mass, not its entropy). llama.cpp returns the full list
+ *   sorted by logit, so its first k entries are exactly what `includeTop: k` returns and the warped distribution
+ *   is the same either way.
  * - Rollback is `eraseContextTokenRanges`. Sequences start with BOS (raw evaluation does not add it).
  */
 import os from 'node:os'
@@ -22,11 +27,11 @@ import {
   type LlamaModel,
   type Token
 } from 'node-llama-cpp'
-import type { Distribution } from '../sampling/distribution'
+import { softmaxEntropy, type Distribution } from '../sampling/distribution'
 import { warp, type WarpConfig } from '../sampling/warp'
 import { UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
-import type { LanguageModel, ModelInfo, ModelSession } from './types'
+import type { LanguageModel, ModelInfo, ModelSession, SessionOptions } from './types'
 
 export interface LlamaLoadOptions {
   threads?: number
@@ -119,8 +124,10 @@ export class LlamaCppModel implements LanguageModel {
     return this.model.isEogToken(token as Token)
   }
 
-  async createSession(warpConfig: WarpConfig): Promise<ModelSession> {
-    return new LlamaCppSession(this.context.getSequence(), warpConfig, this.logitsRequest(warpConfig), this.info.path)
+  async createSession(warpConfig: WarpConfig, options: SessionOptions = {}): Promise<ModelSession> {
+    const fullEntropy = options.fullEntropy ?? false
+    const logits = fullEntropy ? true : this.logitsRequest(warpConfig)
+    return new LlamaCppSession(this.context.getSequence(), warpConfig, logits, this.info.path, fullEntropy)
   }
 
   sessionsLeft(): number {
@@ -181,7 +188,8 @@ class LlamaCppSession implements ModelSession {
     readonly sequence: LlamaContextSequence,
     private readonly warpConfig: WarpConfig,
     private readonly logits: LogitsRequest,
-    private readonly modelPath: string
+    private readonly modelPath: string,
+    private readonly fullEntropy: boolean
   ) {}
 
   get tokens(): readonly number[] {
@@ -204,7 +212,19 @@ class LlamaCppSession implements ModelSession {
     for (let i = distributionsFrom; i < tokens.length; i++) {
       const logits = output[i]?.next.logits
       if (!logits) throw new Error(`node-llama-cpp returned no logits at position ${i}`)
-      distributions.push(this.warpChecked(Int32Array.from(logits.keys()), Float64Array.from(logits.values()), i))
+      const ids = Int32Array.from(logits.keys())
+      const values = Float64Array.from(logits.values())
+      if (!this.fullEntropy) {
+        distributions.push(this.warpChecked(ids, values, i))
+        continue
+      }
+      // Every logit is here: the entropy over all of them, and the warp from the top-k only when it is a prefix.
+      if (values.some(Number.isNaN)) throw unusableLogits(this.modelPath, i, 'NaN logits')
+      const k = this.warpConfig.topK
+      const prefix = k > 0 && k < values.length && sortedDescending(values) ? k : values.length
+      const distribution = this.warpChecked(ids.subarray(0, prefix), values.subarray(0, prefix), i)
+      distribution.fullEntropy = softmaxEntropy(values)
+      distributions.push(distribution)
     }
     return distributions
   }
@@ -251,6 +271,11 @@ class LlamaCppSession implements ModelSession {
   async dispose(): Promise<void> {
     this.sequence.dispose()
   }
+}
+
+function sortedDescending(values: Float64Array): boolean {
+  for (let i = 1; i < values.length; i++) if (values[i] > values[i - 1]) return false
+  return true
 }
 
 function unusableLogits(modelPath: string, position: number, what: string): UserInputError {

@@ -3,9 +3,9 @@
  * distribution of a decoder can be compared with the target's warped distribution computed in closed form.
  * Logits go through the same `warp` as node-llama-cpp's, so tests exercise the production warping.
  */
-import type { Distribution } from '../sampling/distribution'
+import { softmaxEntropy, type Distribution } from '../sampling/distribution'
 import { warp, type WarpConfig } from '../sampling/warp'
-import type { LanguageModel, ModelInfo, ModelSession } from './types'
+import type { LanguageModel, ModelInfo, ModelSession, SessionOptions } from './types'
 
 /** Next-token logits for a context (BOS included). */
 export type ToyLogits = (context: readonly number[]) => ArrayLike<number>
@@ -68,6 +68,11 @@ export class ToyModel implements LanguageModel {
     )
   }
 
+  /** H of the softmax of the raw logits after `context` over the whole vocabulary (temperature 1): `fullEntropy`. */
+  fullEntropy(context: readonly number[]): number {
+    return softmaxEntropy(this.options.logits(context))
+  }
+
   async logProbabilities(tokens: readonly number[]): Promise<number[]> {
     return tokens.slice(1).map((next, i) => {
       const logits = Array.from(this.options.logits(tokens.slice(0, i + 1)))
@@ -77,7 +82,7 @@ export class ToyModel implements LanguageModel {
     })
   }
 
-  async createSession(warpConfig: WarpConfig): Promise<ModelSession> {
+  async createSession(warpConfig: WarpConfig, options: SessionOptions = {}): Promise<ModelSession> {
     const tokens: number[] = []
     const session: ModelSession = {
       tokens,
@@ -86,7 +91,10 @@ export class ToyModel implements LanguageModel {
         const out: Distribution[] = []
         appended.forEach((token, i) => {
           tokens.push(token)
-          if (i >= distributionsFrom) out.push(this.distribution(tokens, warpConfig))
+          if (i < distributionsFrom) return
+          const distribution = this.distribution(tokens, warpConfig)
+          if (options.fullEntropy) distribution.fullEntropy = this.fullEntropy(tokens)
+          out.push(distribution)
         })
         return out
       },

@@ -23,6 +23,17 @@ export interface ModelInfo {
   sizeBytes: number | null
 }
 
+/** What a session computes besides the warped distributions. */
+export interface SessionOptions {
+  /**
+   * Give every returned distribution its `fullEntropy`: H of the softmax of the raw logits over the whole
+   * vocabulary (temperature 1, no top-k/top-p). node-llama-cpp then transfers every logit of each requested
+   * position (like --full-vocabulary; ~10 ms per position at a 32k vocabulary), so decoders ask for it only for the
+   * draft sessions of policies that threshold it (svip, self-verify).
+   */
+  fullEntropy?: boolean
+}
+
 export interface ModelSession {
   /** Tokens whose state the cache holds, in order. */
   readonly tokens: readonly number[]
@@ -56,7 +67,7 @@ export interface LanguageModel {
   tokenText(token: number): string
   /** True for end-of-generation tokens (EOS, EOT, ...). */
   isEndOfGeneration(token: number): boolean
-  createSession(warp: WarpConfig): Promise<ModelSession>
+  createSession(warp: WarpConfig, options?: SessionOptions): Promise<ModelSession>
   /** Optional: how many more sessions can be open at once (node-llama-cpp: free context sequences); absent = no limit. */
   sessionsLeft?(): number
   /**

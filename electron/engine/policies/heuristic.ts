@@ -7,8 +7,12 @@
  *
  * "All accepted" compares with the tokens actually proposed (HF: `num_matches == len(scores[0]) − 1`), so a draft
  * cut short by an end-of-generation token or the --max-tokens budget counts as all accepted when it all passed.
- * There is no upper bound in HF (the engine bounds each round by the remaining --max-tokens budget). SVIP's
- * "heuristics" baseline (§3.1, its public code) is the same rule with a cap of 40; this one follows HF.
+ * There is no upper bound in HF (the engine bounds each round by the remaining --max-tokens budget), and none by
+ * default here (`heuristic.maxDraft=0`). SVIP's "heuristics" baseline is the same rule with a cap of 40 (§3.1: "we
+ * limit the maximum draft length to 40 in both heuristics and SVIP scenarios"; its public code,
+ * vanilla-sd/eval_specbench.py: `num_assistant_tokens = min(num_assistant_tokens + 2, 40)`, and every draft is cut
+ * at `min(40, …)`): `--set heuristic.maxDraft=40`. With a cap M the schedule is γ ← min(M, γ + 2) after an
+ * all-accepted round, and the starting γ is min(M, --gamma).
  *
  * Two schedules, as in HF (`generation/utils.py`, end of `_assisted_decoding`):
  * - "heuristic" (default): the value reached at the end of a generation is written back to the assistant's
@@ -28,6 +32,8 @@ export interface HeuristicOptions {
   initialGamma: number
   /** true: HF "heuristic_transient" (reset at each prompt); false: HF "heuristic" (carries over). */
   transient: boolean
+  /** Upper bound on the draft length (SVIP's baseline: 40); 0 or absent = none (HF). */
+  maxDraft?: number
 }
 
 
@@ -36,9 +42,12 @@ export interface HeuristicPolicy extends DraftLengthPolicy {
   readonly gamma: number
 }
 
-export function heuristicPolicy({ initialGamma, transient }: HeuristicOptions): HeuristicPolicy {
+export function heuristicPolicy({ initialGamma, transient, maxDraft = 0 }: HeuristicOptions): HeuristicPolicy {
   if (!Number.isInteger(initialGamma) || initialGamma < 1) throw new RangeError(`initial γ must be an integer ≥ 1, got ${initialGamma}`)
-  let gamma = initialGamma
+  if (!Number.isInteger(maxDraft) || maxDraft < 0) throw new RangeError(`the draft length cap must be an integer ≥ 0, got ${maxDraft}`)
+  const ceiling = maxDraft > 0 ? maxDraft : Infinity
+  const start = Math.min(initialGamma, ceiling)
+  let gamma = start
   let cap = gamma
   let last: { cap: number; proposed: number; accepted: number; rule: '+2' | '-1'; stoppedBy: DraftStop } | null = null
   return {
@@ -47,7 +56,7 @@ export function heuristicPolicy({ initialGamma, transient }: HeuristicOptions): 
       return gamma
     },
     startPrompt() {
-      if (transient) gamma = initialGamma
+      if (transient) gamma = start
       last = null
     },
     draftLength() {
@@ -59,7 +68,7 @@ export function heuristicPolicy({ initialGamma, transient }: HeuristicOptions): 
       // A target-only round proposed nothing: no evidence either way (never happens here, γ ≥ 1).
       if (outcome.proposed === 0) return
       const allAccepted = outcome.accepted === outcome.proposed
-      gamma = allAccepted ? gamma + 2 : Math.max(1, gamma - 1)
+      gamma = allAccepted ? Math.min(ceiling, gamma + 2) : Math.max(1, gamma - 1)
       last = { cap, proposed: outcome.proposed, accepted: outcome.accepted, rule: allAccepted ? '+2' : '-1', stoppedBy: outcome.stoppedBy }
     },
     explain(): PolicyExplanation {

@@ -24,20 +24,40 @@
  * target model in the current sentence"; §4.4: "S_reject represent[s] the set of positions in a sentence";
  * Algorithm 1 initialises H_q and τ_q once per input prefix x. One prompt's generation is the "sentence".
  *
+ * Which entropy: §3.1 thresholds H(q(y_t | x, y<t)), the draft MODEL's distribution; the experiments run at
+ * temperature 1 (App. A.1) or greedily, with no top-k or top-p, and no code is public. By default
+ * (`selfverify.warpedEntropy=false`) H is therefore the entropy of the draft's softmax of its raw logits over the
+ * whole vocabulary at temperature 1 — the same quantity as SVIP's authors' code (policies/svip.ts) — for the
+ * stop test and for τ alike (draftEntropies then hold it). `--set selfverify.warpedEntropy=true` uses H of the
+ * warped draft distribution q (the run's temperature, top-k, top-p), SpecLab's rule before issue 13. Only the stop
+ * depends on it; verification never does (lossless either way). (pre-self-verify and hsddw still threshold the
+ * warped entropies of M_q1 and M_q2.)
+ *
  * Window cap K = `selfverify.maxDraft`, default 10: Appendix A.1 "Consistent with (Leviathan et al., 2023), the
  * fixed window size was set to K = 10" (the setting of the main results in §4; Figure 7 varies K for robustness).
  *
  * explain(): threshold = τ in force while the round was drafted (recorded for every step); decision {gamma: K,
- * stop: drafted tokens, entropy: H(q) of the last drafted token (the one above τ when reason = 'threshold'),
+ * stop: drafted tokens, entropy: H of the last drafted token (the one above τ when reason = 'threshold'),
  * reason 'threshold' | 'cap' | 'eos', rejected: the entropy appended to S_reject by this round (null when all
- * were accepted), rejections: |S_reject| so far, next: τ for the coming round}. reason 'eos' means the engine
- * ended the draft first (an end-of-generation token, or the last tokens of the --max-tokens budget).
+ * were accepted), rejections: |S_reject| so far, next: τ for the coming round, entropySource: 'full' | 'warped'
+ * (which H; the step's draftEntropies hold that one)}. reason 'eos' means the engine ended the draft first (an
+ * end-of-generation token, or the last tokens of the --max-tokens budget).
  */
-import { STOP_REASONS, type DraftStop, type DraftedToken, type DraftLengthPolicy, type PolicyExplanation, type VerificationOutcome } from './types'
+import {
+  STOP_REASONS,
+  type DraftStop,
+  type DraftedToken,
+  type DraftLengthPolicy,
+  type EntropySource,
+  type PolicyExplanation,
+  type VerificationOutcome
+} from './types'
 
 export interface SelfVerifyOptions {
   /** Window size K: the draft length cap. */
   maxDraft: number
+  /** true: H of the warped draft distribution; false (default): of the whole-vocabulary softmax at temperature 1. */
+  warpedEntropy?: boolean
 }
 
 
@@ -46,7 +66,8 @@ export interface SelfVerifyPolicy extends DraftLengthPolicy {
   readonly tau: number
 }
 
-export function selfVerifyPolicy({ maxDraft }: SelfVerifyOptions): SelfVerifyPolicy {
+export function selfVerifyPolicy({ maxDraft, warpedEntropy = false }: SelfVerifyOptions): SelfVerifyPolicy {
+  const source: EntropySource = warpedEntropy ? 'warped' : 'full'
   let rejectedSum = 0
   let rejections = 0
   let tau = 0
@@ -55,6 +76,7 @@ export function selfVerifyPolicy({ maxDraft }: SelfVerifyOptions): SelfVerifyPol
   let round: { proposed: number; entropy: number | null; stoppedBy: DraftStop; rejected: number | null } | null = null
   return {
     id: 'self-verify',
+    entropy: source,
     get tau() {
       return tau
     },
@@ -85,7 +107,7 @@ export function selfVerifyPolicy({ maxDraft }: SelfVerifyOptions): SelfVerifyPol
       round = { proposed: outcome.proposed, entropy, stoppedBy: outcome.stoppedBy, rejected }
     },
     explain(): PolicyExplanation {
-      if (!round) return { threshold: tau, decision: { gamma: maxDraft, rejections, next: tau } }
+      if (!round) return { threshold: tau, decision: { gamma: maxDraft, rejections, next: tau, entropySource: source } }
       const reason = round.stoppedBy && STOP_REASONS[round.stoppedBy]
       return {
         threshold: tauInForce,
@@ -96,7 +118,8 @@ export function selfVerifyPolicy({ maxDraft }: SelfVerifyOptions): SelfVerifyPol
           reason,
           rejected: round.rejected,
           rejections,
-          next: tau
+          next: tau,
+          entropySource: source
         }
       }
     }

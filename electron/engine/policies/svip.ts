@@ -11,6 +11,21 @@
  * consistently, the entropy is that of the token just drafted — which is also what the authors' code does.)
  * The stopping token itself is verified (it was drafted); the draft is also capped at T_max tokens.
  *
+ * WHICH entropy. The paper writes H(q) of "the draft model's distribution" and never mentions top-k; its
+ * experiments sample at temperature 1 or decode greedily, with no top-k/top-p. The authors' code
+ * (vanilla-sd/eval_specbench.py, `AssistantModel.generate`) computes `calc_entropy(next_token_logits)`: the
+ * entropy of the softmax of the draft's RAW logits over the WHOLE vocabulary, temperature 1 — in both its
+ * sampling mode (where it also samples from `softmax(next_token_logits)`, so that is q) and its greedy mode (where
+ * q is an argmax and the entropy is still the temperature-1 softmax's). So by default (`svip.warpedEntropy=false`)
+ * H is that full-vocabulary, temperature-1 entropy, whatever the run's --temperature / --top-k / --top-p: the
+ * engine asks the draft session for it (node-llama-cpp then transfers every logit of each drafted position,
+ * model/llama-cpp-model.ts). `--set svip.warpedEntropy=true` thresholds H of the warped distribution q that
+ * SpecLab samples and verifies the token with instead (temperature, top-k, top-p; greedy: the temperature-1
+ * softmax of the top-k) — SpecLab's rule before issue 13. With the default top-k of 64 that H leaves out the
+ * tail (its mass and its spread), so in practice it is lower and, at the same h, drafts run longer; a temperature
+ * ≠ 1 moves it either way. Neither choice touches verification: the entropy only decides where the draft stops
+ * (lossless either way).
+ *
  * The constant c. §2.3 "remove √c from Equation 6 and absorb it into the threshold h", so Algorithm 1 compares
  * √H with h. The authors' public code (github.com/Geralt-Targaryen/SVIP, vanilla-sd/eval_specbench.py) keeps it:
  * `torch.sqrt(entropy * 0.15) > self.entropy_threshold`, and the thresholds the paper reports (grid {0.2, 0.3,
@@ -25,11 +40,20 @@
  * draft length to 40 in both heuristics and SVIP scenarios" (the script's `min(40, max_new_tokens)`).
  *
  * explain(): threshold = h; decision {gamma: the cap, stop: drafted tokens, sqrtEntropy: √H of the last drafted
- * token (the one that crossed h when reason = 'threshold'), statistic: √(c·H) compared with h, c,
- * reason 'threshold' | 'cap' | 'eos'}. reason 'eos' means the engine ended the draft first (an end-of-generation
- * token, or the last tokens of the --max-tokens budget).
+ * token (the one that crossed h when reason = 'threshold'), statistic: √(c·H) compared with h, c, entropySource:
+ * 'full' | 'warped' (which H; the step's draftEntropies hold that one), reason 'threshold' | 'cap' | 'eos'}. reason
+ * 'eos' means the engine ended the draft first (an end-of-generation token, or the last tokens of the --max-tokens
+ * budget).
  */
-import { STOP_REASONS, type DraftStop, type DraftedToken, type DraftLengthPolicy, type PolicyExplanation, type VerificationOutcome } from './types'
+import {
+  STOP_REASONS,
+  type DraftStop,
+  type DraftedToken,
+  type DraftLengthPolicy,
+  type EntropySource,
+  type PolicyExplanation,
+  type VerificationOutcome
+} from './types'
 
 export interface SvipOptions {
   /** Threshold h on √(c·H): stop drafting when it is exceeded. */
@@ -38,14 +62,18 @@ export interface SvipOptions {
   c: number
   /** T_max: draft length cap. */
   maxDraft: number
+  /** true: H of the warped draft distribution; false (default): of the whole-vocabulary softmax at temperature 1. */
+  warpedEntropy?: boolean
 }
 
 
-export function svipPolicy({ h, c, maxDraft }: SvipOptions): DraftLengthPolicy {
+export function svipPolicy({ h, c, maxDraft, warpedEntropy = false }: SvipOptions): DraftLengthPolicy {
+  const source: EntropySource = warpedEntropy ? 'warped' : 'full'
   let entropy: number | null = null
   let round: { proposed: number; entropy: number | null; stoppedBy: DraftStop } | null = null
   return {
     id: 'svip',
+    entropy: source,
     startPrompt() {
       round = null
     },
@@ -61,11 +89,11 @@ export function svipPolicy({ h, c, maxDraft }: SvipOptions): DraftLengthPolicy {
       round = { proposed: outcome.proposed, entropy, stoppedBy: outcome.stoppedBy }
     },
     explain(): PolicyExplanation {
-      if (!round) return { threshold: h, decision: { gamma: maxDraft, c } }
+      if (!round) return { threshold: h, decision: { gamma: maxDraft, c, entropySource: source } }
       const reason = round.stoppedBy && STOP_REASONS[round.stoppedBy]
       const sqrtEntropy = round.entropy === null ? null : Math.sqrt(round.entropy)
       const statistic = round.entropy === null ? null : Math.sqrt(c * round.entropy)
-      return { threshold: h, decision: { gamma: maxDraft, stop: round.proposed, sqrtEntropy, statistic, c, reason } }
+      return { threshold: h, decision: { gamma: maxDraft, stop: round.proposed, sqrtEntropy, statistic, c, entropySource: source, reason } }
     }
   }
 }

@@ -6,12 +6,23 @@
  */
 import type { Distribution } from '../sampling/distribution'
 
+/**
+ * Which entropy of a drafted token a policy thresholds (DraftLengthPolicy.entropy):
+ * - 'warped': H(q) of the warped draft distribution the token was drawn from (the run's temperature, top-k, top-p;
+ *   greedy: the temperature-1 softmax of the top-k);
+ * - 'full': H of the draft model's own distribution, the softmax of its raw logits over the whole vocabulary
+ *   (temperature 1, no top-k/top-p) — SVIP's authors' `calc_entropy(next_token_logits)`.
+ * Either way the entropy only decides where drafting stops; verification never sees it (lossless either way).
+ */
+export type EntropySource = 'warped' | 'full'
+
 export interface DraftedToken {
   /** 1-based position in the current draft. */
   position: number
   token: number
+  /** The warped draft distribution q the token was drawn from (and is verified against). */
   distribution: Distribution
-  /** H(q_i) in nats. */
+  /** Its entropy in nats, of the kind the policy asked for (`DraftLengthPolicy.entropy`; default H(q)). */
   entropy: number
 }
 
@@ -31,6 +42,7 @@ export interface VerificationOutcome {
   proposed: number
   /** Leading draft tokens the verifier accepted; the entropy of the first rejected one is draftEntropies[accepted]. */
   accepted: number
+  /** The drafted tokens' entropies, of the kind the policy asked for (as DraftedToken.entropy). */
   draftEntropies: readonly number[]
   /** The drafted tokens, and the tokens this round appended to the output (accepted prefix + correction/bonus). */
   draftTokens: readonly number[]
@@ -46,6 +58,11 @@ export interface PolicyExplanation {
 
 export interface DraftLengthPolicy {
   readonly id: string
+  /**
+   * The entropy `shouldStop` and `update` receive (absent: 'warped'). 'full' makes the decoder ask the draft session
+   * for the whole-vocabulary entropy (ModelSession options.fullEntropy: every logit transferred per drafted token).
+   */
+  readonly entropy?: EntropySource
   /** A new prompt begins (policies that keep state only per prompt reset here; cache-FSM seeds its cache). */
   startPrompt?(promptTokens: readonly number[]): void
   /** Upper bound on the draft length of the coming round; 0 means a target-only step. */

@@ -7,6 +7,13 @@ import type { Prng } from './prng'
 export interface Distribution {
   ids: Int32Array
   probs: Float64Array
+  /**
+   * H of the model's own next-token distribution — the softmax of its RAW logits over the WHOLE vocabulary
+   * (temperature 1, no top-k/top-p), in nats — present only when the session was asked for it
+   * (`createSession(warp, { fullEntropy: true })`). What SVIP's authors' code thresholds (policies/svip.ts); the
+   * warped `probs` are unaffected.
+   */
+  fullEntropy?: number
 }
 
 export function probabilityOf(distribution: Distribution, token: number): number {
@@ -25,6 +32,27 @@ export function entropy(distribution: Distribution): number {
   let h = 0
   for (const p of distribution.probs) if (p > 0) h -= p * Math.log(p)
   return h
+}
+
+/**
+ * H of softmax(logits) over every logit given (nats), in one stable pass: with l' = l − max, W = Σ e^{l'},
+ * H = log W − Σ e^{l'}·l' / W. Entries of −∞ (or a finite stand-in so low that e^{l'} underflows) contribute 0.
+ */
+export function softmaxEntropy(logits: ArrayLike<number>): number {
+  let max = -Infinity
+  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i]
+  if (!Number.isFinite(max)) throw new Error('cannot take the entropy of logits without a finite maximum')
+  let total = 0
+  let weighted = 0
+  for (let i = 0; i < logits.length; i++) {
+    const shifted = logits[i] - max
+    const w = Math.exp(shifted)
+    if (w > 0) {
+      total += w
+      weighted += w * shifted
+    }
+  }
+  return Math.max(0, Math.log(total) - weighted / total)
 }
 
 /** Inverse-CDF sampling with one uniform draw from the seeded PRNG. */

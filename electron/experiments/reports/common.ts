@@ -1,8 +1,9 @@
 /** Pieces every suite report uses: table/column constructors, the setup block, method labels. */
 import path from 'node:path'
+import type { MethodSummary } from '../../api/contract'
 import type { SuiteDefinition } from '../suites'
 import type { SuiteData } from './data'
-import type { ReportChart, ReportTable, TableColumn, TableValue } from './model'
+import type { IntervalValue, ReportChart, ReportTable, TableColumn, TableValue } from './model'
 
 export const col = {
   text: (label: string): TableColumn => ({ label, format: 'text' }),
@@ -11,6 +12,20 @@ export const col = {
   x: (label: string, digits = 2): TableColumn => ({ label, format: 'speedup', digits }),
   pct: (label: string, digits = 2): TableColumn => ({ label, format: 'percent', digits }),
   ratio: (label: string, digits = 3): TableColumn => ({ label, format: 'ratio', digits })
+}
+
+/**
+ * A method's speedup / tokens/s as a report cell: the median with its 95 % interval when the run timed more than one
+ * (prompt, repeat), else the plain value; null when the method is missing.
+ */
+export function speedupCell(m: MethodSummary | null | undefined): IntervalValue | number | null {
+  if (!m) return null
+  if (m.method === 'ar' || !m.speedupInterval || m.speedupInterval.cells < 2) return m.speedup
+  return m.speedupInterval
+}
+export function throughputCell(m: MethodSummary | null | undefined): IntervalValue | number | null {
+  if (!m) return null
+  return m.tokensPerSecondInterval && m.tokensPerSecondInterval.cells > 1 ? m.tokensPerSecondInterval : m.tokensPerSecond
 }
 
 export function table(id: string, title: string, columns: TableColumn[], rows: TableValue[][], caption?: string): ReportTable {

@@ -56,6 +56,7 @@ export function loadSuiteData(store: RunStore, suiteRunId: number): SuiteData {
     }
     const report = buildRunReport(store, runId)!
     const scores = suites.scoresOfRun(runId)
+    const repeats = store.getRepeats(runId)
     const results = store
       .getPromptResults(runId)
       .filter((r) => r.status === 'done')
@@ -66,7 +67,14 @@ export function loadSuiteData(store: RunStore, suiteRunId: number): SuiteData {
         promptId: r.promptId,
         category: r.category,
         promptText: r.promptText,
-        outcome: { outputText: r.outputText, outputTokens: r.outputCount, wallMs: r.wallMs ?? 0, steps: store.getSteps(r.id) },
+        outcome: {
+          promptIndex: r.promptIndex,
+          outputText: r.outputText,
+          outputTokens: r.outputCount,
+          wallMs: r.wallMs ?? 0,
+          steps: store.getSteps(r.id),
+          repeats: repeats.get(r.id)?.map((x) => ({ repeat: x.repeat, wallMs: x.wallMs, outputTokens: x.outputCount }))
+        },
         score: scores.get(r.id) ?? null
       }))
     cells.set(cell.key, { cell, runId, report, results, draftChoices: store.getDraftChoices(runId) })
@@ -90,8 +98,7 @@ export function summaryWhere(cell: CellData | undefined, method: string, keep: (
   const mine = outcomes(method)
   if (mine.length === 0) return null
   const ar = outcomes('ar')
-  const baseline = ar.length > 0 ? summarizeMethod('ar', ar, null).tokensPerSecond : 0
-  return summarizeMethod(method, mine, baseline > 0 ? baseline : null)
+  return summarizeMethod(method, mine, ar.length > 0 ? ar : null)
 }
 
 export function stepsOf(cell: CellData | undefined, method: string, keep: (r: ResultRecord) => boolean = () => true): StepRecord[] {

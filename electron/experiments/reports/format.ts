@@ -5,6 +5,10 @@ export function formatValue(value: TableValue, column: TableColumn): string {
   if (value === null || value === undefined) return '–'
   if (typeof value === 'boolean') return value ? '✓' : ''
   if (typeof value === 'string') return value
+  if (typeof value === 'object') {
+    if (value.low === value.high) return formatValue(value.median, column)
+    return `${formatValue(value.median, column)} [${formatValue(value.low, { ...column, format: column.format === 'speedup' ? 'number' : column.format })}–${formatValue(value.high, column)}]`
+  }
   if (!Number.isFinite(value)) return '–'
   const digits = column.digits ?? (column.format === 'ratio' ? 3 : 2)
   switch (column.format) {

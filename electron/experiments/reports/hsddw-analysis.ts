@@ -13,6 +13,8 @@ import type { StepRecord } from '../../engine/decoders/types'
 import { foldLevels, levelRates, type LevelRates, type LevelTotals } from '../../engine/metrics/levels'
 import { chenExpectedTokens, chenTimeImprovement } from '../../engine/theory/chen'
 import { expectedTokens } from '../../engine/theory/leviathan'
+import { speedupCell, throughputCell } from './common'
+import type { IntervalValue } from './model'
 
 /** One stored run of the ablation: its report and the steps of each method. */
 export interface AblationRun {
@@ -30,11 +32,16 @@ export interface AblationRow {
   alphaHat: number | null
 }
 
+/** A report cell of a timed value: the median with its 95 % interval when the run timed more than one (prompt, repeat), else the plain number. */
+export type TimedCell = IntervalValue | number | null
+
 export interface AblationResult {
-  table2: { row: string; preVerify: boolean; selfVerify: boolean; hsddw: boolean; method: string | null; speedup: number | null }[]
-  table4: { model: string; method: string; sigma: number | null; eta: number | null; speedup: number | null }[]
-  levels: ({ method: string; tokensPerSecond: number; acceptance: number | null; meanAcceptedLength: number | null } & Partial<LevelRates>)[]
-  theory: { method: string; quantity: string; measured: number | null; predicted: number | null; inputs: string }[]
+  /** `speedup`: the run report's aggregate; `speedupCell`: what the report tables print (reports/common.ts speedupCell). */
+  table2: { row: string; preVerify: boolean; selfVerify: boolean; hsddw: boolean; method: string | null; speedup: number | null; speedupCell: TimedCell }[]
+  table4: { model: string; method: string; sigma: number | null; eta: number | null; speedup: number | null; speedupCell: TimedCell }[]
+  levels: ({ method: string; tokensPerSecond: number; tokensPerSecondCell: TimedCell; acceptance: number | null; meanAcceptedLength: number | null } & Partial<LevelRates>)[]
+  /** `measuredCell` (timed quantities only): what the report table prints in place of `measured`. */
+  theory: { method: string; quantity: string; measured: number | null; measuredCell?: TimedCell; predicted: number | null; inputs: string }[]
 }
 
 export const ABLATION_LABELS: Record<string, string> = {
@@ -80,13 +87,14 @@ const fmt = (v: number, digits = 3) => (Number.isInteger(v) ? String(v) : v.toFi
 
 export function analyseAblation(rows: Map<string, AblationRow>, reportA: RunReport, K: number): AblationResult {
   const speedup = (key: string) => rows.get(key)?.summary.speedup ?? null
+  const shown = (key: string) => speedupCell(rows.get(key)?.summary)
   const table2 = [
     { row: 'SD (M_q2 → M_p)', preVerify: false, selfVerify: false, hsddw: false, key: 'B:sd' },
     { row: '+ Pre-verify', preVerify: true, selfVerify: false, hsddw: false, key: 'A:pre-verify' },
     { row: '+ Self-verify', preVerify: false, selfVerify: true, hsddw: false, key: 'A:self-verify' },
     { row: '+ Pre + Self-verify', preVerify: true, selfVerify: true, hsddw: false, key: 'A:pre-self-verify' },
     { row: 'HSDDW', preVerify: false, selfVerify: false, hsddw: true, key: 'A:hsddw' }
-  ].map(({ key, ...rest }) => ({ ...rest, method: rows.has(key) ? key.slice(2) : null, speedup: speedup(key) }))
+  ].map(({ key, ...rest }) => ({ ...rest, method: rows.has(key) ? key.slice(2) : null, speedup: speedup(key), speedupCell: shown(key) }))
 
   const table4 = [
     ['70b-7b  (sd M_q2 → M_p)', 'B:sd'],
@@ -95,12 +103,13 @@ export function analyseAblation(rows: Map<string, AblationRow>, reportA: RunRepo
     ['HSDDW', 'A:hsddw']
   ].map(([model, key]) => {
     const s = rows.get(key)?.summary
-    return { model, method: key.slice(2), sigma: s?.sigma ?? null, eta: s?.eta ?? null, speedup: s?.speedup ?? null }
+    return { model, method: key.slice(2), sigma: s?.sigma ?? null, eta: s?.eta ?? null, speedup: s?.speedup ?? null, speedupCell: speedupCell(s) }
   })
 
   const levels = [...rows.values()].map((r) => ({
     method: r.label,
     tokensPerSecond: r.summary.tokensPerSecond,
+    tokensPerSecondCell: throughputCell(r.summary),
     acceptance: r.rates?.acceptanceByP ?? r.alphaHat,
     meanAcceptedLength: r.summary.meanAcceptedLength,
     ...(r.rates ?? {})
@@ -146,6 +155,7 @@ export function analyseAblation(rows: Map<string, AblationRow>, reportA: RunRepo
         method: 'hier-chen',
         quantity: 'speedup (Chen Thm 3.4)',
         measured: chen.summary.speedup,
+        measuredCell: speedupCell(chen.summary),
         predicted: chenTimeImprovement(alpha, beta, m, n, c, cs),
         inputs: `c = ${fmt(c)}, c_s = ${fmt(cs)} (measured call times)`
       })

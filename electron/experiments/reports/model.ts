@@ -14,7 +14,14 @@ export interface TableColumn {
   digits?: number
 }
 
-export type TableValue = string | number | boolean | null
+/** A timed measurement: the median over (prompt, repeat) with its 95 % bootstrap interval (printed "1.23× [1.10–1.31]"). */
+export interface IntervalValue {
+  median: number
+  low: number
+  high: number
+}
+
+export type TableValue = string | number | boolean | null | IntervalValue
 
 export interface ReportTable {
   kind: 'table'

@@ -71,5 +71,5 @@ export const PROVENANCE_CODES: Record<string, keyof typeof PROVENANCE_LABELS> = 
   t: 'target'
 }
 
-/** A palette that stays apart for up to ~10 series and reads on white. */
-export const SERIES_COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#ca8a04', '#db2777', '#4b5563', '#65a30d']
+/** Ten chart series colours that stay apart on either palette (app.css; Chart.svelte resolves the variables). */
+export const SERIES_COLORS = Array.from({ length: 10 }, (_, i) => `var(--series-${i + 1})`)

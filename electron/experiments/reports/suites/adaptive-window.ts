@@ -8,8 +8,8 @@
  */
 import path from 'node:path'
 import { draftLengths, methodOf, stepsOf, type SuiteData } from '../data'
-import { chart, col, label, table } from '../common'
-import type { ReportChart, ReportSection, ReportTable } from '../model'
+import { chart, col, label, speedupCell, table, throughputCell } from '../common'
+import type { ReportChart, ReportSection, ReportTable, TableValue } from '../model'
 import { OTF_FIGURE3, OTF_TABLE12, OTF_TABLE2 } from '../papers'
 
 const POLICIES = ['sd', 'adaptive-analytic', 'adaptive-fsm', 'adaptive-cache-fsm', 'adaptive-rl']
@@ -20,7 +20,7 @@ export function adaptiveWindowReport(data: SuiteData): { sections: ReportSection
 
   // Figure 3.
   const fig3: (ReportChart | ReportTable)[] = []
-  const fig3Rows: (string | number | null)[][] = []
+  const fig3Rows: TableValue[][] = []
   for (const [id, name] of datasetsOf('fig3/')) {
     const gammas = plan.filter((c) => c.key.startsWith(`fig3/${id}/`)).map((c) => c.gamma)
     const at = (gamma: number) => data.cells.get(`fig3/${id}/g=${gamma}`)
@@ -53,7 +53,7 @@ export function adaptiveWindowReport(data: SuiteData): { sections: ReportSection
     for (const g of gammas)
       for (const method of POLICIES) {
         const m = methodOf(at(g), method)
-        fig3Rows.push([name, g, label(method), m?.tokensPerSecond ?? null, m?.speedup ?? null, m?.acceptanceRate ?? null, draftLengths(stepsOf(at(g), method)).draftLength])
+        fig3Rows.push([name, g, label(method), throughputCell(m), speedupCell(m), m?.acceptanceRate ?? null, draftLengths(stepsOf(at(g), method)).draftLength])
       }
   }
   fig3.push(
@@ -62,7 +62,7 @@ export function adaptiveWindowReport(data: SuiteData): { sections: ReportSection
       'Every policy at every γ / γ_max',
       [col.text('dataset'), col.int('γ'), col.text('method'), col.num('tok/s', 1), col.x('speedup'), col.ratio('acceptance'), col.num('mean γ')],
       fig3Rows,
-      'mean γ: tokens proposed per verification round (γ = 0 rounds of the FSM are the target decoding alone and are not counted).'
+      'mean γ: tokens proposed per verification round (γ = 0 rounds of the FSM are the target decoding alone and are not counted). tok/s and speedup: medians over prompts × repeats with 95 % intervals (speedup paired with ar).'
     )
   )
 
@@ -77,8 +77,8 @@ export function adaptiveWindowReport(data: SuiteData): { sections: ReportSection
         `table12-${id}`,
         `Throughput (tok/s) of the analytic policy, ${name}`,
         [col.int('history'), ...gammas.map((g) => col.num(`γmax ${g}`, 1))],
-        histories.map((h) => [h, ...gammas.map((g) => methodOf(data.cells.get(`table12/${id}/history=${h}/g=${g}`), 'adaptive-analytic')?.tokensPerSecond ?? null)]),
-        'history = analytic.history: the rounds Acc (Eq 2) is estimated over.'
+        histories.map((h) => [h, ...gammas.map((g) => throughputCell(methodOf(data.cells.get(`table12/${id}/history=${h}/g=${g}`), 'adaptive-analytic')))]),
+        'history = analytic.history: the rounds Acc (Eq 2) is estimated over. Medians over prompts × repeats with 95 % intervals.'
       )
     )
   }
@@ -96,7 +96,7 @@ export function adaptiveWindowReport(data: SuiteData): { sections: ReportSection
     const counts = [...new Set(choices.map((c) => c.draftPath))].map((file) => `${path.basename(file)}: ${choices.filter((c) => c.draftPath === file).length}`)
     const row = (nameOf: string, cell: typeof fixed1, note: string) => {
       const m = methodOf(cell, 'sd')
-      return [nameOf, m?.tokensPerSecond ?? null, m?.speedup ?? null, gain(m?.speedup ?? null, s1), gain(m?.speedup ?? null, s2), note]
+      return [nameOf, throughputCell(m), speedupCell(m), gain(m?.speedup ?? null, s1), gain(m?.speedup ?? null, s2), note]
     }
     selection.push(
       table(
@@ -108,7 +108,7 @@ export function adaptiveWindowReport(data: SuiteData): { sections: ReportSection
           row('M_q2 mid1M (fixed)', fixed2, 'all'),
           row('adaptive selection (004 §5)', auto, counts.join(', ') || '–')
         ],
-        'Each row is its own run with its own ar; "vs fixed" compares speedups (a ratio of ratios, robust to drift between runs). Selection profiles both drafts on the first 3 prompts, then picks per prompt.'
+        'Each row is its own run with its own ar; "vs fixed" compares speedups (a ratio of ratios of the aggregate speedups, robust to drift between runs). tok/s and speedup: medians over prompts × repeats with 95 % intervals (speedup paired with ar). Selection profiles both drafts on the first 3 prompts, then picks per prompt.'
       )
     )
   }

@@ -9,7 +9,7 @@
 import { beamWidthTotals } from '../../../engine/metrics/fold'
 import { dsbdExpectedSteps } from '../../../engine/theory/dsbd'
 import { methodOf, perplexityOf, stepsOf, type CellData, type SuiteData } from '../data'
-import { chart, col, table } from '../common'
+import { chart, col, speedupCell, table, throughputCell } from '../common'
 import type { ReportSection } from '../model'
 import { DSBD_FIGURES, DSBD_TABLE1 } from '../papers'
 
@@ -85,7 +85,7 @@ export function dsbdReport(data: SuiteData): { sections: ReportSection[]; notes:
       method === 'dsbd' ? Number(c.cell.labels.ws) : null,
       method === 'dsbd' ? Number(c.cell.labels.t) : null,
       method === 'beam' ? Number(c.cell.labels.W) : null,
-      m?.tokensPerSecond ?? null,
+      throughputCell(m),
       perplexityOf(c, method),
       beams.meanWidth,
       m?.acceptanceRate ?? null,
@@ -98,7 +98,7 @@ export function dsbdReport(data: SuiteData): { sections: ReportSection[]; notes:
     'Every configuration',
     [col.text('method'), col.int('γ'), col.int('W_S'), col.num('t', 1), col.int('W'), col.num('tok/s', 1), col.num('PPL', 3), col.num('W̄'), col.ratio('acceptance'), col.num('layers / iteration'), col.num('Thm 3.2')],
     rows,
-    'W̄: average accepted width (DSBD App. C.1) = Σ widths / Σ layers over the iterations; acceptance = accepted / tested draft beams; Thm 3.2: expected layers per iteration (1 − min(t, β̄)^{γ+1}) / (1 − min(t, β̄)) with β̄ the measured mean β_{W_min}.'
+    'W̄: average accepted width (DSBD App. C.1) = Σ widths / Σ layers over the iterations; acceptance = accepted / tested draft beams; Thm 3.2: expected layers per iteration (1 − min(t, β̄)^{γ+1}) / (1 − min(t, β̄)) with β̄ the measured mean β_{W_min}. tok/s: median over prompts × repeats with its 95 % interval.'
   )
 
   const table1 = table(
@@ -113,9 +113,9 @@ export function dsbdReport(data: SuiteData): { sections: ReportSection[]; notes:
       ] as const
     ).map(([name, method]) => {
       const m = methodOf(t1, method)
-      return [name, 'n/a', perplexityOf(t1, method), m?.tokensPerSecond ?? null, 'n/a', m?.speedup ?? null]
+      return [name, 'n/a', perplexityOf(t1, method), throughputCell(m), 'n/a', speedupCell(m)]
     }),
-    'EM/EA: the stories models answer no SQuAD or Spider question, so there is no downstream score; J/token: no energy meter on a CPU. SpecInfer is not implemented.'
+    'EM/EA: the stories models answer no SQuAD or Spider question, so there is no downstream score; J/token: no energy meter on a CPU. SpecInfer is not implemented. tokens/s and speedup: medians over prompts × repeats with 95 % intervals (speedup paired with ar).'
   )
   return {
     sections: [

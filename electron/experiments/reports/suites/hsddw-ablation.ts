@@ -8,7 +8,7 @@
 import { analyseAblation, collectAblationRows, type AblationResult } from '../hsddw-analysis'
 import { entropySplit } from '../../../engine/metrics/fold'
 import { mean, methodOf, stepsOf, summaryWhere, type CellData, type SuiteData } from '../data'
-import { chart, col, histogram, table } from '../common'
+import { chart, col, histogram, speedupCell, table } from '../common'
 import type { ReportChart, ReportSection, ReportTable } from '../model'
 import { HSDDW_FIGURE6, HSDDW_FIGURE7, HSDDW_FIGURE8, HSDDW_TABLE2, HSDDW_TABLE3, HSDDW_TABLE4 } from '../papers'
 
@@ -35,31 +35,31 @@ export function hsddwAblationReport(data: SuiteData): { sections: ReportSection[
     'table2',
     'Speedup over ar (each run\'s own ar), K = 10',
     [col.text('row'), col.text('Pre-verify'), col.text('Self-verify'), col.text('HSDDW'), col.text('method'), ...perDataset.map((d) => col.x(d.name))],
-    template.map((row, i) => [row.row, row.preVerify, row.selfVerify, row.hsddw, row.method ?? '(skipped)', ...analyses.map((a) => a?.table2[i]?.speedup ?? null)]),
-    'SD row: sd with M_q2 (mid1M) as the draft, like the paper\'s 70b-7b; the other rows run on the trio with M_q1 = stories260K drafting.'
+    template.map((row, i) => [row.row, row.preVerify, row.selfVerify, row.hsddw, row.method ?? '(skipped)', ...analyses.map((a) => a?.table2[i]?.speedupCell ?? null)]),
+    'SD row: sd with M_q2 (mid1M) as the draft, like the paper\'s 70b-7b; the other rows run on the trio with M_q1 = stories260K drafting. Speedups: medians over prompts × repeats (paired with ar on the same prompt and repeat) with 95 % intervals.'
   )
 
   const table4 = table(
     'table4',
     `Redundancy σ and target utilisation η in percent (${first?.name ?? '–'})`,
     [col.text('model'), col.text('method'), col.pct('σ (%)'), col.pct('η (%)'), col.x('speedup')],
-    (firstAnalysis?.table4 ?? []).map((r) => [r.model, r.method, r.sigma, r.eta, r.speedup])
+    (firstAnalysis?.table4 ?? []).map((r) => [r.model, r.method, r.sigma, r.eta, r.speedupCell])
   )
 
   // Table 3: math prompts vs the rest, on the first dataset.
   const isMath = (c: string | null) => c !== null && /math/i.test(c)
   const hasMath = first?.trio?.results.some((r) => isMath(r.category)) ?? false
   const split = (c: CellData | undefined, method: string) => [
-    methodOf(c, method)?.speedup ?? null,
-    hasMath ? (summaryWhere(c, method, (r) => isMath(r.category))?.speedup ?? null) : null,
-    hasMath ? (summaryWhere(c, method, (r) => !isMath(r.category))?.speedup ?? null) : null
+    speedupCell(methodOf(c, method)),
+    hasMath ? speedupCell(summaryWhere(c, method, (r) => isMath(r.category))) : null,
+    hasMath ? speedupCell(summaryWhere(c, method, (r) => !isMath(r.category))) : null
   ]
   const table3 = table(
     'table3',
     `Math prompts vs the rest (${first?.name ?? '–'})`,
     [col.text('method'), col.x('All'), col.x('only Math'), col.x('rm Math')],
     [['AT (ar)', 1, hasMath ? 1 : null, hasMath ? 1 : null], ['SD (M_q2 → M_p)', ...split(first?.mid, 'sd')], ['HSDDW', ...split(first?.trio, 'hsddw')]],
-    hasMath ? 'Speedups over the math (resp. other) prompts against ar on exactly those prompts of the same run.' : 'The dataset has no math category: only the "All" column is measured.'
+    hasMath ? 'Speedups over the math (resp. other) prompts against ar on exactly those prompts of the same run; medians over prompts × repeats with 95 % intervals.' : 'The dataset has no math category: only the "All" column is measured.'
   )
 
   const levels: ReportTable[] = firstAnalysis
@@ -68,13 +68,13 @@ export function hsddwAblationReport(data: SuiteData): { sections: ReportSection[
           'levels',
           `Per level: α = E[Σ min(p, q2)], β = E[Σ min(p, q1)] at the positions M_p examined (${first.name})`,
           [col.text('method'), col.num('tok/s', 1), col.ratio('acc →p'), col.ratio('α'), col.ratio('β'), col.ratio('acc q1→q2'), col.ratio('tok/target call'), col.ratio('q1 calls/tok'), col.ratio('q2 calls/tok')],
-          firstAnalysis.levels.map((l) => [l.method, l.tokensPerSecond, l.acceptance, l.alpha ?? null, l.beta ?? null, l.acceptanceQ1ByQ2 ?? null, l.tokensPerTargetCall ?? null, l.q1CallsPerToken ?? null, l.q2CallsPerToken ?? null])
+          firstAnalysis.levels.map((l) => [l.method, l.tokensPerSecondCell, l.acceptance, l.alpha ?? null, l.beta ?? null, l.acceptanceQ1ByQ2 ?? null, l.tokensPerTargetCall ?? null, l.q1CallsPerToken ?? null, l.q2CallsPerToken ?? null])
         ),
         table(
           'theory',
           'Theory (i.i.d. acceptances) vs measured',
           [col.text('method'), col.text('quantity'), col.ratio('measured'), col.ratio('theory'), col.text('inputs')],
-          firstAnalysis.theory.map((t) => [t.method, t.quantity, t.measured, t.predicted, t.inputs])
+          firstAnalysis.theory.map((t) => [t.method, t.quantity, t.measuredCell ?? t.measured, t.predicted, t.inputs])
         )
       ]
     : []
@@ -141,7 +141,8 @@ export function hsddwAblationReport(data: SuiteData): { sections: ReportSection[
     'fig7-speedups',
     'Speedup over ar across K',
     [col.int('K'), col.x('sd M_q2→M_p'), col.x('sd M_q1→M_p'), col.x('pre + self-verify'), col.x('HSDDW')],
-    ks.map((K) => [K, methodOf(kCell(K, 'mid'), 'sd')?.speedup ?? null, methodOf(kCell(K, 'trio'), 'sd')?.speedup ?? null, methodOf(kCell(K, 'trio'), 'pre-self-verify')?.speedup ?? null, methodOf(kCell(K, 'trio'), 'hsddw')?.speedup ?? null])
+    ks.map((K) => [K, speedupCell(methodOf(kCell(K, 'mid'), 'sd')), speedupCell(methodOf(kCell(K, 'trio'), 'sd')), speedupCell(methodOf(kCell(K, 'trio'), 'pre-self-verify')), speedupCell(methodOf(kCell(K, 'trio'), 'hsddw'))]),
+    'Each K is its own pair of runs with its own ar; medians over prompts × repeats with 95 % intervals (paired with ar).'
   )
 
   // Figure 8: window size over time for one prompt (the paper's 28th MT-Bench question when there are 28).

@@ -1,6 +1,6 @@
 /** The smoke suite's report: every method of its one cell on the same prompts, and the papers' headlines. */
 import { categoriesOf, perplexityOf, stepsOf, summaryWhere, type SuiteData } from '../data'
-import { chart, col, label, table } from '../common'
+import { chart, col, label, speedupCell, table, throughputCell } from '../common'
 import type { ReportSection } from '../model'
 import { HEADLINES } from '../papers'
 
@@ -11,8 +11,8 @@ export function smokeReport(data: SuiteData): { sections: ReportSection[]; notes
     'summary',
     'Every method on the same prompts (speedup vs ar of the same run)',
     [col.text('method'), col.int('prompts'), col.int('tokens'), col.num('tok/s', 1), col.x('speedup'), col.ratio('acceptance'), col.num('mean accepted'), col.ratio('σ'), col.ratio('η'), col.int('target calls'), col.num('PPL', 3)],
-    methods.map((m) => [m.method, m.prompts, m.outputTokens, m.tokensPerSecond, m.speedup, m.acceptanceRate, m.meanAcceptedLength, m.sigma, m.eta, m.targetCalls, perplexityOf(cell, m.method)]),
-    'PPL: exp(mean NLL) of the outputs under the raw target (temperature 1), for ar and dsbd (beam quality vs multinomial sampling; the lossless methods sample ar\'s law). σ = 1 − accepted/drafted, η = target calls / output tokens (HSDDW §4.4).'
+    methods.map((m) => [m.method, m.prompts, m.outputTokens, throughputCell(m), speedupCell(m), m.acceptanceRate, m.meanAcceptedLength, m.sigma, m.eta, m.targetCalls, perplexityOf(cell, m.method)]),
+    'PPL: exp(mean NLL) of the outputs under the raw target (temperature 1), for ar and dsbd (beam quality vs multinomial sampling; the lossless methods sample ar\'s law). σ = 1 − accepted/drafted, η = target calls / output tokens (HSDDW §4.4). tok/s and speedup: medians over prompts × repeats with 95 % intervals (speedup paired with ar on the same prompt and repeat).'
   )
   const others = methods.filter((m) => m.method !== 'ar')
   const speedup = chart({
@@ -42,7 +42,7 @@ export function smokeReport(data: SuiteData): { sections: ReportSection[]; notes
     'categories',
     'Speedup per prompt category (vs ar on the same prompts)',
     [col.text('method'), ...categories.map((c) => col.x(c))],
-    others.map((m) => [m.method, ...categories.map((c) => summaryWhere(cell, m.method, (r) => r.category === c)?.speedup ?? null)])
+    others.map((m) => [m.method, ...categories.map((c) => speedupCell(summaryWhere(cell, m.method, (r) => r.category === c)))])
   )
   const headlineMethods = ['sd', 'svip', 'hsddw', 'dsbd']
   const headlines = table(
@@ -51,7 +51,7 @@ export function smokeReport(data: SuiteData): { sections: ReportSection[]; notes
     [col.text('method'), col.x('speedup'), col.ratio('acceptance'), col.num('PPL', 3)],
     headlineMethods.map((id) => {
       const m = methods.find((s) => s.method === id)
-      return [id, m?.speedup ?? null, m?.acceptanceRate ?? null, perplexityOf(cell, id)]
+      return [id, speedupCell(m), m?.acceptanceRate ?? null, perplexityOf(cell, id)]
     })
   )
   return {

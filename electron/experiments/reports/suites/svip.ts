@@ -1,14 +1,14 @@
 /**
  * The svip report: SVIP Table 1 (speedup per category, temperature 0), Figure 5 (draft length, accepted length and
  * acceptance per category) and Table 2 (speedup across generation lengths, temperature 1) from the cells
- *   table1/<dataset>/base   ar, sd (γ = 5), sd-heuristic
- *   table1/<dataset>/h=<h>  ar, svip with svip.h = h
- *   table2/L=<L>            ar, sd, sd-heuristic, svip at --max-tokens L
+ *   table1/<dataset>/base   ar, sd (γ = 5), sd-heuristic (heuristic.maxDraft = 40, §3.1)
+ *   table1/<dataset>/h=<h>  ar, svip with svip.h = h (svip.maxDraft = 40)
+ *   table2/L=<L>            ar, sd, sd-heuristic, svip at --max-tokens L (both capped at 40)
  * Every speedup is against the ar of the same run over the same prompts (per category: the category's prompts).
  */
 import { SVIP_H_MAIN } from '../../suites'
 import { categoriesOf, draftLengths, methodOf, stepsOf, summaryWhere, type CellData, type SuiteData } from '../data'
-import { chart, col, table } from '../common'
+import { chart, col, speedupCell, table } from '../common'
 import type { ReportChart, ReportSection } from '../model'
 import { SVIP_FIGURE5, SVIP_TABLE1, SVIP_TABLE2 } from '../papers'
 
@@ -49,8 +49,8 @@ export function svipReport(data: SuiteData): { sections: ReportSection[]; notes:
         `table1-${id}`,
         `Speedup over ar per category, ${name} (temperature 0)`,
         [col.text('method'), ...categories.map((c) => col.x(c)), col.x('all prompts')],
-        rows.map((r) => [r.name, ...categories.map((c) => summaryWhere(r.cell, r.method, inColumn(c))?.speedup ?? null), methodOf(r.cell, r.method)?.speedup ?? null]),
-        'Per category: tokens/s over the category\'s prompts ÷ ar\'s over the same prompts in the same run; "all prompts" is the run report\'s speedup (the paper\'s "Avg." averages the categories instead).' +
+        rows.map((r) => [r.name, ...categories.map((c) => speedupCell(summaryWhere(r.cell, r.method, inColumn(c)))), speedupCell(methodOf(r.cell, r.method))]),
+        'Per category: speedup over the category\'s prompts against ar on the same prompts in the same run; "all prompts": over every prompt (the paper\'s "Avg." averages the categories instead). Medians over prompts × repeats, each paired with ar on the same prompt and repeat, with 95 % intervals.' +
           (specBench ? ' Spec-Bench\'s eight MT-Bench categories form one MT-Bench column, as in the paper.' : '')
       )
     )
@@ -92,8 +92,8 @@ export function svipReport(data: SuiteData): { sections: ReportSection[]; notes:
     'table2',
     `Speedup over ar by generation length (temperature 1, ${plan.find((c) => c.key.startsWith('table2/'))?.dataset.label ?? '–'})`,
     [col.text('method'), ...lengthsPlanned.map((L) => col.x(String(L)))],
-    table2Methods.map(([name, method]) => [name, ...lengthsPlanned.map((L) => methodOf(lengthCell(L), method)?.speedup ?? null)]),
-    'Columns: --max-tokens of the cell; the same prompts at every length (those that fit the context with the longest).'
+    table2Methods.map(([name, method]) => [name, ...lengthsPlanned.map((L) => speedupCell(methodOf(lengthCell(L), method)))]),
+    'Columns: --max-tokens of the cell; the same prompts at every length (those that fit the context with the longest). Medians over prompts × repeats (paired with ar) with 95 % intervals.'
   )
   const table2Chart = chart({
     id: 'table2-chart',

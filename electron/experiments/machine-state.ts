@@ -1,0 +1,41 @@
+/**
+ * The machine around a run, for judging its timings: the load averages before and after, and the CPU frequency
+ * governor where Linux exposes it (`powersave` or `ondemand` clocks cores down between bursts and adds noise;
+ * `performance` does not). A run is flagged busy when the 1-minute load exceeded the cores before it started or
+ * when it ended (the run's own threads are part of the load at the end). Load averages read 0 on Windows.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import type { MachineState } from '../api/contract'
+
+const GOVERNOR_FILE = '/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor'
+
+function governor(): string | null {
+  try {
+    return fs.readFileSync(GOVERNOR_FILE, 'utf8').trim() || null
+  } catch {
+    return null
+  }
+}
+
+const cpus = (): number => Math.max(1, os.availableParallelism?.() ?? os.cpus().length)
+
+/** Taken before the run starts. */
+export function machineBefore(): MachineState {
+  const loadBefore = os.loadavg()
+  return { cpus: cpus(), loadBefore, loadAfter: null, governor: governor(), busy: loadBefore[0]! > cpus() }
+}
+
+/** The state before, completed once the run has ended. */
+export function machineAfter(before: MachineState): MachineState {
+  const loadAfter = os.loadavg()
+  return { ...before, loadAfter, busy: before.busy || loadAfter[0]! > before.cpus }
+}
+
+/** "load 0.52 → 1.93 on 2 cores, governor performance" (and a warning when busy). */
+export function describeMachine(machine: MachineState): string {
+  const after = machine.loadAfter ? ` → ${machine.loadAfter[0]!.toFixed(2)}` : ''
+  const governorText = machine.governor ? `, governor ${machine.governor}` : ''
+  const busy = machine.busy ? ' — BUSY: the load exceeded the cores, so timings are suspect' : ''
+  return `load ${machine.loadBefore[0]!.toFixed(2)}${after} on ${machine.cpus} cores${governorText}${busy}`
+}

@@ -1,0 +1,64 @@
+/**
+ * A chat reply's speedup over `ar`, measured on request: `ar` and the reply's own method decode the reply's exact
+ * prompt tokens with its settings and seed, interleaved over `repeats` (the runner's schedule: untimed warm-up,
+ * A B, A B, …), and the reply's tokens/s is paired with ar's of the same repeat. One prompt, so the interval is
+ * over repeats only: it says how steady this machine is, not how the method does on other prompts.
+ */
+import type { ChatBaseline, ChatMessage } from '../api/contract'
+import type { DecoderModels } from '../engine/decoders/types'
+import { UserInputError } from '../engine/errors'
+import { DEFAULT_REPEATS } from '../engine/methods/limits'
+import { prepare } from '../engine/methods/prepare'
+import { tokensPerSecond } from '../engine/metrics/fold'
+import { medianInterval, type Cell } from '../engine/stats/bootstrap'
+import { runInterleaved } from '../experiments/runner'
+
+export async function measureBaseline(
+  models: DecoderModels,
+  reply: ChatMessage & { settings: NonNullable<ChatMessage['settings']> },
+  promptTokens: readonly number[],
+  repeats = DEFAULT_REPEATS
+): Promise<ChatBaseline> {
+  const { settings } = reply
+  const method = prepare(settings.method, { gamma: settings.gamma, params: settings.params })
+  const ar = prepare('ar', { gamma: settings.gamma, params: {} })
+  const cells = new Map<string, Cell[]>([
+    ['ar', []],
+    ['method', []]
+  ])
+  await runInterleaved(
+    [
+      { label: 'ar', method: ar },
+      { label: 'method', method }
+    ],
+    {
+      models,
+      promptTokens: [promptTokens],
+      maxTokens: settings.maxTokens,
+      warp: { temperature: settings.temperature, topK: settings.topK, topP: settings.topP },
+      seed: settings.seed ?? 0,
+      repeats
+    },
+    {
+      cell: async ({ label }, { repeat }, decode) => {
+        const started = performance.now()
+        const outcome = await decode(() => {}, { tokens: [], provenance: '', stopReason: 'max-tokens' })
+        cells.get(label)!.push({ prompt: 0, repeat, value: tokensPerSecond(outcome.tokens.length, performance.now() - started) })
+      }
+    }
+  )
+  const arCells = cells.get('ar')!
+  const methodCells = cells.get('method')!
+  const speedups = methodCells.flatMap((c) => {
+    const base = arCells.find((a) => a.repeat === c.repeat)?.value ?? 0
+    return base > 0 ? [{ ...c, value: c.value / base }] : []
+  })
+  if (speedups.length === 0) throw new UserInputError('the baseline produced no tokens to time (the prompt ends the generation at once)')
+  return {
+    repeats,
+    arTokensPerSecond: medianInterval(arCells)!,
+    methodTokensPerSecond: medianInterval(methodCells)!,
+    speedup: medianInterval(speedups)!,
+    measuredAt: new Date().toISOString()
+  }
+}
