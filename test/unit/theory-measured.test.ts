@@ -78,6 +78,13 @@ describe('theoryFor', () => {
     expect(theory.chen!.timeImprovement.predicted).toBeCloseTo(chenTimeImprovement(0.7, 0.8, 2, 3, 0.2, 0.25), 12)
   })
 
+  it("other hierarchies get the measured α and β as a note, not Chen's prediction for an algorithm they do not run", () => {
+    const costs = { draftMsPerCall: 1, targetMsPerCall: 4, meanGamma: 6, levels: { alpha: 0.7, beta: 0.8, q2MsPerCall: 2, q1MsPerCall: 0.5 }, beam: null }
+    const theory = theoryFor(summary('hsddw', { costs }), { family: 'hierarchy', gamma: 5, params: {}, arMsPerToken: 10 })!
+    expect(theory.chen).toBeNull()
+    expect(theory.notes.join(' ')).toMatch(/α \(M_q2 vs M_p\) = 0\.700, β \(M_q1 vs M_p\) = 0\.800; Chen's Theorems 3\.2\/3\.4 model Algorithm 2/)
+  })
+
   it('dsbd: Theorem 3.2 with the measured β̄ beside the measured layers per iteration, and why it underestimates', () => {
     const costs = { draftMsPerCall: 1, targetMsPerCall: 4, meanGamma: null, levels: null, beam: { layersPerStep: 3.1, meanBeta: 0.75 } }
     const theory = theoryFor(summary('dsbd', { alpha: null, costs }), { family: 'beam', gamma: 4, params: { 'dsbd.t': 0.9 }, arMsPerToken: 10 })!

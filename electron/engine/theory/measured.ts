@@ -88,6 +88,21 @@ function chenSection(m: MethodSummary, context: TheoryContext, notes: string[]):
   }
 }
 
+/**
+ * The other three-model methods (pre-verify, pre-self-verify, hsddw) are not Chen's Algorithm 2 — their M_q2 checks
+ * M_q1's tokens before M_p sees them — so Theorems 3.2/3.4 would predict a different algorithm: the measured α, β are
+ * given as a note instead of a prediction.
+ */
+function hierarchyNote(m: MethodSummary, notes: string[]): null {
+  const levels = m.costs?.levels
+  if (levels && (levels.alpha !== null || levels.beta !== null))
+    notes.push(
+      `α (M_q2 vs M_p) = ${levels.alpha?.toFixed(3) ?? '–'}, β (M_q1 vs M_p) = ${levels.beta?.toFixed(3) ?? '–'}; Chen's Theorems 3.2/3.4 ` +
+        `model Algorithm 2 (hier-chen), not ${m.method}'s pre-verification, so they are not applied here`
+    )
+  return null
+}
+
 function dsbdSection(m: MethodSummary, context: TheoryContext, notes: string[]): TheorySummary['dsbd'] {
   const t = context.params['dsbd.t']
   const betaBar = m.costs?.beam?.meanBeta ?? null
@@ -129,7 +144,7 @@ export function theoryFor(m: MethodSummary, context: TheoryContext): TheorySumma
     speedupWithVerifyCost: { predicted: predict(verifyCost), measured: measuredSpeedup(m) },
     optimalGamma: alpha !== null && c !== null ? bestGamma(alpha, c) : null,
     optimalGammaWithVerifyCost: alpha !== null && c !== null && verifyCost !== null ? bestGamma(alpha, c, verifyCost) : null,
-    chen: m.method === 'hier-chen' ? chenSection(m, context, notes) : null,
+    chen: m.method === 'hier-chen' ? chenSection(m, context, notes) : hierarchyNote(m, notes),
     dsbd: isDsbd ? dsbdSection(m, context, notes) : null,
     notes
   }
