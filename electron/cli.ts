@@ -10,6 +10,7 @@ import { benchCommand } from './cli/bench-command'
 import { ablationCommand } from './cli/ablation-command'
 import { dsbdBenchCommand } from './cli/dsbd-bench-command'
 import { reportCommand, suiteCommand, suitesCommand } from './cli/suite-command'
+import { modelsCommand } from './cli/models-command'
 import { shouldSupervise, stopWithSupervisor, superviseSelf } from './cli/supervise'
 import { defaultDatabasePath } from './store/default-path'
 import { RunStore } from './store/run-store'
@@ -20,7 +21,7 @@ const program = new Command('speclab')
   .exitOverride()
   .configureOutput({ outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`) })
 
-for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand(), benchCommand(), ablationCommand(), dsbdBenchCommand(), suiteCommand(), reportCommand(), suitesCommand()]) {
+for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand(), benchCommand(), ablationCommand(), dsbdBenchCommand(), suiteCommand(), reportCommand(), suitesCommand(), modelsCommand()]) {
   program.addCommand(command.exitOverride().configureOutput({
     outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`)
   }))

@@ -528,7 +528,7 @@ export interface ModelInspection {
   metadata: { key: string; value: string }[]
 }
 /**
- * What loading a trio will take (host/memory-estimate.ts) with the chosen GPU layers on this machine's llama.cpp
+ * What loading a trio will take (experiments/memory-estimate.ts) with the chosen GPU layers on this machine's llama.cpp
  * runtime: per file (in load order: target, mid, draft) the RAM (weights + context) and the VRAM, and how many of
  * the file's layers go to the GPU.
  */

@@ -17,7 +17,7 @@ export function formatFixed(value: number | null | undefined, digits = 2): strin
 }
 
 /** A number, a ratio, a count, a duration or a percentage: right-aligned; anything else left-aligned. */
-const NUMERIC = /^[-+]?[\d.,/]+\s?(×|%|ms|s)?( \[[-+]?[\d.]+–[-+]?[\d.]+\])?$/
+const NUMERIC = /^[-+]?[\d.,/]+\s?(×|%|ms|s|KB|MB|GB)?( \[[-+]?[\d.]+–[-+]?[\d.]+\])?$/
 const isNumeric = (cell: string) => cell === '–' || cell === '' || NUMERIC.test(cell)
 
 /**

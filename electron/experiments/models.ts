@@ -10,6 +10,8 @@ import type { ModelFingerprint, ModelPaths } from '../api/contract'
 import { loadLlamaModel, type LlamaCppModel, type LlamaLoadOptions } from '../engine/model/llama-cpp-model'
 import { assertSameVocabulary } from '../engine/model/vocabulary-check'
 import type { DecoderModels } from '../engine/decoders/types'
+import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
+import { checkTrioFits } from './memory-estimate'
 
 export type TrioRole = 'target' | 'mid' | 'draft'
 
@@ -47,6 +49,12 @@ export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Pro
   const disposeAll = async () => {
     for (const model of loaded.splice(0)) await model.dispose()
   }
+  // What cannot fit is refused before llama.cpp tries (memory-estimate.ts).
+  await checkTrioFits(files, {
+    contextSize: loadOptions.contextSize ?? 2048,
+    sequences: loadOptions.sequences ?? DEFAULT_SEQUENCES,
+    gpuLayers: loadOptions.gpuLayers ?? 'auto'
+  })
   try {
     for (const [index, { role, file }] of files.entries()) {
       const progress = onProgress

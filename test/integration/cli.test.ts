@@ -258,4 +258,26 @@ withModels('speclab CLI', () => {
     expect(summary).toMatch(/^ {2}adaptive-cache-fsm {2}\S/)
     expect(facts.search(/\S/)).toBe(summary.indexOf('on-the-fly'))
   })
+
+  it('models inspect says what a load would take and whether the drafts share the vocabulary, without loading', () => {
+    // No database: inspect reads model headers only.
+    const inspect = (...args: string[]) => {
+      const result = spawnSync(tsx, [cli, 'models', 'inspect', ...args], { cwd: root, encoding: 'utf8' })
+      return { code: result.status, stdout: result.stdout, stderr: result.stderr }
+    }
+    const other = modelPath(OTHER_VOCABULARY)
+    const { code, stdout } = inspect(target, other, '--context-size', '256')
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/^role\s+file\s+architecture\s+quant\s+vocab\s+layers\s+context\s+template$/m)
+    expect(stdout).toMatch(/^target\s+stories260K-f32\.gguf\s+llama\s+F32\s+512\s/m)
+    expect(stdout).toMatch(/^draft: vocabulary differs — /m)
+    expect(stdout).toMatch(/^target\s+stories260K-f32\.gguf\s+[\d.]+ [KMG]B\s+[\d.]+ [KMG]B\s+256\s+\d+\/\d+\s/m)
+    expect(stdout).toMatch(/Loading needs about [\d.]+ MB of RAM \(weights .* at 256 tokens × 4 sequences\)/)
+    expect(stdout).toMatch(/^fits: a load with these settings would be accepted$/m)
+    const json = JSON.parse(inspect(target, '--json').stdout)
+    expect(json).toMatchObject({ files: [{ role: 'target', vocabularySize: 512 }], vocabulary: [], fits: true, memory: { sequences: 4 } })
+    const bad = inspect(path.join(dir, 'missing.gguf'))
+    expect(bad.code).toBe(2)
+    expect(bad.stderr.trim().split('\n')).toHaveLength(1)
+  })
 })

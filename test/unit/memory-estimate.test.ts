@@ -1,5 +1,5 @@
 /**
- * The trio check's memory estimate (electron/host/memory-estimate.ts) without a GPU: describeMemory's sentence for
+ * The trio check's memory estimate (electron/experiments/memory-estimate.ts) without a GPU: describeMemory's sentence for
  * synthetic estimates (no GPU, all layers on a GPU, some, none, not fitting), and estimateTrioMemory's bookkeeping
  * over a stand-in GgufInsights — each file resolved against the VRAM the earlier files leave (plus what the held
  * trio frees, less node-llama-cpp's padding), refused GPU layers reported rather than thrown, and a time limit.
@@ -44,7 +44,7 @@ vi.mock('node-llama-cpp', async (importOriginal) => {
   }
 })
 
-const { describeMemory, estimateTrioMemory } = await import('../../electron/host/memory-estimate')
+const { assertTrioFits, describeMemory, estimateTrioMemory } = await import('../../electron/experiments/memory-estimate')
 
 const MB = 1024 * 1024
 const GB = 1024 * MB
@@ -136,6 +136,21 @@ describe('describeMemory', () => {
     const autoFiles = [file('target', 30, 33, 7 * GB), file('draft', 6, 6, 1 * GB)]
     expect(describeMemory(estimate({ ...gpu, files: autoFiles }))).toMatch(/— about 8\.0 GB of VRAM; 7\.8 GB of 8\.0 GB free — not enough: loading may fail\./)
     expect(describeMemory(estimate({ freeBytes: 100 * MB }))).toMatch(/; 100 MB free — not enough: lower the context size or use smaller files\.$/)
+  })
+})
+
+describe('assertTrioFits: what cannot fit is refused before llama.cpp tries', () => {
+  it('passes a trio that fits, even above the free RAM (weights are memory-mapped)', () => {
+    expect(() => assertTrioFits(estimate({ freeBytes: 100 * MB }), 1 * GB)).not.toThrow()
+  })
+  it('refuses more RAM than the machine has in all, naming the context to lower', () => {
+    expect(() => assertTrioFits(estimate({}), 200 * MB)).toThrow(
+      /^the models do not fit: loading needs about 240 MB of RAM and this machine has 200 MB in all — lower the context size \(512 tokens × 4 sequences\)/
+    )
+  })
+  it('refuses GPU layers node-llama-cpp would refuse, naming the file', () => {
+    const refused = estimate({ gpu: 'cuda', gpuLayersSetting: 20, vramFreeBytes: 2 * GB, files: [file('target', 20, 26, 3 * GB, false), file('draft', 0, 6, 0)] })
+    expect(() => assertTrioFits(refused, 64 * GB)).toThrow(/^target\.gguf: 20 GPU layers do not fit in the 2\.0 GB of VRAM free \(cuda\) — lower the GPU layers or use auto$/)
   })
 })
 

@@ -11,8 +11,11 @@
  * node-llama-cpp's reader and its simulated loads must only ever see headers our bounded scan passed.
  */
 import os from 'node:os'
+import path from 'node:path'
 import { GgufInsights, InsufficientMemoryError, readGgufFileInfo, type Llama } from 'node-llama-cpp'
 import type { LoadSettings, MemoryEstimate } from '../api/contract'
+import { UserInputError } from '../engine/errors'
+import { validateGgufFile } from '../engine/model/gguf-validate'
 import { sharedLlama } from '../engine/model/llama-cpp-model'
 
 export type TrioFileRole = MemoryEstimate['files'][number]['role']
@@ -177,4 +180,42 @@ function describeGpu(estimate: MemoryEstimate): string {
   const fits = !refused && estimate.totalVramBytes <= estimate.vramFreeBytes
   const advice = estimate.gpuLayersSetting === 'auto' ? 'loading may fail' : 'loading fails, lower the GPU layers or use auto'
   return `${gpu}: ${layers.join(', ')}${partial} — about ${size(estimate.totalVramBytes)} of VRAM; ${free}${fits ? '' : ` — not enough: ${advice}`}.`
+}
+
+/**
+ * Refuses a load that cannot fit, before llama.cpp tries it: weights and contexts that need more RAM than the machine
+ * has in all (free RAM is not the limit: weights are memory-mapped and the OS pages them), or a GPU layer count that
+ * node-llama-cpp would refuse in the VRAM the earlier files leave ('auto' adapts instead). One line naming the fix.
+ */
+export function assertTrioFits(estimate: MemoryEstimate, totalRamBytes = os.totalmem()): void {
+  if (estimate.totalBytes > totalRamBytes)
+    throw new UserInputError(
+      `the models do not fit: loading needs about ${size(estimate.totalBytes)} of RAM and this machine has ${size(totalRamBytes)} in all ` +
+        `— lower the context size (${Math.max(...estimate.files.map((f) => f.contextSize))} tokens × ${estimate.sequences} sequences) or use smaller files`
+    )
+  const refused = estimate.files.find((f) => !f.fitsVram)
+  if (refused)
+    throw new UserInputError(
+      `${refused.fileName}: ${estimate.gpuLayersSetting} GPU layers do not fit in the ${size(estimate.vramFreeBytes)} of VRAM free ` +
+        `(${estimate.gpu}) — lower the GPU layers or use auto`
+    )
+}
+
+/**
+ * Before a load (experiments/models.ts): the estimate for these files and settings, refusing what cannot fit. An
+ * estimate that fails for another reason (an architecture node-llama-cpp cannot estimate) does not block the load.
+ */
+export async function checkTrioFits(
+  files: readonly { file: string; role: TrioFileRole }[],
+  load: { contextSize: number; sequences: number; gpuLayers: LoadSettings['gpuLayers'] }
+): Promise<MemoryEstimate | null> {
+  for (const { file } of files) await validateGgufFile(file)
+  let estimate: MemoryEstimate
+  try {
+    estimate = await estimateTrioMemory(files.map(({ file, role }) => ({ fileName: path.basename(file), path: file, role })), load)
+  } catch {
+    return null
+  }
+  assertTrioFits(estimate)
+  return estimate
 }
