@@ -463,6 +463,7 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await page.getByTestId('run-open-1').click()
     const detail = page.getByTestId('run-detail')
     await waitForText(detail.getByTestId('run-config'), /stories-target5M-f32\.gguf/)
+    await waitForText(detail.getByTestId('run-timing'), /2 timed repeats per prompt and method\s*· load \d+\.\d\d → \d+\.\d\d on \d+ cores/)
     expect(await detail.getByTestId('metrics-table').locator('tbody tr').count()).toBe(3)
     await detail.getByTestId('chart-entropy').waitFor()
     expect(await detail.getByTestId('run-results').locator('tbody tr').count()).toBe(9)
