@@ -3,6 +3,7 @@ import path from 'node:path'
 import type { IntervalSummary, MethodSummary, RunConfig, RunSummary } from '../api/contract'
 import { TIMED_METRICS, type DiffMetric, type RunDiff, type TimedDifference, type TimedMetric } from '../api/run-diff'
 import { tokensPerSecond } from '../engine/metrics/fold'
+import { median } from '../engine/stats/bootstrap'
 
 /** Integers as they are, other numbers with `digits` decimals; missing, NaN and ±Infinity as "–". */
 export function formatNumber(value: number | null | undefined, digits = 2): string {
@@ -70,32 +71,43 @@ export function methodTable(methods: readonly MethodSummary[]): string {
 
 /** What `runs` prints of one result row (structurally the store's PromptResultRow). */
 export interface ResultTiming {
+  id?: number
   method: string
   status: string
+  promptIndex?: number
   outputCount: number
   wallMs: number | null
 }
 
+/** Each timed repeat of a result (structurally the store's RepeatRow); absent: the result's one wall time. */
+export type RepeatTimings = ReadonlyMap<number, readonly { repeat: number; wallMs: number; outputCount: number }[]>
+
 /**
- * The best speedup over `ar` in a run: every other method's aggregate tokens/s over its finished prompts ÷ ar's
- * (as `show` computes speedup); null without a finished ar or without another method.
+ * The best speedup over `ar` in a run: for every other method, the median over (prompt, repeat) of its tokens/s ÷ ar's
+ * on the same prompt and repeat (what `show` reports as the speedup's median, without the interval, which `runs`
+ * would have to bootstrap for every listed run); null without a finished ar or without another method.
  */
-export function bestSpeedup(results: readonly ResultTiming[]): { method: string; speedup: number } | null {
-  const totals = new Map<string, { tokens: number; wallMs: number }>()
+export function bestSpeedup(results: readonly ResultTiming[], repeats: RepeatTimings = new Map()): { method: string; speedup: number } | null {
+  const cells = new Map<string, Map<string, number>>() // method → "prompt/repeat" → tokens/s
+  const positions = new Map<string, number>()
   for (const r of results) {
     if (r.status !== 'done') continue
-    const t = totals.get(r.method) ?? { tokens: 0, wallMs: 0 }
-    t.tokens += r.outputCount
-    t.wallMs += r.wallMs ?? 0
-    totals.set(r.method, t)
+    const position = positions.get(r.method) ?? 0
+    positions.set(r.method, position + 1)
+    const prompt = r.promptIndex ?? position
+    const timed = (r.id !== undefined ? repeats.get(r.id) : undefined) ?? [{ repeat: 0, wallMs: r.wallMs ?? 0, outputCount: r.outputCount }]
+    const byCell = cells.get(r.method) ?? new Map<string, number>()
+    for (const t of timed) byCell.set(`${prompt}/${t.repeat}`, tokensPerSecond(t.outputCount, t.wallMs))
+    cells.set(r.method, byCell)
   }
-  const ar = totals.get('ar')
-  const baseline = ar ? tokensPerSecond(ar.tokens, ar.wallMs) : 0
-  if (baseline <= 0) return null
+  const ar = cells.get('ar')
+  if (!ar) return null
   let best: { method: string; speedup: number } | null = null
-  for (const [method, t] of totals) {
+  for (const [method, byCell] of cells) {
     if (method === 'ar') continue
-    const speedup = tokensPerSecond(t.tokens, t.wallMs) / baseline
+    const ratios = [...byCell].flatMap(([key, tps]) => ((ar.get(key) ?? 0) > 0 ? [tps / ar.get(key)!] : []))
+    if (ratios.length === 0) continue
+    const speedup = median(ratios)
     if (best === null || speedup > best.speedup) best = { method, speedup }
   }
   return best

@@ -44,7 +44,7 @@ export function runsCommand(): Command {
         const rows = runs.map((summary): RunsRow => ({
           summary,
           config: configOf(store, summary.id),
-          best: bestSpeedup(store.getPromptResults(summary.id))
+          best: bestSpeedup(store.getPromptResults(summary.id), store.getRepeats(summary.id))
         }))
         process.stdout.write(`${runsTable(rows)}\n`)
       })

@@ -197,6 +197,19 @@ describe('speclab runs', () => {
     expect(bestSpeedup([result('ar', 80, 200)])).toBeNull()
   })
 
+  it('pairs every timed repeat with ar on the same prompt and repeat, and takes the median', () => {
+    const results = [
+      { id: 1, method: 'ar', status: 'done', promptIndex: 0, outputCount: 40, wallMs: 100 },
+      { id: 2, method: 'sd', status: 'done', promptIndex: 0, outputCount: 40, wallMs: 50 }
+    ]
+    // ar 400, 200, 400 tok/s; sd 800, 400, 400 → ratios 2, 2, 1 → median 2.
+    const repeats = new Map([
+      [1, [{ repeat: 0, wallMs: 100, outputCount: 40 }, { repeat: 1, wallMs: 200, outputCount: 40 }, { repeat: 2, wallMs: 100, outputCount: 40 }]],
+      [2, [{ repeat: 0, wallMs: 50, outputCount: 40 }, { repeat: 1, wallMs: 100, outputCount: 40 }, { repeat: 2, wallMs: 100, outputCount: 40 }]]
+    ])
+    expect(bestSpeedup(results, repeats)).toEqual({ method: 'sd', speedup: 2 })
+  })
+
   it('lists target file name, prompt source and best speedup', () => {
     const text = runsTable([
       {
