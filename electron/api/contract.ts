@@ -510,6 +510,11 @@ export interface LoadedTrio {
   contextSize: number
   /** KV sequences per model (4; more after a beam / DSBD run asked for them). */
   sequences: number
+  /**
+   * Why the trio's vocabularies differ (the vocabulary check's reason), null when they pass: then only the methods
+   * that draft with another tokenizer (catalog `vocabulary: 'any'`: sd-tli, sd-uad) run on it.
+   */
+  vocabularyMismatch: string | null
 }
 export interface ModelLibrary {
   models: ModelEntry[]
@@ -567,7 +572,8 @@ export interface TrioCheck {
   compatible: boolean
   /** One sentence for the UI: why the trio can or cannot run speculative decoding. */
   message: string
-  pairs: { role: 'mid' | 'draft'; compatible: boolean; reason: string | null }[]
+  /** Per draft: the failed rule (`reason`) or, when compatible, which rule held (`held`: sizes, padding, texts compared). */
+  pairs: { role: 'mid' | 'draft'; compatible: boolean; reason: string | null; held?: string | null }[]
   /** With the load settings given: the memory the load needs, and a sentence saying it beside what is free. */
   memory: MemoryEstimate | null
   memoryMessage: string | null

@@ -96,7 +96,11 @@ async function ablationAction(options: AblationOptions): Promise<void> {
   const configA = runA.config
   const prompts = loadPrompts(configA.prompts)
   const store = RunStore.open(options.db ?? defaultDatabasePath())
-  const trio = await loadTrio(configA.models, { threads: configA.threads, contextSize: configA.contextSize })
+  const trio = await loadTrio(configA.models, {
+    threads: configA.threads,
+    contextSize: configA.contextSize,
+    sharedVocabulary: runA.prepared.sharedVocabulary || runB.prepared.sharedVocabulary
+  })
   try {
     const fingerprintsOf = (files: string[]) => trio.fingerprints.filter((f) => files.includes(f.path))
     const runOne = async ({ config, prepared }: ReturnType<typeof prepareConfig<RunConfig>>, decoderModels: DecoderModels, files: string[]) => {

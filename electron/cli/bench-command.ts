@@ -86,7 +86,12 @@ async function benchAction(options: BenchOptions): Promise<void> {
   const { config, prepared } = prepareConfig(parsed)
   const prompts = loadPrompts(config.prompts)
   const store = RunStore.open(options.db ?? defaultDatabasePath())
-  const trio = await loadTrio(config.models, { threads: config.threads, contextSize: config.contextSize, sequences: prepared.sessions })
+  const trio = await loadTrio(config.models, {
+    threads: config.threads,
+    contextSize: config.contextSize,
+    sequences: prepared.sessions,
+    sharedVocabulary: prepared.sharedVocabulary
+  })
   try {
     const { target, draft } = trio.models
     const progress = createProgressBar(prompts.length * config.methods.length * config.repeats)

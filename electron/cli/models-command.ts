@@ -8,10 +8,11 @@
 import path from 'node:path'
 import { Command, InvalidArgumentError } from 'commander'
 import type { MemoryEstimate } from '../api/contract'
-import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
+import { crossVocabularyAdvice, DEFAULT_SEQUENCES } from '../engine/methods/prepare'
 import { UserInputError } from '../engine/errors'
 import { assertTrioFits, describeMemory, estimateTrioMemory, size, type TrioFileRole } from '../experiments/memory-estimate'
-import { readGgufSummary, vocabularyDifference, type GgufSummary } from '../host/model-library'
+import { describeCompatible } from '../engine/model/vocabulary-check'
+import { readGgufSummary, vocabularyCompatibility, type GgufSummary } from '../host/model-library'
 import { formatTable } from './format'
 import { integerIn, LIMITS } from './run-command'
 
@@ -52,7 +53,13 @@ async function inspectAction(files: string[], options: InspectOptions): Promise<
   const roles = rolesOf(files.length)
   const absolute = files.map((f) => path.resolve(f))
   const summaries = await Promise.all(absolute.map(readGgufSummary))
-  const vocabulary = summaries.slice(1).map((s, i) => ({ role: roles[i + 1]!, difference: vocabularyDifference(summaries[0]!, s) }))
+  // llama.cpp's rules (engine/model/vocabulary-check.ts): the rule that failed (`difference`), or which held (`held`).
+  const vocabulary = summaries.slice(1).map((s, i) => {
+    const verdict = vocabularyCompatibility(summaries[0]!, s)
+    return verdict.compatible
+      ? { role: roles[i + 1]!, difference: null, held: describeCompatible(verdict) }
+      : { role: roles[i + 1]!, difference: verdict.reason, held: null }
+  })
   const memory = await estimateTrioMemory(
     absolute.map((file, i) => ({ fileName: path.basename(file), path: file, role: roles[i]! })),
     { contextSize: options.contextSize, sequences: options.sequences, gpuLayers: options.gpuLayers }
@@ -87,9 +94,9 @@ function headerTable(files: readonly string[], roles: readonly TrioFileRole[], s
   )
 }
 
-function vocabularyLines(vocabulary: readonly { role: TrioFileRole; difference: string | null }[]): string[] {
+function vocabularyLines(vocabulary: readonly { role: TrioFileRole; difference: string | null; held: string | null }[]): string[] {
   if (vocabulary.length === 0) return []
-  return [...vocabulary.map((v) => `${v.role}: ${v.difference === null ? 'shares the target’s vocabulary' : `vocabulary differs — ${v.difference}`}`), '']
+  return [...vocabulary.map((v) => `${v.role}: ${v.difference === null ? `compatible with the target’s vocabulary — ${v.held}` : `vocabulary differs — ${v.difference}; ${crossVocabularyAdvice()}`}`), '']
 }
 
 function memoryTable(memory: MemoryEstimate): string {

@@ -222,7 +222,10 @@ async function runAction(options: RunOptions): Promise<void> {
     contextSize: config.contextSize,
     fullVocabulary: config.sampling.fullVocabulary,
     // Beam methods keep one KV sequence per beam / tree path (4 unless a method asks for more).
-    sequences: prepared.sessions
+    sequences: prepared.sessions,
+    // Only when every method maps between vocabularies itself (sd-tli, sd-uad) may the draft use another tokenizer;
+    // draft selection profiles every draft with sd, which compares ids.
+    sharedVocabulary: prepared.sharedVocabulary || config.draftSelection !== null
   })
   const stop = stopOnSignals()
   // Before the bar starts, on a line of its own (the report's first line repeats it).

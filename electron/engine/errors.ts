@@ -5,3 +5,11 @@
 export class UserInputError extends Error {
   override name = 'UserInputError'
 }
+
+/**
+ * Text a SentencePiece tokenizer without byte fallback cannot encode: llama.cpp would abort the process
+ * (`std::out_of_range` in its SPM tokenizer) rather than return an error, so the model refuses it first.
+ */
+export class UnencodableTextError extends UserInputError {
+  override name = 'UnencodableTextError'
+}

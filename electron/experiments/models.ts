@@ -1,6 +1,7 @@
 /**
- * Loads the model trio a run names (target, optional mid and draft), checks they share one vocabulary, and
- * fingerprints the files for the run record. Everything loaded is disposed again if a later step fails.
+ * Loads the model trio a run names (target, optional mid and draft), checks they share one vocabulary (refused unless
+ * every method of the run maps between vocabularies: `sharedVocabulary: false`), and fingerprints the files for the
+ * run record. Everything loaded is disposed again if a later step fails.
  * The one loader of the project: the CLI commands, suites and the app's Models screen (host/loaded-models.ts) all
  * load through it.
  */
@@ -10,7 +11,8 @@ import type { ModelFingerprint, ModelPaths } from '../api/contract'
 import { loadLlamaModel, type LlamaCppModel, type LlamaLoadOptions } from '../engine/model/llama-cpp-model'
 import { assertSameVocabulary } from '../engine/model/vocabulary-check'
 import type { DecoderModels } from '../engine/decoders/types'
-import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
+import { crossVocabularyAdvice, DEFAULT_SEQUENCES } from '../engine/methods/prepare'
+import { UserInputError } from '../engine/errors'
 import { checkTrioFits } from './memory-estimate'
 
 export type TrioRole = 'target' | 'mid' | 'draft'
@@ -28,6 +30,13 @@ export interface TrioLoadProgress {
 
 export interface TrioLoadOptions extends Omit<LlamaLoadOptions, 'onLoadProgress'> {
   onProgress?: (progress: TrioLoadProgress) => void
+  /**
+   * Whether the run compares token ids across models (PreparedRun.sharedVocabulary; default true): the trio must
+   * then pass the vocabulary check, and a mismatch is refused with one line that names sd-tli / sd-uad. False (every
+   * method maps between vocabularies itself, or the app's Models screen, which loads before a method is chosen):
+   * the check still runs, and its reason is returned as `vocabularyMismatch` instead of thrown.
+   */
+  sharedVocabulary?: boolean
 }
 
 export interface LoadedTrio {
@@ -35,11 +44,16 @@ export interface LoadedTrio {
   /** Every draft given (several when the run selects a draft per prompt); models.draft is the first. */
   drafts: LlamaCppModel[]
   fingerprints: ModelFingerprint[]
+  /**
+   * Why the trio's vocabularies differ (the vocabulary check's message), or null when they pass; only methods with
+   * catalog `vocabulary: 'any'` can run on a trio that has one. Absent = null.
+   */
+  vocabularyMismatch?: string | null
   dispose(): Promise<void>
 }
 
 export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Promise<LoadedTrio> {
-  const { onProgress, ...loadOptions } = options
+  const { onProgress, sharedVocabulary = true, ...loadOptions } = options
   const files: { role: TrioRole; file: string }[] = [
     { role: 'target', file: paths.target },
     ...(paths.mid ? [{ role: 'mid' as const, file: paths.mid }] : []),
@@ -67,12 +81,28 @@ export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Pro
     const target = loaded[0]
     const mid = paths.mid ? loaded[1] : undefined
     const drafts = loaded.slice(paths.mid ? 2 : 1)
-    assertSameVocabulary(loaded)
+    const vocabularyMismatch = checkVocabulary(loaded, sharedVocabulary)
     const fingerprints = await Promise.all(loaded.map(fingerprintModel))
-    return { models: { target, mid, draft: drafts[0] }, drafts, fingerprints, dispose: disposeAll }
+    return { models: { target, mid, draft: drafts[0] }, drafts, fingerprints, vocabularyMismatch, dispose: disposeAll }
   } catch (error) {
     await disposeAll()
     throw error
+  }
+}
+
+/**
+ * The vocabulary check on the loaded models (model/vocabulary-check.ts). When the run compares token ids a mismatch
+ * is refused, its message followed by what can run on such a pair; otherwise the message is returned.
+ */
+function checkVocabulary(models: readonly LlamaCppModel[], required: boolean): string | null {
+  try {
+    assertSameVocabulary(models)
+    return null
+  } catch (error) {
+    if (!(error instanceof UserInputError)) throw error
+    const message = error.message.replace(/\.?$/, '')
+    if (required) throw new UserInputError(`${message}; ${crossVocabularyAdvice()}`)
+    return message
   }
 }
 

@@ -124,7 +124,7 @@ export interface SuiteRunHooks {
    * Loads the suite's models (default: loadTrio). The app passes one that lends the trio it already holds when it
    * is the same files with compatible settings, so a suite never keeps a second copy of the weights in memory.
    */
-  loadModels?(paths: ModelPaths, options: LlamaLoadOptions & { sequences: number; threads: number }): Promise<LoadedTrio>
+  loadModels?(paths: ModelPaths, options: LlamaLoadOptions & { sequences: number; threads: number; sharedVocabulary: boolean }): Promise<LoadedTrio>
 }
 
 export interface SuiteRunResult {
@@ -330,7 +330,10 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
   // not an hour in), and they say how many KV sequences the beam methods want.
   const resumedPlan = resumed ? ownParamsOnly(resumed.plan) : null
   const draftGrid = resumedPlan ?? suite.cells({ quick: options.quick, datasets: options.datasets, maxTokens: options.maxTokens ?? undefined })
-  const sequences = Math.max(...draftGrid.map((c) => prepareRun(c.methods, { gamma: c.gamma, params: c.params ?? {} }).sessions))
+  const preparedCells = draftGrid.map((c) => prepareRun(c.methods, { gamma: c.gamma, params: c.params ?? {} }))
+  const sequences = Math.max(...preparedCells.map((p) => p.sessions))
+  // A cell whose methods compare token ids needs the trio to pass the vocabulary check (experiments/models.ts).
+  const sharedVocabulary = preparedCells.some((p) => p.sharedVocabulary)
   const started = performance.now()
   const progress: SuiteProgress = {
     ...LOADING_PROGRESS,
@@ -351,7 +354,7 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
 
   const trio = await (hooks.loadModels ?? loadTrio)(
     { target: options.models.target, mid: options.models.mid ?? undefined, draft: options.models.draft },
-    { threads: options.threads, contextSize: options.contextSize, sequences }
+    { threads: options.threads, contextSize: options.contextSize, sequences, sharedVocabulary }
   )
   let suiteRunId = resumed?.id ?? 0
   try {

@@ -74,6 +74,7 @@ export function buildPrompt(
   const resolved = resolveFormat(model, format)
   if (resolved === 'chat') {
     for (let dropped = 0; dropped < turns.length; dropped++) {
+      model.assertEncodable([systemPrompt, ...turns.map((t) => t.text)].join('\n'))
       const { tokens, stopStrings } = renderChat(model, turns.slice(dropped), systemPrompt)
       if (tokens.length <= budget) return { tokens, format: resolved, stopStrings, droppedTurns: dropped }
     }

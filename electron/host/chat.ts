@@ -9,7 +9,7 @@ import type { ApiHandlers } from '../api/runs-service'
 import type { DecodeEvent, StopReason } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
 import { decodeOnce } from '../engine/methods/decode-once'
-import { prepare, type PreparedMethod } from '../engine/methods/prepare'
+import { assertVocabularyFits, prepare, type PreparedMethod } from '../engine/methods/prepare'
 import type { AppStore } from '../store/app-store'
 import { measureBaseline } from './chat-baseline'
 import { buildPrompt, type Turn } from './chat-prompt'
@@ -31,7 +31,10 @@ interface Generation {
 export function chatMethod(held: HeldTrio | null, method: string, gamma: number, params: Record<string, number | string | boolean>): PreparedMethod {
   if (!held) throw new UserInputError('no model is loaded: load a trio on the Models screen first')
   try {
-    return prepare(method, { gamma, params }, { draft: held.models.draft !== undefined, mid: held.models.mid !== undefined })
+    const prepared = prepare(method, { gamma, params }, { draft: held.models.draft !== undefined, mid: held.models.mid !== undefined })
+    // A trio of different vocabularies (loaded with a warning) runs only sd-tli / sd-uad.
+    assertVocabularyFits([prepared.definition], held.vocabularyMismatch)
+    return prepared
   } catch (error) {
     if (error instanceof UserInputError && / needs a (draft|mid) model$/.test(error.message))
       throw new UserInputError(`${error.message}: load a trio with one on the Models screen`)

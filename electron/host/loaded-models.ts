@@ -36,6 +36,12 @@ export interface HeldTrio {
   contextSize: number
   /** KV sequences per model: beam and DSBD runs want one per path (PreparedRun.sessions, engine/methods/prepare.ts). */
   sequences: number
+  /**
+   * The vocabulary check's reason when the trio's vocabularies differ, else null. The Models screen loads such a trio
+   * (it loads before a method is chosen) with a warning; chat and the Workbench then refuse every method that
+   * compares token ids (engine/methods/prepare.ts assertVocabularyFits) and run sd-tli / sd-uad.
+   */
+  vocabularyMismatch: string | null
 }
 
 const sameSettings = (a: LoadSettings, b: LoadSettings) =>
@@ -83,8 +89,8 @@ export class LoadedModels {
 
   describe(): LoadedTrio | null {
     if (!this.held) return null
-    const { entries, settings, contextSize, sequences } = this.held
-    return { target: entries.target, mid: entries.mid, draft: entries.draft, settings, contextSize, sequences }
+    const { entries, settings, contextSize, sequences, vocabularyMismatch } = this.held
+    return { target: entries.target, mid: entries.mid, draft: entries.draft, settings, contextSize, sequences, vocabularyMismatch }
   }
 
   /**
@@ -144,6 +150,8 @@ export class LoadedModels {
           threads: settings.threads ?? undefined,
           fullVocabulary: settings.fullVocabulary,
           sequences,
+          // The method is not known yet: a trio of different vocabularies loads, marked, for sd-tli / sd-uad.
+          sharedVocabulary: false,
           onProgress: ({ role, index, count, fraction }) => onProgress({ role, fileName: entries[role]!.fileName, index, count, fraction })
         }
       )
@@ -154,7 +162,8 @@ export class LoadedModels {
         models: trio.models,
         fingerprints: trio.fingerprints,
         contextSize: Math.min(...[target, mid, draft].flatMap((m) => (m ? [m.context.contextSize] : []))),
-        sequences
+        sequences,
+        vocabularyMismatch: trio.vocabularyMismatch ?? null
       }
       return this.held
     } finally {
@@ -169,7 +178,7 @@ export class LoadedModels {
    * every model. Its dispose does nothing: the Models screen still owns it. Anything else frees the held trio first
    * and returns null, so the suite's own copy never sits in memory beside it.
    */
-  async lendOrFree(paths: ModelPaths, needs: { threads: number; sequences: number }): Promise<SuiteTrio | null> {
+  async lendOrFree(paths: ModelPaths, needs: { threads: number; sequences: number; sharedVocabulary?: boolean }): Promise<SuiteTrio | null> {
     const held = this.held
     if (!held) return null
     const sameFiles =
@@ -181,10 +190,13 @@ export class LoadedModels {
     const compatible =
       !held.settings.fullVocabulary &&
       (held.settings.threads ?? defaultThreads()) === needs.threads &&
-      models.every((model) => model.sessionsLeft() >= needs.sequences)
+      models.every((model) => model.sessionsLeft() >= needs.sequences) &&
+      // A trio of different vocabularies is lent only to suites whose methods all map between vocabularies; the
+      // suite's own load then refuses the mismatch with the check's line.
+      (held.vocabularyMismatch === null || needs.sharedVocabulary === false)
     if (sameFiles && compatible) {
       const drafts = held.models.draft ? [held.models.draft] : []
-      return { models: held.models, drafts, fingerprints: held.fingerprints, dispose: async () => {} }
+      return { models: held.models, drafts, fingerprints: held.fingerprints, vocabularyMismatch: held.vocabularyMismatch, dispose: async () => {} }
     }
     await this.unload()
     return null

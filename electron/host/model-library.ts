@@ -5,19 +5,30 @@
  * magic and whose header passes our bounded scan (engine/model/gguf-validate.ts) and parses. The engine only ever
  * loads files from this library.
  *
- * The trio check compares vocabularies from the headers (size, BOS/EOS, tokenizer model, every token's text), so
- * the user learns before loading whether speculative decoding can verify draft tokens by id; loading runs the
- * engine's own check on the loaded models again (engine/model/vocabulary-check.ts).
+ * The trio check compares vocabularies from the headers by llama.cpp's rules (tokenizer model, BOS/EOS and their add
+ * flags, sizes within 128, identical token texts from id 5: engine/model/vocabulary-check.ts, the one implementation
+ * of the rules), so the user learns before loading whether speculative decoding can verify draft tokens by id and
+ * which rule held or failed; loading runs the same rules on the loaded models again.
  */
 import { createHash } from 'node:crypto'
 import { stat } from 'node:fs/promises'
 import path from 'node:path'
 import { GgufFileType, readGgufFileInfo } from 'node-llama-cpp'
 import type { LoadSettings, ModelEntry, ModelInspection, TrioCheck, TrioSelection } from '../api/contract'
-import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
+import { crossVocabularyMethods, DEFAULT_SEQUENCES } from '../engine/methods/prepare'
 import { describeMemory, estimateTrioMemory, type EstimateOptions } from '../experiments/memory-estimate'
 import { UserInputError } from '../engine/errors'
 import { validateGgufFile } from '../engine/model/gguf-validate'
+import {
+  addFlagsOf,
+  compareVocabularies,
+  describeCompatible,
+  vocabularyTypeOf,
+  MAX_VOCABULARY_SIZE_DIFFERENCE,
+  TOKEN_TEXT_CHECK_START,
+  type VocabularyFacts,
+  type VocabularyVerdict
+} from '../engine/model/vocabulary-check'
 import { assertGgufFile } from '../engine/model/llama-cpp-model'
 import type { AppStore, ModelRow } from '../store/app-store'
 
@@ -29,8 +40,15 @@ export interface GgufSummary
   headCount: number | null
   chatTemplate: string | null
   tokenizerModel: string | null
+  /** llama.cpp's vocab type for tokenizerModel ('spm', 'bpe', …). */
+  vocabularyType: string | null
+  /** tokenizer.ggml.pre (BPE pre-tokenizer), which decides llama.cpp's add-BOS default. */
+  tokenizerPre: string | null
   bos: number | null
   eos: number | null
+  /** tokenizer.ggml.add_bos_token / add_eos_token, or llama.cpp's default when the header has none. */
+  addBos: boolean | null
+  addEos: boolean | null
   /** sha256 of every token's text, to compare vocabularies cheaply. */
   tokensHash: string
   tokens: readonly string[]
@@ -56,6 +74,10 @@ const numberAt = (m: Metadata, key: string): number | null => {
 const stringAt = (m: Metadata, key: string): string | null => {
   const v = at(m, key)
   return typeof v === 'string' ? v : null
+}
+const booleanAt = (m: Metadata, key: string): boolean | null => {
+  const v = at(m, key)
+  return typeof v === 'boolean' ? v : null
 }
 
 function quantizationName(fileType: number | null): string | null {
@@ -97,6 +119,9 @@ export async function readGgufSummary(file: string): Promise<GgufSummary> {
   for (const token of tokens) hash.update(token).update('\u0000')
   const flat: { key: string; value: string }[] = []
   flattenMetadata(metadata, '', flat)
+  const tokenizerModel = stringAt(metadata, 'tokenizer.ggml.model')
+  const tokenizerPre = stringAt(metadata, 'tokenizer.ggml.pre')
+  const flags = addFlagsOf(tokenizerModel, tokenizerPre, booleanAt(metadata, 'tokenizer.ggml.add_bos_token'), booleanAt(metadata, 'tokenizer.ggml.add_eos_token'))
   return {
     name: stringAt(metadata, 'general.name') ?? path.basename(file, path.extname(file)),
     architecture,
@@ -108,9 +133,13 @@ export async function readGgufSummary(file: string): Promise<GgufSummary> {
     embeddingLength: numberAt(metadata, `${architecture}.embedding_length`),
     headCount: numberAt(metadata, `${architecture}.attention.head_count`),
     chatTemplate: stringAt(metadata, 'tokenizer.chat_template'),
-    tokenizerModel: stringAt(metadata, 'tokenizer.ggml.model'),
+    tokenizerModel,
+    vocabularyType: vocabularyTypeOf(tokenizerModel),
+    tokenizerPre,
     bos: numberAt(metadata, 'tokenizer.ggml.bos_token_id'),
     eos: numberAt(metadata, 'tokenizer.ggml.eos_token_id'),
+    addBos: flags.addBos,
+    addEos: flags.addEos,
     tokensHash: hash.digest('hex'),
     tokens,
     metadata: flat
@@ -248,12 +277,16 @@ export class ModelLibrary {
     others: { mid: ModelEntry | null; draft: ModelEntry | null }
   ): Promise<Omit<TrioCheck, 'memory' | 'memoryMessage'>> {
     const targetSummary = (await this.summary(target.path))!.summary
-    const pairs: TrioCheck['pairs'] = []
+    const pairs: (TrioCheck['pairs'][number] & { identical: boolean })[] = []
     for (const role of ['mid', 'draft'] as const) {
       const other = others[role]
       if (other === null) continue
-      const reason = vocabularyDifference(targetSummary, (await this.summary(other.path))!.summary)
-      pairs.push({ role, compatible: reason === null, reason: reason === null ? null : `${other.fileName}: ${reason}` })
+      const verdict = vocabularyCompatibility(targetSummary, (await this.summary(other.path))!.summary)
+      pairs.push(
+        verdict.compatible
+          ? { role, compatible: true, reason: null, held: `${other.fileName}: ${describeCompatible(verdict)}`, identical: verdict.identical }
+          : { role, compatible: false, reason: `${other.fileName}: ${verdict.reason}`, held: null, identical: false }
+      )
     }
     const problems = pairs.filter((p) => !p.compatible)
     if (pairs.length === 0)
@@ -266,28 +299,47 @@ export class ModelLibrary {
       return {
         compatible: false,
         message:
-          `Not compatible with the target ${target.fileName}: ${problems.map((p) => p.reason).join('; ')}. ` +
-          'Speculative decoding compares token ids, so every draft must share the target’s vocabulary.',
-        pairs
+          // It still loads (the app loads before a method is chosen); chat and the Workbench then run only these.
+          `Vocabularies differ: only ${crossVocabularyMethods().join(' / ')} can run on this trio ` +
+          `(${problems.map((p) => p.reason).join('; ')}). Every other method compares token ids, so its draft must use the target’s vocabulary by llama.cpp’s rule ` +
+          `(same tokenizer, BOS/EOS, sizes within ${MAX_VOCABULARY_SIZE_DIFFERENCE}, identical token texts from id ${TOKEN_TEXT_CHECK_START}).`,
+        pairs: pairs.map(({ identical: _identical, ...pair }) => pair)
       }
-    return {
-      compatible: true,
-      message:
-        `Compatible: ${pairs.length === 2 ? 'all three models share' : 'both models share'} one vocabulary ` +
-        `(${targetSummary.tokenizerModel ?? 'tokenizer'}, ${targetSummary.vocabularySize} tokens, BOS ${targetSummary.bos}, ` +
-        `EOS ${targetSummary.eos}), so draft tokens can be verified by id.`,
-      pairs
-    }
+    const shared =
+      `${targetSummary.tokenizerModel ?? 'tokenizer'}, ${targetSummary.vocabularySize} tokens, BOS ${targetSummary.bos}, ` +
+      `EOS ${targetSummary.eos}`
+    const message = pairs.every((p) => p.identical)
+      ? `Compatible: ${pairs.length === 2 ? 'all three models share' : 'both models share'} one vocabulary (${shared}), ` +
+        'so draft tokens can be verified by id.'
+      : `Compatible by llama.cpp’s rule (same tokenizer ${targetSummary.tokenizerModel ?? '(unnamed)'}, BOS ${targetSummary.bos} / ` +
+        `EOS ${targetSummary.eos}, add-BOS ${targetSummary.addBos} / add-EOS ${targetSummary.addEos}): ` +
+        `${pairs.map((p) => p.held).join('; ')}. Draft tokens are verified by id; an id only one of two models has ` +
+        'gets probability 0 in the other, so decoding stays exact.'
+    return { compatible: true, message, pairs: pairs.map(({ identical: _identical, ...pair }) => pair) }
   }
 }
 
-/** null when the vocabularies are identical; else the first difference, in words. */
+/** A header summary as the vocabulary rules see it. */
+export function vocabularyFactsOfSummary(summary: GgufSummary): VocabularyFacts {
+  return {
+    vocabularyType: summary.vocabularyType,
+    tokenizerModel: summary.tokenizerModel,
+    size: summary.vocabularySize,
+    bos: summary.bos,
+    eos: summary.eos,
+    addBos: summary.addBos,
+    addEos: summary.addEos,
+    tokenText: (token) => summary.tokens[token] ?? ''
+  }
+}
+
+/** llama.cpp's rules (engine/model/vocabulary-check.ts) on two headers: what held, or the rule that failed. */
+export function vocabularyCompatibility(target: GgufSummary, other: GgufSummary): VocabularyVerdict {
+  return compareVocabularies(vocabularyFactsOfSummary(target), vocabularyFactsOfSummary(other))
+}
+
+/** null when `other` can speculate for `target` by llama.cpp's rules; else the rule that failed, in words. */
 export function vocabularyDifference(target: GgufSummary, other: GgufSummary): string | null {
-  if (target.vocabularySize !== other.vocabularySize)
-    return `its vocabulary has ${other.vocabularySize} tokens, the target’s ${target.vocabularySize}`
-  if (target.bos !== other.bos) return `BOS token ${other.bos} vs the target’s ${target.bos}`
-  if (target.eos !== other.eos) return `EOS token ${other.eos} vs the target’s ${target.eos}`
-  if (target.tokensHash === other.tokensHash) return null
-  const index = target.tokens.findIndex((token, i) => token !== other.tokens[i])
-  return `token ${index} is ${JSON.stringify(other.tokens[index])}, the target’s ${JSON.stringify(target.tokens[index])}`
+  const verdict = vocabularyCompatibility(target, other)
+  return verdict.compatible ? null : verdict.reason
 }

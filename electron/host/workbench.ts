@@ -7,7 +7,7 @@ import { randomInt } from 'node:crypto'
 import path from 'node:path'
 import { RunConfig, type DatasetInfo, type HostEvent, type LoadSettings, type WorkbenchProgress, type WorkbenchStart } from '../api/contract'
 import type { ApiHandlers } from '../api/runs-service'
-import type { PreparedRun } from '../engine/methods/prepare'
+import { assertVocabularyFits, type PreparedRun } from '../engine/methods/prepare'
 import { METHOD_IDS } from '../engine/methods/ids'
 import { defaultRepeats } from '../engine/methods/limits'
 import { UserInputError } from '../engine/errors'
@@ -109,6 +109,10 @@ export class WorkbenchService {
     const limited = request.limit ? prompts.slice(0, request.limit) : prompts
     // Unknown or duplicate methods, missing models and bad parameters are refused before anything loads.
     const { config, prepared } = prepareConfig(this.buildConfig(request, entries))
+    // These very files already loaded with different vocabularies: refuse id-comparing methods at once.
+    const held = this.models.current
+    if (held && held.entries.target.path === entries.target.path && held.entries.mid?.path === entries.mid?.path && held.entries.draft?.path === entries.draft?.path)
+      assertVocabularyFits(prepared.methods.map((m) => m.definition), held.vocabularyMismatch)
     const release = await this.lock.acquireSoon('a workbench run', this.lock.busy === 'computing perplexities' ? 15_000 : 0)
     const job = this.jobs.start(release, (jobId) => ({
       jobId,
@@ -179,6 +183,7 @@ export class WorkbenchService {
       )
       this.emit({ type: 'models:changed' })
       if (job.abort.signal.aborted) throw new UserInputError('cancelled before the run started')
+      assertVocabularyFits(prepared.methods.map((m) => m.definition), held.vocabularyMismatch)
       const effective = { ...config, contextSize: held.contextSize, modelFingerprints: held.fingerprints }
       this.update(job, { phase: 'running', message: 'Warming up…' }, true)
       const report = await executeRun(this.store(), effective, held.models, prompts, {

@@ -90,7 +90,7 @@ withModels('speclab CLI', () => {
   it.each([
     ['a missing model file', ['run', '--methods', 'ar', '--target', '/no/such/model.gguf'], /model file not found: \/no\/such\/model.gguf/],
     ['a file that is not a GGUF', ['run', '--methods', 'ar', '--target', cli], /not a GGUF model file/],
-    ['mismatched vocabularies', ['run', '--target', target, '--draft', modelPath(OTHER_VOCABULARY)], /vocabulary mismatch between .*stories260K-f32.gguf and .*tinystories-656k-f32.gguf/],
+    ['mismatched vocabularies', ['run', '--target', target, '--draft', modelPath(OTHER_VOCABULARY)], /vocabulary mismatch between .*stories260K-f32.gguf and .*tinystories-656k-f32.gguf: .*; only sd-tli\b.* with another tokenizer/],
     ['an invalid --top-p', ['run', '--target', target, '--top-p', '1.5', '--methods', 'ar'], /invalid --top-p/],
     ['a non-numeric --max-tokens', ['run', '--target', target, '--max-tokens', 'many'], /--max-tokens/],
     ['an unknown method', ['run', '--target', target, '--methods', 'ar,warp-drive'], /unknown method 'warp-drive'/],
@@ -257,6 +257,15 @@ withModels('speclab CLI', () => {
     const facts = stdout.split('\n')[stdout.split('\n').indexOf(summary) + 1]
     expect(summary).toMatch(/^ {2}adaptive-cache-fsm {2}\S/)
     expect(facts.search(/\S/)).toBe(summary.indexOf('on-the-fly'))
+  })
+
+  it('a prompt the tokenizer cannot encode is one line, exit 2 — not a llama.cpp abort', () => {
+    // tinystories-656k is SentencePiece without <0xNN> byte tokens: llama.cpp throws std::out_of_range (an abort) on "~".
+    const prompts = path.join(dir, 'tilde.jsonl')
+    fs.writeFileSync(prompts, '{"text":"The cat said ~hello~ to the dog."}\n')
+    const { code, stderr } = speclab('run', '--target', modelPath(OTHER_VOCABULARY), '--methods', 'ar', '--prompts', prompts, '--max-tokens', '4', '--seed', '1')
+    expect(code).toBe(2)
+    expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/tinystories-656k-f32\.gguf: its tokenizer has no token for "~" and no byte fallback/)])
   })
 
   it('models inspect says what a load would take and whether the drafts share the vocabulary, without loading', () => {

@@ -139,12 +139,24 @@ describe.skipIf(!haveModels)('engine host', () => {
     expect(auto.memoryMessage).toMatch(/^No GPU in this build: all layers run on the CPU\. Loading needs about/)
     const bad = await call('models:check-trio', { target: ids.target, mid: ids.mid, draft: ids.foreign })
     expect(bad.compatible).toBe(false)
-    expect(bad.message).toMatch(/tinystories-656k-q8_0\.gguf: its vocabulary has 2048 tokens, the target’s 512/)
+    expect(bad.message).toMatch(/tinystories-656k-q8_0\.gguf: vocabulary sizes differ by 1,536 \(2,048 vs the target's 512 tokens; more than llama\.cpp's 128\)/)
     expect(bad.pairs).toEqual([
-      { role: 'mid', compatible: true, reason: null },
+      { role: 'mid', compatible: true, reason: null, held: "stories-mid1M-f32.gguf: same 512 tokens; the first 512 token texts are identical (llama.cpp's rule: from id 5)" },
       expect.objectContaining({ role: 'draft', compatible: false })
     ])
-    await expect(call('models:load', { trio: { target: ids.target, mid: null, draft: ids.foreign }, settings: LOAD })).rejects.toThrow(/vocabulary mismatch/)
+    expect(bad.message).toMatch(/^Vocabularies differ: only sd-tli\b/)
+    // The Models screen still loads the pair, marked: chat then refuses id-comparing methods and runs sd-tli.
+    const foreign = await call('models:load', { trio: { target: ids.target, mid: null, draft: ids.foreign }, settings: LOAD })
+    expect(foreign.vocabularyMismatch).toMatch(/^vocabulary mismatch between .*stories-target5M-f32\.gguf and .*tinystories-656k-q8_0\.gguf/)
+    expect((await call('models:list', {})).loaded?.vocabularyMismatch).toBe(foreign.vocabularyMismatch)
+    const chatOn = (method: 'sd' | 'sd-tli') =>
+      call('chat:send', { conversationId: null, text: 'Once upon a time', settings: settings({ method, maxTokens: 12 }), format: 'auto', systemPrompt: '' })
+    await expect(chatOn('sd')).rejects.toThrow(/^sd compares token ids across models, but the loaded vocabularies differ \(vocabulary mismatch .*\): only sd-tli\b/)
+    const tli = await chatDone((await chatOn('sd-tli')).generationId)
+    expect(tli.error).toBeNull()
+    expect(tli.message!.stats!.tokens).toBe(12)
+    await call('chat:delete-conversation', { conversationId: tli.message!.conversationId })
+    await call('models:unload', {})
   })
 
   it('refuses chat before a trio is loaded, then loads it with progress', async () => {

@@ -273,8 +273,12 @@ async function* runDsbd(
       for (let l = 1; l <= gamma; l++) {
         const previous = layers[l - 1].map((e) => e.node)
         await scoreWithDraft(previous)
+        // An input beam that holds a token the draft's vocabulary lacks (a padded target's id) has q = 0, log q = −∞,
+        // and gets no drafts. When every input beam has, the draft weighs them alike instead of proposing nothing:
+        // any proposal is exact, because the test, the residual and Eq 4 use the law the drafts were drawn from.
+        const uniform = !previous.some((n) => Number.isFinite(n.logQ!))
         const qLaw = beamLaw(
-          previous.map((n) => ({ logWeight: n.logQ!, next: n.finished ? null : n.qNext! })),
+          previous.map((n) => ({ logWeight: uniform ? 0 : n.logQ!, next: n.finished ? null : n.qNext! })),
           warp,
           keys
         )

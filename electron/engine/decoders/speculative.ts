@@ -6,9 +6,13 @@
  * stops at an end-of-generation token (nothing after it can be kept). Lossless: the output is distributed as the
  * target's warped distribution whatever the policy decides, because each decision depends only on draft-side
  * information and every drafted token is verified exactly.
+ * What drafts is a Drafter (decoders/drafter.ts): the draft model (`modelDrafter`, the default), or a model-free
+ * drafter whose proposals are point masses q = δ(x) — prompt lookup and llama.cpp's n-gram maps (engine/lookup/),
+ * verified by the same Verify/Correct (accept with p(x), correct from norm(max(0, p − δ))). A drafter that finds
+ * nothing to propose makes the round target-only.
  */
 import type { ModelSession } from '../model/types'
-import type { DraftLengthPolicy, DraftStop, EntropySource } from '../policies/types'
+import type { DraftLengthPolicy, DraftStop, EntropySource, PolicyExplanation } from '../policies/types'
 import { argmax, entropy, sample, type Distribution } from '../sampling/distribution'
 import type { Prng } from '../sampling/prng'
 import { verifySynthetic } from '../sampling/synthetic-acceptance'
@@ -16,6 +20,7 @@ import { verifyDraft } from '../sampling/verify'
 import { isGreedy } from '../sampling/warp'
 import type { LanguageModel } from '../model/types'
 import { targetOnlyRound } from './autoregressive'
+import type { Drafter, DrafterSession, Proposal, ProposalFacts } from './drafter'
 import { OutputBuffer } from './output'
 import { evaluatePending, now, rewindTo } from './session-sync'
 import { stepRecord } from './step-record'
@@ -77,12 +82,31 @@ function draftEntropy(q: Distribution, source: EntropySource, model: LanguageMod
   return q.fullEntropy
 }
 
-export function speculativeDecoder(policy: DraftLengthPolicy) {
-  return async function* speculative(models: DecoderModels, request: DecodeRequest): AsyncGenerator<DecodeEvent> {
+/** The draft model as a Drafter: draws x_i ~ q_i one forward call at a time (`draftTokens`). */
+export const modelDrafter: Drafter = {
+  stage: 'sd',
+  async open(models, request, policy) {
     const draftModel = models.draft
     if (!draftModel) throw new Error('speculative decoding needs a draft model')
+    const session = await draftModel.createSession(request.warp, { fullEntropy: policy.entropy === 'full' })
+    return {
+      propose: ({ sequence, cap, limit, greedy, rng }) => draftTokens(session, sequence, cap, limit, policy, draftModel, greedy, rng),
+      dispose: () => session.dispose()
+    }
+  }
+}
+
+export function speculativeDecoder(policy: DraftLengthPolicy, drafter: Drafter = modelDrafter) {
+  return async function* speculative(models: DecoderModels, request: DecodeRequest): AsyncGenerator<DecodeEvent> {
+    if (drafter === modelDrafter && !models.draft) throw new Error('speculative decoding needs a draft model')
     const target = await models.target.createSession(request.warp)
-    const drafter = await draftModel.createSession(request.warp, { fullEntropy: policy.entropy === 'full' })
+    let drafts: DrafterSession
+    try {
+      drafts = await drafter.open(models, request, policy)
+    } catch (error) {
+      await target.dispose()
+      throw error
+    }
     const greedy = isGreedy(request.warp)
     const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
     policy.startPrompt?.(request.promptTokens)
@@ -96,7 +120,12 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
           yield* targetOnlyPolicyRound(target, output, step, request, policy)
           continue
         }
-        const draft = await draftTokens(drafter, output.sequence, cap, limit, policy, draftModel, greedy, request.rng)
+        const draft = await drafts.propose({ sequence: output.sequence, cap, limit, greedy, rng: request.rng })
+        if (draft.tokens.length === 0) {
+          // A model-free drafter found nothing: the target decodes one token alone, recorded under the drafter's stage.
+          yield* targetOnlyPolicyRound(target, output, step, request, policy, drafter.stage, draft)
+          continue
+        }
         const pending = await rewindTo(target, output.sequence)
         const verifyStarted = now()
         const p = await evaluatePending(target, pending, draft.tokens)
@@ -110,6 +139,7 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
         candidates.push({ token: verdict.next, provenance: verdict.rejected ? 'resampled' : 'bonus' })
         const events = output.commit(candidates, step)
         const acceptedDraftTokens = Math.min(verdict.accepted, events.length)
+        drafts.accepted?.(verdict.accepted)
         policy.update({
           stoppedBy: draft.stoppedBy,
           proposed: draft.tokens.length,
@@ -120,9 +150,10 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
           draftMs: draft.ms,
           verifyMs
         })
+        const explanation = policy.explain()
         const record = stepRecord({
           index: step,
-          stage: 'sd',
+          stage: drafter.stage,
           proposed: draft.tokens.length,
           accepted: verdict.accepted,
           resampled: verdict.rejected,
@@ -131,7 +162,8 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
           draftTokens: draft.tokens.length,
           acceptedDraftTokens,
           draftEntropies: draft.entropies,
-          ...policy.explain(),
+          threshold: explanation.threshold,
+          decision: withFacts(explanation.decision, draft.facts),
           targetCalls: 1,
           draftCalls: draft.calls,
           draftMs: draft.ms,
@@ -143,25 +175,33 @@ export function speculativeDecoder(policy: DraftLengthPolicy) {
       }
       yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }
     } finally {
-      await drafter.dispose()
+      await drafts.dispose()
       await target.dispose()
     }
   }
 }
 
+/** The policy's decision with what a model-free drafter found (match length, position …); the policy's alone otherwise. */
+function withFacts(decision: PolicyExplanation['decision'], facts: ProposalFacts | undefined): PolicyExplanation['decision'] {
+  return facts === undefined ? decision : { ...(decision ?? {}), ...facts }
+}
+
 /**
- * A policy chose γ = 0: the target decodes one token alone. The policy still hears the outcome (nothing proposed)
- * so state machines can leave 0 again, and the round's record carries the policy's explanation.
+ * A policy chose γ = 0, or a model-free drafter found nothing to propose (`nothing`, recorded under its stage with
+ * what it looked for and the time it took): the target decodes one token alone. The policy still hears the outcome
+ * (nothing proposed) so state machines can leave 0 again, and the round's record carries the policy's explanation.
  */
 async function* targetOnlyPolicyRound(
   target: ModelSession,
   output: OutputBuffer,
   step: number,
   request: DecodeRequest,
-  policy: DraftLengthPolicy
+  policy: DraftLengthPolicy,
+  stage = 'target-only',
+  nothing?: Proposal
 ): AsyncGenerator<DecodeEvent> {
   const explanation = policy.explain()
-  for await (const event of targetOnlyRound(target, output, step, request, 'target-only')) {
+  for await (const event of targetOnlyRound(target, output, step, request, stage)) {
     if (event.type === 'step') {
       policy.update({
         stoppedBy: null,
@@ -173,7 +213,12 @@ async function* targetOnlyPolicyRound(
         draftMs: 0,
         verifyMs: event.record.verifyMs
       })
-      yield { type: 'step', record: { ...event.record, ...explanation } }
+      const record = { ...event.record, threshold: explanation.threshold, decision: withFacts(explanation.decision, nothing?.facts) }
+      if (nothing) {
+        record.draftMs = nothing.ms
+        record.totalMs += nothing.ms
+      }
+      yield { type: 'step', record }
     } else yield event
   }
 }

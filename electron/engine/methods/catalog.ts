@@ -21,7 +21,13 @@ import { dsbdDecoder, dsbdSessions } from '../decoders/dsbd'
 import { chenDecoder } from '../decoders/hierarchical-chen'
 import { hsddwDecoder } from '../decoders/hsddw'
 import { nlcDraftDecoder } from '../decoders/nlc-draft'
+import { nlcLookupDecoder } from '../decoders/nlc-lookup'
+import { lookupDrafter, type TokenLookup } from '../decoders/drafter'
+import { ngramMapState, ngramSimpleState } from '../lookup/ngram-map'
+import { promptLookupState } from '../lookup/prompt-lookup'
 import { preVerifyDecoder } from '../decoders/pre-verify'
+import { sdTliDecoder } from '../decoders/sd-tli'
+import { DEFAULT_LOOKBEHIND, sdUadDecoder } from '../decoders/sd-uad'
 import { speculativeDecoder } from '../decoders/speculative'
 import type { Decoder } from '../decoders/types'
 import type { MethodId } from './ids'
@@ -34,8 +40,11 @@ export interface Settings<P extends ParamSpecs = ParamSpecs> {
   params: ResolvedOf<P>
 }
 
-/** What kind of method it is: the baseline, plain SD, a draft-length policy on SD, a 3-model hierarchy, beam methods, a peer's. */
-export type MethodFamily = 'baseline' | 'speculative' | 'policy' | 'hierarchy' | 'beam' | 'peer'
+/**
+ * What kind of method it is: the baseline, plain SD, a draft-length policy on SD, a 3-model hierarchy, beam methods,
+ * model-free drafting (n-gram / prompt lookup on the speculative decoder, no draft model), a peer's.
+ */
+export type MethodFamily = 'baseline' | 'speculative' | 'policy' | 'hierarchy' | 'beam' | 'lookup' | 'peer'
 
 export interface MethodDefinition<P extends ParamSpecs = ParamSpecs> {
   /** Generated into methods/ids.ts (npm run methods:readme): a new id is refused by the compiler until then. */
@@ -46,6 +55,12 @@ export interface MethodDefinition<P extends ParamSpecs = ParamSpecs> {
   /** The README's paragraph: the algorithm with equation numbers, and every choice where the paper is ambiguous. */
   description: string
   needs: { draft: boolean; mid: boolean }
+  /**
+   * Whether the method compares token ids across models ('shared', the default: every model of the trio must pass the
+   * vocabulary check, model/vocabulary-check.ts) or maps between vocabularies itself ('any': the draft may use another
+   * tokenizer — sd-tli, sd-uad).
+   */
+  vocabulary?: 'shared' | 'any'
   /** Whether the output follows the target's warped distribution exactly (greedy: equals `ar`). */
   lossless: boolean
   /** What --gamma is to this method; null when it ignores it. */
@@ -76,6 +91,7 @@ const withPolicy = (makePolicy: () => DraftLengthPolicy): (() => Decoder) => {
 }
 
 const DRAFT = { draft: true, mid: false }
+const TARGET_ONLY = { draft: false, mid: false }
 const TRIO = { draft: true, mid: true }
 const CAP = 'the cap γ_max on the draft length the policy chooses'
 
@@ -111,6 +127,42 @@ const dsbdSequences = (settings: Settings<DsbdParams>, oneBeam: boolean): number
   const sizes = dsbdSessions(dsbdOptions(settings, oneBeam))
   return Math.max(sizes.target, sizes.draft)
 }
+
+/**
+ * A model-free method (family 'lookup'): the speculative decoder with a lookup drafter (decoders/drafter.ts) whose
+ * proposals are point masses, drafting at most `cap` tokens a round (fixed policy).
+ */
+const lookupMethod =
+  (stage: string, cap: number, start: (promptTokens: readonly number[], isEnd: (token: number) => boolean) => TokenLookup) =>
+  (): Decoder =>
+    speculativeDecoder(
+      fixedLengthPolicy(cap),
+      lookupDrafter(stage, (promptTokens, target) => start(promptTokens, (token) => target.isEndOfGeneration(token)))
+    )
+
+/** Why a point-mass proposal is lossless, said once for every model-free method's help. */
+const POINT_MASS =
+  'Lossless at any temperature: a looked-up token x is a point mass q = δ(x), so verification (the `sd` verifier with a ' +
+  'one-token q) accepts it with probability p(x) and on rejection samples norm(max(0, p − δ)) — p without x, ' +
+  'renormalised — so every emitted token is distributed as p; greedy accepts iff x = argmax p (text = `ar`). ' +
+  'Accepted lookup tokens are provenance `draft`'
+
+/** llama.cpp's common_params_speculative_ngram_map (common/common.h, bundled with node-llama-cpp 3.22.1): n, m, min_hits. */
+const LLAMA_NGRAM_PARAMS = 'llama.cpp common/common.h common_params_speculative_ngram_map'
+const ngramSize = (flagName: string) => ({
+  n: integer(12, { min: 1 }, { help: 'key length: the last n tokens (the one just sampled included) are looked up', symbol: 'size_n', source: `${LLAMA_NGRAM_PARAMS}; --spec-${flagName}-size-n` }),
+  m: integer(48, { min: 1 }, { help: 'the most tokens drafted after a match (the draft cap)', symbol: 'size_m', source: `${LLAMA_NGRAM_PARAMS}; --spec-${flagName}-size-m` })
+})
+const NGRAM_SIMPLE_PARAMS = ngramSize('ngram-simple')
+const ngramMapParams = (flagName: string, help: string) => ({
+  ...ngramSize(flagName),
+  minHits: integer(1, { min: 1 }, { help, symbol: 'min_hits', source: `${LLAMA_NGRAM_PARAMS}; --spec-${flagName}-min-hits` })
+})
+const NGRAM_MAP_K_PARAMS = ngramMapParams(
+  'ngram-map-k',
+  "hits of the key before it drafts (docs/speculative.md; this commit's key-only code skips the test: the default 1 is the code exactly)"
+)
+const NGRAM_MAP_K4V_PARAMS = ngramMapParams('ngram-map-k4v', 'hits of the key before its values are counted and it drafts (common/ngram-map.cpp)')
 
 /** dsbd and dsbd-1beam: one family, one parameter set; they differ in what becomes the next input (§3.4). */
 const dsbdMethod = (oneBeam: boolean, text: Pick<MethodDefinition, 'id' | 'family' | 'summary' | 'description'>): MethodDefinition =>
@@ -449,6 +501,173 @@ const METHODS: readonly MethodDefinition[] = [
     },
     check: ({ gamma, params }) => (params.minTokens > gamma ? `nlc.minTokens must be at most γ (${gamma}), got ${params.minTokens}` : null),
     newRun: ({ gamma, params }) => () => nlcDraftDecoder({ maxTokens: gamma, minTokens: params.minTokens, minConfidence: params.minConfidence })
+  }),
+  method({
+    id: 'pld',
+    family: 'lookup',
+    summary: "prompt lookup decoding (Hugging Face): the longest suffix n-gram found in prompt + output proposes what followed it",
+    description:
+      "prompt lookup decoding, Hugging Face's `PromptLookupCandidateGenerator` (generation/candidate_generator.py; " +
+      "Saxena's prompt-lookup-decoding), no draft model: for n from `pld.ngram` (HF `max_matching_ngram_size`) down " +
+      'to 1 the last n tokens are matched in the prompt + output, the first match from the left whose continuation ' +
+      'is non-empty wins, and the next ≤ `pld.k` tokens (HF `prompt_lookup_num_tokens`, default `--gamma`) are ' +
+      'proposed, cut before an end-of-generation token; no match: the target decodes one token alone. Each round ' +
+      `records the n-gram length and where it matched. ${POINT_MASS}`,
+    needs: TARGET_ONLY,
+    lossless: true,
+    gamma: 'the default of `pld.k`, the most tokens proposed per round',
+    namespace: 'pld',
+    params: {
+      ngram: integer(2, { min: 1 }, { help: 'the longest suffix n-gram matched (then n − 1, … 1)', symbol: 'max_matching_ngram_size', source: 'HF candidate_generator.py PromptLookupCandidateGenerator: 2' }),
+      k: integer('gamma', { min: 1 }, { help: 'the most tokens proposed after the match (default: γ)', symbol: 'prompt_lookup_num_tokens', source: 'HF PromptLookupCandidateGenerator num_output_tokens (its own default 10)' })
+    },
+    newRun: ({ params }) => lookupMethod('pld', params.k, (_, isEnd) => promptLookupState({ maxNgram: params.ngram, k: params.k }, isEnd))
+  }),
+  method({
+    id: 'ngram-simple',
+    family: 'lookup',
+    summary: "llama.cpp's ngram-simple: the m tokens after the last earlier occurrence of the last n tokens",
+    description:
+      "llama.cpp's `ngram-simple` (common/ngram-map.cpp `common_ngram_simple_draft`, docs/speculative.md), no draft " +
+      'model: the key is the last `ngramsimple.n` tokens (the one just sampled included); a backward scan of prompt + ' +
+      'output finds its most recent earlier occurrence, and the min(m, available) tokens after it are drafted when ' +
+      "that is at least n (nothing otherwise). llama.cpp's schedule: no draft before the first token is sampled from " +
+      "the prompt. Defaults are llama.cpp's (n = 12, m = 48): it drafts nothing until the history is longer than " +
+      'n + m + 1 tokens; the draft cap is m, not `--gamma`; its `min_hits` option is read by nothing in llama.cpp. ' +
+      `Each round records where the key matched. ${POINT_MASS}`,
+    needs: TARGET_ONLY,
+    lossless: true,
+    gamma: null,
+    namespace: 'ngramsimple',
+    params: NGRAM_SIMPLE_PARAMS,
+    newRun: ({ params }) => lookupMethod('ngram-simple', params.m, (promptTokens) => ngramSimpleState(params, promptTokens.length))
+  }),
+  method({
+    id: 'ngram-map-k',
+    family: 'lookup',
+    summary: "llama.cpp's ngram-map-k: hashed n-gram keys, each draft capped by the key's last accepted length",
+    description:
+      "llama.cpp's `ngram-map-k` (common/ngram-map.cpp `common_ngram_map_draft` in key-only mode, PR #18471), no draft " +
+      'model: the key (last `ngrammapk.n` tokens) is looked up through a 2^18-slot LCG hash table of earlier positions ' +
+      'whose m-gram lies inside the history, and the tokens after it are drafted. Accepted-token statistics: per key, ' +
+      'the next draft is capped at the number of tokens accepted from its last one (m at first), so a key whose draft ' +
+      'was rejected outright never drafts again; a key drafts only after `ngrammapk.minHits` hits (docs/speculative.md; ' +
+      "this commit's key-only code skips that test — the default 1 is the code exactly). One map per prompt " +
+      '(llama-server keeps one per slot), no draft before the first sampled token, draft cap m (not `--gamma`). Ported ' +
+      "line by line, quirks included, and replayed against llama.cpp's own code (test/fixtures/llama-ngram-map). Each " +
+      `round records the match, the key's hits and its accepted-length statistic. ${POINT_MASS}`,
+    needs: TARGET_ONLY,
+    lossless: true,
+    gamma: null,
+    namespace: 'ngrammapk',
+    params: NGRAM_MAP_K_PARAMS,
+    newRun: ({ params }) =>
+      lookupMethod('ngram-map-k', params.m, (promptTokens) => ngramMapState({ ...params, keyOnly: true, minHitsKeyOnly: true }, promptTokens))
+  }),
+  method({
+    id: 'ngram-map-k4v',
+    family: 'lookup',
+    summary: "llama.cpp's ngram-map-k4v (experimental): up to 4 m-grams counted per key, the dominant one drafted",
+    description:
+      "llama.cpp's experimental `ngram-map-k4v` (common/ngram-map.cpp `common_ngram_map_draft`), no draft model: as " +
+      '`ngram-map-k`, but up to 4 value m-grams are counted after each key, and the key drafts (the tokens after its ' +
+      "latest occurrence, at most the chosen value's accepted-length statistic) only once it has `ngrammapk4v.minHits` " +
+      `hits and its most frequent value is at least twice as frequent as the others together. ${POINT_MASS}`,
+    needs: TARGET_ONLY,
+    lossless: true,
+    gamma: null,
+    namespace: 'ngrammapk4v',
+    params: NGRAM_MAP_K4V_PARAMS,
+    newRun: ({ params }) => lookupMethod('ngram-map-k4v', params.m, (promptTokens) => ngramMapState({ ...params, keyOnly: false }, promptTokens))
+  }),
+  method({
+    id: 'nlc-lookup',
+    family: 'peer',
+    summary: "node-llama-cpp's InputLookupTokenPredictor (model-free peer baseline): predicts prompt tokens that follow a match",
+    description:
+      "node-llama-cpp's own `InputLookupTokenPredictor` (peer baseline, no draft model; tokenPredictors/" +
+      'InputLookupTokenPredictor.js): the end of the generated text is looked up in the PROMPT only (never the ' +
+      'output), the longest match of at least `nlclookup.patternMin` tokens (at most `nlclookup.patternMax`, 0 = no ' +
+      'limit) wins, and the next `nlclookup.predictionMin`–`nlclookup.predictionMax` prompt tokens are predicted ' +
+      "(node-llama-cpp's defaults). Validated inside node-llama-cpp by sample-and-match with llama.cpp's sampler " +
+      "(seeded from SpecLab's PRNG): drawing y ~ p and keeping x iff y = x is the point-mass verification, so it is " +
+      'lossless in distribution, but by its own sampler chain — its text equals `ar` only when greedy',
+    needs: TARGET_ONLY,
+    lossless: true,
+    gamma: null,
+    namespace: 'nlclookup',
+    params: {
+      patternMin: integer(1, { min: 1 }, { help: 'the shortest match in the prompt', symbol: 'patternLength.min', source: "node-llama-cpp's default" }),
+      patternMax: integer(0, { min: 0 }, { help: 'the longest match looked for; 0 = no limit', symbol: 'patternLength.max', source: "node-llama-cpp's default" }),
+      predictionMin: integer(1, { min: 1 }, { help: 'fewer tokens after the match: no prediction', symbol: 'predictionLength.min', source: "node-llama-cpp's default" }),
+      predictionMax: integer(3, { min: 1 }, { help: 'the most tokens predicted (the draft cap)', symbol: 'predictionLength.max', source: "node-llama-cpp's default" })
+    },
+    check: ({ params }) =>
+      params.predictionMin > params.predictionMax
+        ? `nlclookup.predictionMin must be at most nlclookup.predictionMax (${params.predictionMax}), got ${params.predictionMin}`
+        : params.patternMax !== 0 && params.patternMax < params.patternMin
+          ? `nlclookup.patternMax must be 0 or at least nlclookup.patternMin (${params.patternMin}), got ${params.patternMax}`
+          : null,
+    newRun: ({ params }) => () => nlcLookupDecoder(params)
+  }),
+  method({
+    id: 'sd-tli',
+    family: 'speculative',
+    summary: 'a draft with ANOTHER tokenizer (Token-Level Intersection): it drafts only tokens both vocabularies spell',
+    description:
+      'Token-Level Intersection (Timor et al. 2025, Algorithm 4; Hugging Face\'s `UniversalSpeculativeDecodingGenerator`): ' +
+      'the draft may use another tokenizer. I = the tokens whose byte strings both vocabularies have (SentencePiece `▁` ' +
+      'and `<0xNN>`, byte-level BPE `Ġ`/`Ċ` normalised to bytes; control tokens never in I); the draft\'s warped q is ' +
+      'restricted to I and renormalised, its `--gamma` proposals are mapped to the target\'s ids and verified as in `sd` ' +
+      '(min(1, p/q_I), residual norm(max(0, p − q_I)) over the target\'s vocabulary, bonus) — lossless, greedy equals ' +
+      '`ar`. The draft is fed the target\'s text: tokens in I map 1:1, text a target-only token brings is re-tokenised ' +
+      'with the draft\'s tokenizer from the last sync point (a look-behind of 4 draft tokens). Choices in ' +
+      '`electron/engine/decoders/sd-tli.ts`; |I| is in every step\'s decision',
+    needs: DRAFT,
+    vocabulary: 'any',
+    lossless: true,
+    gamma: 'the draft length',
+    namespace: 'tli',
+    params: {},
+    newRun: ({ gamma }) => () => sdTliDecoder({ gamma })
+  }),
+  method({
+    id: 'sd-uad',
+    family: 'speculative',
+    summary: "a draft with ANOTHER tokenizer, string level (HF's Universal Assisted Generation): its text is re-tokenised for the target",
+    description:
+      "String-level exact match (Hugging Face's Universal Assisted Generation, `AssistedCandidateGeneratorDifferentTokenizers`; " +
+      'Timor et al. 2025, SLEM): the draft may use another tokenizer. It continues the text with up to `--gamma` of ' +
+      "its own tokens; that text is re-tokenised with the target's tokenizer together with the last `uad.lookbehind` " +
+      'committed target tokens (a look-behind, so token boundaries come out as the target would split them; a token ' +
+      'spanning the junction is split there) and the target tokens after the committed text are proposed. The target ' +
+      'scores them in one batched call and, at each position, draws its own token from its warped p with the seeded ' +
+      "PRNG (greedy: argmax), keeping the proposal while they agree (llama-server's sample-then-match); the first " +
+      'mismatch gives its own token, a full match a bonus — every token is the target\'s own draw, so lossless, and ' +
+      "greedy equals `ar`. The draft is re-synced to the committed text the same way (KV rolled back to the kept " +
+      'prefix); before drafting it heals its last token (`uad.heal`: the committed text usually ends inside what the ' +
+      'draft would write as one token, so it redraws that token among those that begin with its text — not in HF). ' +
+      "Steps record the fraction of draft text kept (`decision.textKept`; the run's `textKept`); choices in " +
+      '`electron/engine/decoders/sd-uad.ts`',
+    needs: DRAFT,
+    vocabulary: 'any',
+    lossless: true,
+    gamma: "the draft model's tokens per round",
+    namespace: 'uad',
+    params: {
+      lookbehind: integer(DEFAULT_LOOKBEHIND, { min: 1, max: 256 }, {
+        help: 'committed tokens re-tokenised with the new text, target and draft side',
+        source: 'HF GenerationConfig target_lookbehind / assistant_lookbehind: 10'
+      }),
+      heal: flag(true, {
+        help: "token healing: the draft takes back its last token and redraws it among the tokens that begin with its text (false: HF's UAG as shipped)"
+      }),
+      maxProposed: integer(0, { min: 0 }, {
+        help: "the most target tokens proposed per round; 0 = all the draft's text re-tokenises into (HF)"
+      })
+    },
+    newRun: ({ gamma, params }) => () =>
+      sdUadDecoder({ gamma, lookbehind: params.lookbehind, heal: params.heal, maxProposed: params.maxProposed })
   })
 ]
 

@@ -6,7 +6,7 @@
 import { CATALOG, type MethodDefinition, type MethodFamily } from './catalog'
 import type { MethodId } from './ids'
 import { describeRange, type ParamSpec } from './param-spec'
-import { keyOf } from './prepare'
+import { keyOf, needsSharedVocabulary } from './prepare'
 
 export interface MethodParamInfo {
   key: string
@@ -31,6 +31,8 @@ export interface MethodInfo {
   summary: string
   description: string
   needs: { draft: boolean; mid: boolean }
+  /** 'shared': compares token ids across models, the trio must share a vocabulary; 'any': target-only, or the draft may use another tokenizer. */
+  vocabulary: 'shared' | 'any'
   lossless: boolean
   /** What γ is to the method; null when it ignores γ. */
   gamma: string | null
@@ -61,6 +63,7 @@ export function methodInfo(definition: MethodDefinition): MethodInfo {
     summary: definition.summary,
     description: definition.description,
     needs: { ...definition.needs },
+    vocabulary: needsSharedVocabulary(definition) ? 'shared' : 'any',
     lossless: definition.lossless,
     gamma: definition.gamma,
     params: Object.entries(definition.params).map(([name, spec]) => paramInfo(definition, name, spec))
@@ -92,7 +95,7 @@ export function methodHelp(): string {
   const lines: string[] = []
   for (const info of infos) {
     lines.push(`  ${info.id.padEnd(idWidth)}${info.summary}`)
-    const facts = [`models: ${modelsText(info.needs)}`, info.gamma ? `γ: ${info.gamma}` : 'ignores γ', info.lossless ? 'lossless' : 'NOT lossless']
+    const facts = [`models: ${modelsText(info.needs)}${info.vocabulary === 'any' && info.needs.draft ? ' (any vocabulary)' : ''}`, info.gamma ? `γ: ${info.gamma}` : 'ignores γ', info.lossless ? 'lossless' : 'NOT lossless']
     lines.push(`${indent}${facts.join(' · ')}`)
     for (const p of info.params) lines.push(`${indent}  ${setting(p).padEnd(settingWidth)}${p.help}; ${p.range}${origin(p)}`)
   }
@@ -112,7 +115,7 @@ export function methodTable(): string {
   const rows = methodInfos().map((info) =>
     [
       `\`${info.id}\``,
-      modelsText(info.needs),
+      modelsText(info.needs) + (info.vocabulary === 'any' && info.needs.draft ? ' (any vocabulary)' : ''),
       info.lossless ? 'yes' : '**no**',
       info.gamma ?? '—',
       paramsCell(info),

@@ -18,6 +18,13 @@ export const METHOD_IDS = [
   'beam',
   'dsbd',
   'dsbd-1beam',
-  'nlc-draft'
+  'nlc-draft',
+  'pld',
+  'ngram-simple',
+  'ngram-map-k',
+  'ngram-map-k4v',
+  'nlc-lookup',
+  'sd-tli',
+  'sd-uad'
 ] as const
 export type MethodId = (typeof METHOD_IDS)[number]

@@ -59,6 +59,13 @@ export interface PreparedRun {
   params: Record<string, ParamValue>
   /** KV sequences per model the run should open (DEFAULT_SEQUENCES ≤ n ≤ MAX_SEQUENCES). */
   sessions: number
+  /**
+   * True when any method of the run compares token ids across models (a draft / mid method whose catalog
+   * `vocabulary` is 'shared', the default): its trio must pass the vocabulary check (experiments/models.ts loadTrio's
+   * `sharedVocabulary`). False when every draft method maps between vocabularies itself (sd-tli, sd-uad) and the rest
+   * use the target alone, so the draft may use another tokenizer.
+   */
+  sharedVocabulary: boolean
 }
 
 /** The default context sequences of loadLlamaModel. */
@@ -158,8 +165,43 @@ export function prepareRun(ids: readonly string[], settings: MethodSettings, mod
   return {
     methods,
     params: Object.assign({}, ...methods.map((m) => m.params)),
-    sessions: Math.max(...methods.map((m) => m.sessions))
+    sessions: Math.max(...methods.map((m) => m.sessions)),
+    sharedVocabulary: definitions.some(needsSharedVocabulary)
   }
+}
+
+/**
+ * Whether a method compares token ids across models: one with a draft or mid model, unless its catalog entry says
+ * `vocabulary: 'any'`. Target-only methods (ar, beam) run on any trio.
+ */
+export const needsSharedVocabulary = (definition: MethodDefinition): boolean =>
+  (definition.needs.draft || definition.needs.mid) && (definition.vocabulary ?? 'shared') === 'shared'
+
+/** The methods that draft with another vocabulary (a draft and catalog `vocabulary: 'any'`): sd-tli, sd-uad. */
+export function crossVocabularyMethods(): string[] {
+  return CATALOG.filter((m) => m.needs.draft && m.vocabulary === 'any').map((m) => m.id)
+}
+
+/** The line every vocabulary refusal ends with: which methods still run on such a pair. */
+export function crossVocabularyAdvice(): string {
+  const ids = crossVocabularyMethods()
+  return ids.length === 0
+    ? 'no method drafts with another vocabulary'
+    : `only ${ids.join(' / ')} ${ids.length > 1 ? 'draft' : 'drafts'} with another tokenizer`
+}
+
+/**
+ * Refuses methods that compare token ids when the trio's vocabularies differ (`mismatch`: the vocabulary check's
+ * reason, null when they pass): one line naming the methods, the reason and what can run instead.
+ */
+export function assertVocabularyFits(definitions: readonly MethodDefinition[], mismatch: string | null): void {
+  if (mismatch === null) return
+  const refused = definitions.filter(needsSharedVocabulary).map((d) => d.id)
+  if (refused.length === 0) return
+  throw new UserInputError(
+    `${refused.join(', ')} ${refused.length > 1 ? 'compare' : 'compares'} token ids across models, but the loaded ` +
+      `vocabularies differ (${mismatch}): ${crossVocabularyAdvice()}`
+  )
 }
 
 /** One method alone (chat, benches, tests): every key must be this method's. */

@@ -197,8 +197,24 @@ export function summarizeMethod(method: string, prompts: readonly PromptOutcome[
     timings,
     decisionDigest: decisionDigest(prompts),
     costs: measuredCosts(totals, allSteps),
-    theory: null
+    theory: null,
+    ...textKept(allSteps)
   }
+}
+
+/** Σ keptChars / Σ draftChars of the steps that record them (sd-uad's decision); nothing for other methods. */
+export function textKept(steps: readonly StepRecord[]): { textKept?: number | null } {
+  let drafted = 0
+  let kept = 0
+  let seen = false
+  for (const step of steps) {
+    const d = step.decision
+    if (typeof d?.draftChars !== 'number' || typeof d.keptChars !== 'number') continue
+    seen = true
+    drafted += d.draftChars
+    kept += d.keptChars
+  }
+  return seen ? { textKept: drafted > 0 ? kept / drafted : null } : {}
 }
 
 /** Per-call costs and per-family rates for the closed forms (theory/measured.ts). */

@@ -145,6 +145,11 @@ export const MethodSummary = z.object({
   /** Costs and rates the theory needs (null in reports written before issue 13). */
   costs: MeasuredCosts.nullable().default(null),
   /** The closed forms of the papers with this run's measured α, c, β beside what was measured (theory/measured.ts). */
-  theory: TheorySummary.nullable().default(null)
+  theory: TheorySummary.nullable().default(null),
+  /**
+   * String-level cross-tokenizer drafting (sd-uad): characters of draft text that ended up in the output / characters
+   * drafted, over every round (Σ decision.keptChars / Σ decision.draftChars); absent for other methods.
+   */
+  textKept: z.number().nullable().optional()
 })
 export type MethodSummary = z.infer<typeof MethodSummary>

@@ -13,6 +13,12 @@
  *   sorted by logit, so its first k entries are exactly what `includeTop: k` returns and the warped distribution
  *   is the same either way.
  * - Rollback is `eraseContextTokenRanges`. Sequences start with BOS (raw evaluation does not add it).
+ * - Vocabularies of a trio may differ in size by padding (model/vocabulary-check.ts). An id this model lacks — the
+ *   target's padded id fed to the draft, or a padded draft's proposal fed to the target for verification — would
+ *   make llama_decode fail ("invalid token"), so it is evaluated as the model's stand-in token (its unknown token,
+ *   else padding, else EOS, else 0) while the session's `tokens` keep the id as given. The stand-in only changes
+ *   what a drafter proposes next (any proposal is exact, since q is what the token was drawn from) or the target's
+ *   distributions after a token it rejects anyway (p = 0 for ids it lacks).
  */
 import os from 'node:os'
 import path from 'node:path'
@@ -29,9 +35,9 @@ import {
 } from 'node-llama-cpp'
 import { softmaxEntropy, type Distribution } from '../sampling/distribution'
 import { warp, type WarpConfig } from '../sampling/warp'
-import { UserInputError } from '../errors'
+import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
-import type { LanguageModel, ModelInfo, ModelSession, SessionOptions } from './types'
+import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
 
 export interface LlamaLoadOptions {
   threads?: number
@@ -85,6 +91,10 @@ export async function loadLlamaModel(file: string, options: LlamaLoadOptions = {
 export class LlamaCppModel implements LanguageModel {
   readonly info: ModelInfo
   private readonly vocabulary: readonly string[]
+  /** tokenizer.ggml.token_type per id (llama_token_type), empty when the file has none. */
+  private readonly tokenTypes: ArrayLike<number>
+  /** What an id beyond this vocabulary is evaluated as (see the file comment). */
+  private readonly standIn: number
 
   constructor(
     readonly model: LlamaModel,
@@ -94,7 +104,11 @@ export class LlamaCppModel implements LanguageModel {
     readonly fullVocabulary: boolean
   ) {
     const metadata = model.fileInfo.metadata
-    this.vocabulary = (metadata.tokenizer?.ggml?.tokens as string[] | undefined) ?? []
+    const tokenizer = metadata.tokenizer?.ggml
+    this.vocabulary = (tokenizer?.tokens as string[] | undefined) ?? []
+    this.tokenTypes = (tokenizer?.token_type as ArrayLike<number> | undefined) ?? []
+    const standIn = tokenizer?.unknown_token_id ?? tokenizer?.padding_token_id ?? model.tokens.eos ?? 0
+    this.standIn = standIn >= 0 && standIn < this.vocabulary.length ? standIn : 0
     this.info = {
       path: modelPath,
       name: metadata.general?.name ?? path.basename(modelPath),
@@ -102,6 +116,10 @@ export class LlamaCppModel implements LanguageModel {
       vocabularySize: this.vocabulary.length,
       bos: model.tokens.bos,
       eos: model.tokens.eos,
+      vocabularyType: model.vocabularyType,
+      tokenizerModel: typeof tokenizer?.model === 'string' ? tokenizer.model : null,
+      addBos: model.tokens.shouldPrependBosToken,
+      addEos: model.tokens.shouldAppendEosToken,
       parameters: (metadata.general as { parameter_count?: number } | undefined)?.parameter_count ?? null,
       quantization: fileTypeName(metadata.general?.file_type),
       sizeBytes
@@ -109,7 +127,40 @@ export class LlamaCppModel implements LanguageModel {
   }
 
   tokenize(text: string): number[] {
+    this.assertEncodable(text)
     return this.model.tokenize(text) as number[]
+  }
+
+  /** Throws UnencodableTextError for text this tokenizer would abort llama.cpp on (callers that tokenize LlamaText). */
+  assertEncodable(text: string): void {
+    const missing = this.unencodable(text)
+    if (missing.length > 0)
+      throw new UnencodableTextError(
+        `${this.info.path}: its tokenizer has no token for ${missing.map((c) => JSON.stringify(c)).join(', ')} and no byte ` +
+          'fallback (llama.cpp would abort on this text): remove those characters or use another model'
+      )
+  }
+
+  /** The SentencePiece pieces of this vocabulary, when it has no `<0xNN>` byte fallback; null otherwise. */
+  private spmPiecesWithoutBytes: Set<string> | null | undefined
+
+  /**
+   * Characters of `text` this tokenizer cannot encode. llama.cpp's SentencePiece tokenizer falls back to `<0xNN>`
+   * byte tokens for a character it has no piece for, and aborts when the vocabulary has none (tinystories-656k);
+   * a character that is a piece of its own is always safe, so those are required (conservative: a character that
+   * only occurs inside longer pieces is refused too). Other tokenizers (BPE: every byte is a token) pass.
+   */
+  private unencodable(text: string): string[] {
+    if (this.spmPiecesWithoutBytes === undefined) {
+      const spm = this.info.tokenizerModel === 'llama' || this.info.vocabularyType === 'spm'
+      const byteFallback = this.vocabulary.includes('<0x00>') && this.vocabulary.includes('<0xFF>')
+      this.spmPiecesWithoutBytes = spm && !byteFallback ? new Set(this.vocabulary) : null
+    }
+    const pieces = this.spmPiecesWithoutBytes
+    if (!pieces) return []
+    const missing = new Set<string>()
+    for (const char of text) if (!pieces.has(char === ' ' ? '\u2581' : char)) missing.add(char)
+    return [...missing]
   }
 
   detokenize(tokens: readonly number[]): string {
@@ -120,6 +171,10 @@ export class LlamaCppModel implements LanguageModel {
     return this.vocabulary[token] ?? ''
   }
 
+  tokenKind(token: number): TokenKind {
+    return tokenKindOf(this.tokenTypes[token], token, this.info)
+  }
+
   isEndOfGeneration(token: number): boolean {
     return this.model.isEogToken(token as Token)
   }
@@ -127,7 +182,12 @@ export class LlamaCppModel implements LanguageModel {
   async createSession(warpConfig: WarpConfig, options: SessionOptions = {}): Promise<ModelSession> {
     const fullEntropy = options.fullEntropy ?? false
     const logits = fullEntropy ? true : this.logitsRequest(warpConfig)
-    return new LlamaCppSession(this.context.getSequence(), warpConfig, logits, this.info.path, fullEntropy)
+    return new LlamaCppSession(this.context.getSequence(), warpConfig, logits, this.info.path, fullEntropy, (token) => this.evaluable(token))
+  }
+
+  /** `token` when this vocabulary has it, else the stand-in (an id of a larger, padded vocabulary of the trio). */
+  evaluable(token: number): number {
+    return Number.isInteger(token) && token >= 0 && token < this.info.vocabularySize ? token : this.standIn
   }
 
   sessionsLeft(): number {
@@ -138,26 +198,29 @@ export class LlamaCppModel implements LanguageModel {
     const sequence = this.context.getSequence()
     try {
       // Per position: the next token's raw logit, the max logit and Σ exp(logit − max), so
-      // log p(x) = logit_x − max − log Σ — exact over the whole vocabulary without transferring it.
+      // log p(x) = logit_x − max − log Σ — exact over the whole vocabulary without transferring it. An id this
+      // vocabulary lacks is evaluated as the stand-in and has log p = −∞.
+      const known = (token: number) => this.evaluable(token) === token
       const input: ControlledEvaluateInputItem[] = tokens.map((token, i) =>
         i + 1 < tokens.length
           ? [
-              token as Token,
+              this.evaluable(token) as Token,
               {
                 generateNext: {
-                  logits: { filter: { tokens: [tokens[i + 1] as Token], includeMax: true } },
+                  logits: { filter: { tokens: [this.evaluable(tokens[i + 1]) as Token], includeMax: true } },
                   totalLogitWeight: true
                 }
               }
             ]
-          : (token as Token)
+          : (this.evaluable(token) as Token)
       )
       const output = await sequence.controlledEvaluate(input)
       return tokens.slice(1).map((next, i) => {
         const { logits, totalLogitWeight } = output[i]?.next ?? {}
         if (!logits || totalLogitWeight === undefined) throw new Error(`node-llama-cpp returned no logits at position ${i}`)
         const maxLogit = Math.max(...logits.values())
-        const logProbability = (logits.get(next as Token) ?? -Infinity) - maxLogit - Math.log(totalLogitWeight)
+        const logit = known(next) ? logits.get(next as Token) ?? -Infinity : -Infinity
+        const logProbability = logit - maxLogit - Math.log(totalLogitWeight)
         if (Number.isNaN(logProbability)) throw unusableLogits(this.info.path, i, 'NaN logits')
         return logProbability
       })
@@ -189,7 +252,9 @@ class LlamaCppSession implements ModelSession {
     private readonly warpConfig: WarpConfig,
     private readonly logits: LogitsRequest,
     private readonly modelPath: string,
-    private readonly fullEntropy: boolean
+    private readonly fullEntropy: boolean,
+    /** The id llama.cpp evaluates for a token (a stand-in for ids beyond this model's vocabulary). */
+    private readonly evaluable: (token: number) => number
   ) {}
 
   get tokens(): readonly number[] {
@@ -203,9 +268,10 @@ class LlamaCppSession implements ModelSession {
   }
 
   async append(tokens: readonly number[], distributionsFrom: number): Promise<Distribution[]> {
-    const input: ControlledEvaluateInputItem[] = tokens.map((token, i) =>
-      i >= distributionsFrom ? [token as Token, { generateNext: { logits: this.logits } }] : (token as Token)
-    )
+    const input: ControlledEvaluateInputItem[] = tokens.map((given, i) => {
+      const token = this.evaluable(given) as Token
+      return i >= distributionsFrom ? [token, { generateNext: { logits: this.logits } }] : token
+    })
     const output = await this.sequence.controlledEvaluate(input)
     this.mirror.push(...tokens)
     const distributions: Distribution[] = []
@@ -270,6 +336,26 @@ class LlamaCppSession implements ModelSession {
 
   async dispose(): Promise<void> {
     this.sequence.dispose()
+  }
+}
+
+/** llama_token_type → TokenKind; a file without types: BOS / EOS are control, the rest normal. */
+function tokenKindOf(type: number | undefined, token: number, info: ModelInfo): TokenKind {
+  switch (type) {
+    case 2:
+      return 'unknown'
+    case 3:
+      return 'control'
+    case 4:
+      return 'user-defined'
+    case 5:
+      return 'unused'
+    case 6:
+      return 'byte'
+    case 1:
+      return 'normal'
+    default:
+      return token === info.bos || token === info.eos ? 'control' : 'normal'
   }
 }
 

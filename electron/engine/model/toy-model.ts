@@ -5,9 +5,12 @@
  */
 import { softmaxEntropy, type Distribution } from '../sampling/distribution'
 import { warp, type WarpConfig } from '../sampling/warp'
-import type { LanguageModel, ModelInfo, ModelSession, SessionOptions } from './types'
+import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
 
-/** Next-token logits for a context (BOS included). */
+/**
+ * Next-token logits for a context (BOS included), one per vocabulary entry. Ids of another model of the trio that
+ * this vocabulary lacks (padded vocabularies) reach it as the stand-in token, as llama-cpp-model.ts evaluates them.
+ */
 export type ToyLogits = (context: readonly number[]) => ArrayLike<number>
 
 export interface ToyModelOptions {
@@ -16,6 +19,16 @@ export interface ToyModelOptions {
   logits: ToyLogits
   bos?: number
   eos?: number | null
+  /** What an id beyond the vocabulary is evaluated as (default 0), like llama-cpp-model.ts's stand-in. */
+  standIn?: number
+  /**
+   * A tokenizer of its own (test/helpers/toy-tokenizers.ts: SentencePiece- and byte-level-style toys for the
+   * cross-vocabulary methods): GGUF's tokenizer.ggml.model it imitates, the kind of each entry, and text → ids.
+   * Absent: 'toy', every entry normal except BOS / EOS, one token per character.
+   */
+  tokenizerModel?: string
+  tokenKinds?: readonly TokenKind[]
+  tokenize?: (text: string) => number[]
 }
 
 export class ToyModel implements LanguageModel {
@@ -32,6 +45,10 @@ export class ToyModel implements LanguageModel {
       vocabularySize: options.vocabulary.length,
       bos: options.bos ?? 0,
       eos: options.eos ?? null,
+      vocabularyType: 'toy',
+      tokenizerModel: options.tokenizerModel ?? 'toy',
+      addBos: true,
+      addEos: false,
       parameters: null,
       quantization: null,
       sizeBytes: null
@@ -39,6 +56,7 @@ export class ToyModel implements LanguageModel {
   }
 
   tokenize(text: string): number[] {
+    if (this.options.tokenize) return this.options.tokenize(text)
     return [...text].map((ch) => {
       const id = this.options.vocabulary.indexOf(ch)
       if (id < 0) throw new Error(`toy vocabulary has no token for ${JSON.stringify(ch)}`)
@@ -54,13 +72,17 @@ export class ToyModel implements LanguageModel {
     return this.options.vocabulary[token] ?? ''
   }
 
+  tokenKind(token: number): TokenKind {
+    return this.options.tokenKinds?.[token] ?? (token === this.info.bos || token === this.info.eos ? 'control' : 'normal')
+  }
+
   isEndOfGeneration(token: number): boolean {
     return token === this.info.eos
   }
 
   /** The warped distribution after `context` — the reference the statistical tests compare against. */
   distribution(context: readonly number[], warpConfig: WarpConfig): Distribution {
-    const logits = this.options.logits(context)
+    const logits = this.logitsAfter(context)
     return warp(
       Int32Array.from({ length: logits.length }, (_, i) => i),
       logits,
@@ -70,15 +92,22 @@ export class ToyModel implements LanguageModel {
 
   /** H of the softmax of the raw logits after `context` over the whole vocabulary (temperature 1): `fullEntropy`. */
   fullEntropy(context: readonly number[]): number {
-    return softmaxEntropy(this.options.logits(context))
+    return softmaxEntropy(this.logitsAfter(context))
+  }
+
+  /** The raw logits after `context`, ids beyond the vocabulary evaluated as the stand-in. */
+  private logitsAfter(context: readonly number[]): ArrayLike<number> {
+    const size = this.options.vocabulary.length
+    const standIn = this.options.standIn ?? 0
+    return this.options.logits(context.every((t) => t < size) ? context : context.map((t) => (t >= 0 && t < size ? t : standIn)))
   }
 
   async logProbabilities(tokens: readonly number[]): Promise<number[]> {
     return tokens.slice(1).map((next, i) => {
-      const logits = Array.from(this.options.logits(tokens.slice(0, i + 1)))
+      const logits = Array.from(this.logitsAfter(tokens.slice(0, i + 1)))
       const maxLogit = Math.max(...logits)
       const logTotal = Math.log(logits.reduce((sum, l) => sum + Math.exp(l - maxLogit), 0))
-      return logits[next] - maxLogit - logTotal
+      return (logits[next] ?? -Infinity) - maxLogit - logTotal
     })
   }
 

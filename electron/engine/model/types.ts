@@ -17,6 +17,15 @@ export interface ModelInfo {
   vocabularySize: number
   bos: number | null
   eos: number | null
+  /**
+   * What the vocabulary check compares besides sizes, ids and texts (model/vocabulary-check.ts): llama.cpp's vocab
+   * type ('spm', 'bpe', …; toy models 'toy'), the GGUF's tokenizer.ggml.model, and whether the tokenizer adds BOS /
+   * EOS. Absent = unknown (compared as null).
+   */
+  vocabularyType?: string | null
+  tokenizerModel?: string | null
+  addBos?: boolean | null
+  addEos?: boolean | null
   /** Parameters when the file says so. */
   parameters: number | null
   quantization: string | null
@@ -40,6 +49,9 @@ export interface ModelSession {
   /**
    * Append `tokens` in one batched evaluation. Returns the warped next-token distribution after each appended
    * token with index ≥ `distributionsFrom` (so `tokens.length - distributionsFrom` distributions).
+   * Tokens may be ids of another model of the trio that this model's vocabulary lacks (vocabularies may differ in
+   * size by padding, model/vocabulary-check.ts): they are evaluated as a stand-in token and kept as given in
+   * `tokens`. What follows such a token only steers what a drafter proposes, never the output law.
    */
   append(tokens: readonly number[], distributionsFrom: number): Promise<Distribution[]>
   /** Keep the first `length` tokens of the cache, erase the rest. */
@@ -58,6 +70,9 @@ export interface ModelSession {
   dispose(): Promise<void>
 }
 
+/** llama.cpp's token types (llama_token_type: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte). */
+export type TokenKind = 'normal' | 'unknown' | 'control' | 'user-defined' | 'unused' | 'byte'
+
 export interface LanguageModel {
   readonly info: ModelInfo
   /** Text → tokens, without BOS. */
@@ -65,6 +80,12 @@ export interface LanguageModel {
   detokenize(tokens: readonly number[]): string
   /** The vocabulary's text for one token (used by the compatibility check). */
   tokenText(token: number): string
+  /**
+   * Optional: what kind of entry a token is (GGUF tokenizer.ggml.token_type). Cross-vocabulary methods map only
+   * text tokens (normal, byte, user-defined) between vocabularies (model/vocabulary-bytes.ts); absent = BOS / EOS are
+   * control tokens and every other id is normal.
+   */
+  tokenKind?(token: number): TokenKind
   /** True for end-of-generation tokens (EOS, EOT, ...). */
   isEndOfGeneration(token: number): boolean
   createSession(warp: WarpConfig, options?: SessionOptions): Promise<ModelSession>

@@ -27,14 +27,15 @@ export interface DraftedToken {
 }
 
 /**
- * Why drafting stopped, as the decoder saw it: the policy's own test (`shouldStop`), its cap (`draftLength()`), or
- * the engine (an end-of-generation token, or the --max-tokens budget cut the round short); null when nothing was
- * drafted (a target-only round). The decoder records it, so a policy keeps no state just to explain its stop.
+ * Why drafting stopped, as the decoder saw it: the policy's own test (`shouldStop`), its cap (`draftLength()`), the
+ * engine (an end-of-generation token, or the --max-tokens budget cut the round short), or a model-free drafter that
+ * had no more tokens to propose (its match ended: decoders/drafter.ts); null when nothing was drafted (a target-only
+ * round). The decoder records it, so a policy keeps no state just to explain its stop.
  */
-export type DraftStop = 'policy' | 'cap' | 'engine' | null
+export type DraftStop = 'policy' | 'cap' | 'engine' | 'drafter' | null
 
 /** The words step records have always used for a DraftStop (decision.reason). */
-export const STOP_REASONS = { policy: 'threshold', cap: 'cap', engine: 'eos' } as const
+export const STOP_REASONS = { policy: 'threshold', cap: 'cap', engine: 'eos', drafter: 'match-end' } as const
 
 export interface VerificationOutcome {
   stoppedBy: DraftStop

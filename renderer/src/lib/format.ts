@@ -57,7 +57,7 @@ export const STOP_REASON_LABELS: Record<string, string> = {
 export const stopReasonLabel = (reason: string): string => STOP_REASON_LABELS[reason] ?? reason
 
 export const PROVENANCE_LABELS = {
-  draft: 'accepted from the small draft (M_q1)',
+  draft: 'accepted from the small draft (M_q1), or from a lookup (pld, the n-gram methods, nlc-lookup)',
   mid: 'accepted from the mid draft (M_q2)',
   resampled: 'resampled by the target after a rejection',
   bonus: 'bonus token from the target (all drafts accepted)',

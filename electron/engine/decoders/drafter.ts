@@ -1,0 +1,126 @@
+/**
+ * The drafting step of the speculative decoder (decoders/speculative.ts) as a seam. A Drafter proposes x_1..x_k to
+ * follow the committed sequence, each with the law q_i it was drawn from; the decoder verifies them against the
+ * target in one batched call (sampling/verify.ts) whatever proposed them. The draft model is one drafter
+ * (`modelDrafter`, speculative.ts); model-free drafters (prompt lookup and llama.cpp's n-gram maps, engine/lookup/)
+ * look the tokens up in the prompt + output and plug in through `lookupDrafter`.
+ *
+ * Why a model-free proposal is lossless: a looked-up token is deterministic given the committed prefix (and, for
+ * llama.cpp's ngram-map, given earlier verdicts — never the coming draws), i.e. q = δ(x), a point mass. Verification
+ * accepts it with probability min(1, p(x)/q(x)) = p(x) and on rejection samples norm(max(0, p − δ_x)), which is p
+ * with x removed and renormalised; so the emitted token y has P(y = x) = p(x) and, for y ≠ x,
+ * P(y) = (1 − p(x))·p(y)/(1 − p(x)) = p(y): exactly the target's warped law. Greedy accepts iff x = argmax p and
+ * corrects with argmax p, so the text equals `ar`'s. This is what `verifyDraft` does when q is a one-token
+ * distribution — no separate verifier. (llama.cpp and Hugging Face verify a lookup draft by sample-and-match — draw
+ * y ~ p, keep x iff y = x — which has the same law.)
+ */
+import type { LanguageModel } from '../model/types'
+import type { DraftLengthPolicy, DraftStop } from '../policies/types'
+import type { Distribution } from '../sampling/distribution'
+import type { Prng } from '../sampling/prng'
+import { now } from './session-sync'
+import type { DecodeRequest, DecoderModels } from './types'
+
+/** Free-form facts about how a proposal was found (match length, where it matched …): the step record's decision. */
+export type ProposalFacts = Record<string, number | string | boolean | null>
+
+export interface Proposal {
+  tokens: number[]
+  /** q_i, the law x_i was drawn from and is verified against: the draft model's warped q, or δ(x_i). */
+  distributions: Distribution[]
+  /** H(q_i) in nats of the kind the policy asked for (0 for a point mass). */
+  entropies: number[]
+  /** Draft-model forward calls (0 for a model-free drafter) and the time drafting took. */
+  calls: number
+  ms: number
+  stoppedBy: DraftStop
+  /** Merged into the step record's decision (absent for the draft model: its records are unchanged). */
+  facts?: ProposalFacts
+}
+
+export interface DraftRound {
+  /** Prompt + committed output; its last token is the one just committed. */
+  sequence: readonly number[]
+  /** The policy's cap for this round and the cap after the --max-tokens budget (limit ≤ cap). */
+  cap: number
+  limit: number
+  greedy: boolean
+  rng: Prng
+}
+
+export interface DrafterSession {
+  propose(round: DraftRound): Promise<Proposal>
+  /** The verifier kept `accepted` leading tokens of the last non-empty proposal (llama.cpp common_speculative_accept). */
+  accepted?(accepted: number): void
+  dispose(): Promise<void>
+}
+
+export interface Drafter {
+  /** The stage the decoder's step records carry: 'sd' for the draft model, the method id for a model-free drafter. */
+  readonly stage: string
+  /** Opened once per prompt, after the target's session. */
+  open(models: DecoderModels, request: DecodeRequest, policy: DraftLengthPolicy): Promise<DrafterSession>
+}
+
+/** δ(x): the law of a deterministic proposal. */
+export function pointMass(token: number): Distribution {
+  return { ids: Int32Array.of(token), probs: Float64Array.of(1) }
+}
+
+/** What a model-free drafter found for one round. */
+export interface LookupResult {
+  /** The tokens proposed to follow the sequence ([] when nothing matched). */
+  tokens: number[]
+  facts: ProposalFacts
+}
+
+/** One prompt's model-free drafter state (a prompt lookup, an n-gram map). */
+export interface TokenLookup {
+  /** At most `limit` tokens to follow `sequence` (prompt + output, the last token just committed). */
+  propose(sequence: readonly number[], limit: number): LookupResult
+  /** How many of the last non-empty proposal the verifier accepted (llama.cpp's accepted-token statistics). */
+  accepted?(accepted: number): void
+}
+
+/**
+ * A model-free drafter: `start` makes the prompt's lookup state; each round the looked-up tokens are proposed as
+ * point masses, cut where the policy stops, at the cap, at the --max-tokens budget and after an end-of-generation
+ * token (as the draft model's drafts are). stoppedBy 'drafter' = the lookup had no more tokens to give.
+ */
+export function lookupDrafter(stage: string, start: (promptTokens: readonly number[], target: LanguageModel) => TokenLookup): Drafter {
+  return {
+    stage,
+    async open(models, request, policy) {
+      const target = models.target
+      const lookup = start(request.promptTokens, target)
+      return {
+        async propose({ sequence, cap, limit }) {
+          const started = now()
+          const found = lookup.propose(sequence, limit)
+          const proposal: Proposal = { tokens: [], distributions: [], entropies: [], calls: 0, ms: 0, stoppedBy: null, facts: found.facts }
+          for (const token of found.tokens) {
+            if (proposal.tokens.length >= limit) break
+            const distribution = pointMass(token)
+            proposal.tokens.push(token)
+            proposal.distributions.push(distribution)
+            proposal.entropies.push(0)
+            const position = proposal.tokens.length
+            proposal.stoppedBy = policy.shouldStop({ position, token, distribution, entropy: 0 })
+              ? 'policy'
+              : position >= cap
+                ? 'cap'
+                : position >= limit || target.isEndOfGeneration(token)
+                  ? 'engine'
+                  : null
+            if (proposal.stoppedBy !== null) break
+          }
+          if (proposal.tokens.length > 0 && proposal.stoppedBy === null) proposal.stoppedBy = 'drafter'
+          proposal.ms = now() - started
+          return proposal
+        },
+        accepted: (accepted) => lookup.accepted?.(accepted),
+        dispose: async () => {}
+      }
+    }
+  }
+}

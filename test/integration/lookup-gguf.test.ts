@@ -1,0 +1,91 @@
+/**
+ * Model-free drafting on a real GGUF target (node-llama-cpp, CPU, one thread): greedy `pld`, `ngram-simple`,
+ * `ngram-map-k`, `ngram-map-k4v` and `nlc-lookup` reproduce greedy `ar` (the near-tie rule of test/helpers/gguf.ts),
+ * with lookups really accepted. The prompts copy: a story opening, the target's own greedy continuation of it, then
+ * the opening again — the target then partly re-tells what it told, which is where lookups pay.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { autoregressive } from '../../electron/engine/decoders/autoregressive'
+import { prepare } from '../../electron/engine/methods/prepare'
+import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
+import { decode, makeRequest } from '../helpers/decode'
+import { describeWithModels, expectSameOrNearTie, GREEDY_64, modelPath } from '../helpers/gguf'
+
+const TARGET = 'family/stories-target5M-f32.gguf'
+const withModels = describeWithModels('test/integration/lookup-gguf.test.ts', [TARGET])
+
+const MAX_TOKENS = 64
+const OPENINGS = [
+  'Once upon a time, there was a little dog named Max.',
+  'Lily went to the park with her mom. She saw a big red ball',
+  'Tom had a toy car. One day, the car broke and Tom was sad.'
+]
+
+/** llama.cpp's n = 12 rarely recurs in 64 tokens of a 5M model: n = 3, m = 8 gives the maps something to find. */
+const METHODS: { id: string; params: Record<string, number> }[] = [
+  { id: 'pld', params: {} },
+  { id: 'ngram-simple', params: { 'ngramsimple.n': 3, 'ngramsimple.m': 8 } },
+  { id: 'ngram-map-k', params: { 'ngrammapk.n': 3, 'ngrammapk.m': 8 } },
+  { id: 'ngram-map-k4v', params: { 'ngrammapk4v.n': 3, 'ngrammapk4v.m': 8 } },
+  { id: 'nlc-lookup', params: {} },
+  // llama.cpp's defaults, for the equivalence alone.
+  { id: 'ngram-simple', params: {} },
+  { id: 'ngram-map-k', params: {} }
+]
+
+withModels('model-free drafting on GGUF (target5M)', () => {
+  let target: LlamaCppModel
+  const prompts: number[][] = []
+  const reference: number[][] = []
+
+  beforeAll(async () => {
+    target = await loadLlamaModel(modelPath(TARGET), { threads: 1, contextSize: 512 })
+    for (const opening of OPENINGS) {
+      const first = await decode(autoregressive, { target }, makeRequest({ promptTokens: [target.info.bos!, ...target.tokenize(opening)], maxTokens: 48, warp: GREEDY_64 }))
+      const promptTokens = [target.info.bos!, ...target.tokenize(`${opening} ${target.detokenize(first.tokens).trimStart()}\n${opening}`)]
+      prompts.push(promptTokens)
+      reference.push((await decode(autoregressive, { target }, makeRequest({ promptTokens, maxTokens: MAX_TOKENS, warp: GREEDY_64 }))).tokens)
+    }
+  })
+
+  afterAll(async () => {
+    await target?.dispose()
+  })
+
+  it.each(METHODS.map((m) => [m.id, JSON.stringify(m.params), m] as const))('greedy %s %s = greedy ar', async (id, _label, { params }) => {
+    let proposed = 0
+    let accepted = 0
+    let fromLookups = 0
+    const outcomes: string[] = []
+    for (const [i, promptTokens] of prompts.entries()) {
+      const result = await decode(prepare(id, { gamma: 5, params }).newRun()(), { target }, makeRequest({ promptTokens, maxTokens: MAX_TOKENS, warp: GREEDY_64 }))
+      outcomes.push(await expectSameOrNearTie(id, target, promptTokens, reference[i], result.tokens))
+      proposed += result.steps.reduce((n, s) => n + s.proposed, 0)
+      accepted += result.steps.reduce((n, s) => n + s.accepted, 0)
+      fromLookups += result.provenances.filter((p) => p === 'draft').length
+      expect(result.steps.every((s) => s.stage === id)).toBe(true)
+    }
+    console.log(`${id} ${JSON.stringify(params)}: ${proposed} proposed, ${accepted} accepted, ${fromLookups} output tokens from lookups, ${outcomes.join(' ')}`)
+    expect(outcomes.filter((o) => o === 'identical').length).toBeGreaterThanOrEqual(prompts.length - 1)
+    if (Object.keys(params).length > 0 || id === 'pld' || id === 'nlc-lookup') {
+      expect(accepted).toBeGreaterThan(10)
+      expect(fromLookups).toBeGreaterThan(10)
+    }
+  })
+
+  it("nlc-lookup gives its KV sequence back clean: afterwards every sequence of the target's context starts a session", async () => {
+    for (let run = 0; run < 5; run++)
+      await decode(prepare('nlc-lookup', { gamma: 5, params: {} }).newRun()(), { target }, makeRequest({ promptTokens: prompts[run % prompts.length], maxTokens: 32, warp: GREEDY_64 }))
+    // node-llama-cpp returns disposed sequence ids asynchronously.
+    const total = target.context.totalSequences
+    for (let wait = 0; wait < 100 && target.context.sequencesLeft < total; wait++) await new Promise((r) => setTimeout(r, 10))
+    expect(target.context.sequencesLeft).toBe(total)
+    const sessions = []
+    try {
+      for (let i = 0; i < total; i++) sessions.push(await target.createSession(GREEDY_64))
+      for (const session of sessions) expect((await session.append([target.info.bos!, target.tokenize(' the')[0]], 1)).length).toBe(1)
+    } finally {
+      for (const session of sessions) await session.dispose()
+    }
+  })
+})
