@@ -1,6 +1,7 @@
 /**
  * Model-free drafting on a real GGUF target (node-llama-cpp, CPU, one thread): greedy `pld`, `ngram-simple`,
- * `ngram-map-k`, `ngram-map-k4v` and `nlc-lookup` reproduce greedy `ar` (the near-tie rule of test/helpers/gguf.ts),
+ * `ngram-map-k`, `ngram-map-k4v`, `ngram-mod`, `nlc-lookup` and the hybrid `sd+ngram` (with the stories260K draft)
+ * reproduce greedy `ar` (the near-tie rule of test/helpers/gguf.ts),
  * with lookups really accepted. The prompts copy: a story opening, the target's own greedy continuation of it, then
  * the opening again — the target then partly re-tells what it told, which is where lookups pay.
  */
@@ -12,7 +13,8 @@ import { decode, makeRequest } from '../helpers/decode'
 import { describeWithModels, expectSameOrNearTie, GREEDY_64, modelPath } from '../helpers/gguf'
 
 const TARGET = 'family/stories-target5M-f32.gguf'
-const withModels = describeWithModels('test/integration/lookup-gguf.test.ts', [TARGET])
+const DRAFT = 'stories260K-f32.gguf'
+const withModels = describeWithModels('test/integration/lookup-gguf.test.ts', [TARGET, DRAFT])
 
 const MAX_TOKENS = 64
 const OPENINGS = [
@@ -27,19 +29,23 @@ const METHODS: { id: string; params: Record<string, number> }[] = [
   { id: 'ngram-simple', params: { 'ngramsimple.n': 3, 'ngramsimple.m': 8 } },
   { id: 'ngram-map-k', params: { 'ngrammapk.n': 3, 'ngrammapk.m': 8 } },
   { id: 'ngram-map-k4v', params: { 'ngrammapk4v.n': 3, 'ngrammapk4v.m': 8 } },
+  { id: 'ngram-mod', params: { 'ngrammod.n': 3, 'ngrammod.nMin': 1, 'ngrammod.nMax': 8 } },
   { id: 'nlc-lookup', params: {} },
   // llama.cpp's defaults, for the equivalence alone.
   { id: 'ngram-simple', params: {} },
-  { id: 'ngram-map-k', params: {} }
+  { id: 'ngram-map-k', params: {} },
+  { id: 'ngram-mod', params: {} }
 ]
 
 withModels('model-free drafting on GGUF (target5M)', () => {
   let target: LlamaCppModel
+  let draft: LlamaCppModel
   const prompts: number[][] = []
   const reference: number[][] = []
 
   beforeAll(async () => {
     target = await loadLlamaModel(modelPath(TARGET), { threads: 1, contextSize: 512 })
+    draft = await loadLlamaModel(modelPath(DRAFT), { threads: 1, contextSize: 512 })
     for (const opening of OPENINGS) {
       const first = await decode(autoregressive, { target }, makeRequest({ promptTokens: [target.info.bos!, ...target.tokenize(opening)], maxTokens: 48, warp: GREEDY_64 }))
       const promptTokens = [target.info.bos!, ...target.tokenize(`${opening} ${target.detokenize(first.tokens).trimStart()}\n${opening}`)]
@@ -50,6 +56,7 @@ withModels('model-free drafting on GGUF (target5M)', () => {
 
   afterAll(async () => {
     await target?.dispose()
+    await draft?.dispose()
   })
 
   it.each(METHODS.map((m) => [m.id, JSON.stringify(m.params), m] as const))('greedy %s %s = greedy ar', async (id, _label, { params }) => {
@@ -71,6 +78,29 @@ withModels('model-free drafting on GGUF (target5M)', () => {
       expect(accepted).toBeGreaterThan(10)
       expect(fromLookups).toBeGreaterThan(10)
     }
+  })
+
+  it.each([
+    ['n = 3, m = 8', { 'sdngram.n': 3, 'sdngram.m': 8 }],
+    ["llama.cpp's defaults", {}]
+  ] as const)('greedy sd+ngram (%s) = greedy ar, rounds drafted by the n-gram and by the draft model', async (label, params) => {
+    const rounds: Record<string, number> = {}
+    const outcomes: string[] = []
+    let accepted = 0
+    for (const [i, promptTokens] of prompts.entries()) {
+      const result = await decode(prepare('sd+ngram', { gamma: 5, params }).newRun()(), { target, draft }, makeRequest({ promptTokens, maxTokens: MAX_TOKENS, warp: GREEDY_64 }))
+      outcomes.push(await expectSameOrNearTie('sd+ngram', target, promptTokens, reference[i], result.tokens))
+      for (const step of result.steps) {
+        expect(step.stage).toBe('sd+ngram')
+        const source = String((step.decision as Record<string, unknown>).source)
+        rounds[source] = (rounds[source] ?? 0) + 1
+        accepted += step.accepted
+      }
+    }
+    console.log(`sd+ngram ${label}: rounds by source ${JSON.stringify(rounds)}, ${accepted} accepted, ${outcomes.join(' ')}`)
+    expect(outcomes.filter((o) => o === 'identical').length).toBeGreaterThanOrEqual(prompts.length - 1)
+    expect(rounds.draft).toBeGreaterThan(0)
+    if (Object.keys(params).length > 0) expect(rounds.ngram).toBeGreaterThan(0)
   })
 
   it("nlc-lookup gives its KV sequence back clean: afterwards every sequence of the target's context starts a session", async () => {

@@ -59,7 +59,8 @@ const METHODS: { method: string; gamma: number; params: MethodParams }[] = [
   { method: 'beam', gamma: 1, params: { 'beam.width': 3 } },
   { method: 'dsbd', gamma: 3, params: { 'dsbd.ws': 3 } },
   { method: 'dsbd-1beam', gamma: 3, params: { 'dsbd.ws': 3 } },
-  { method: 'nlc-draft', gamma: 4, params: {} }
+  { method: 'nlc-draft', gamma: 4, params: {} },
+  { method: 'sd+ngram', gamma: 4, params: { 'sdngram.n': 3, 'sdngram.m': 8 } }
 ]
 
 withModels('padded vocabularies (512 → 600 tokens) on the stories family: every method = greedy ar', () => {

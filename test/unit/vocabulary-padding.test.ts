@@ -320,7 +320,8 @@ const GREEDY_METHODS: { method: string; params: MethodParams }[] = [
   { method: 'hier-chen', params: { 'chen.residual': true } },
   { method: 'beam', params: { 'beam.width': 1 } },
   { method: 'dsbd', params: {} },
-  { method: 'dsbd-1beam', params: {} }
+  { method: 'dsbd-1beam', params: {} },
+  { method: 'sd+ngram', params: { 'sdngram.n': 1, 'sdngram.m': 3 } }
 ]
 
 describe('greedy methods reproduce ar with padded vocabularies (toy models)', () => {

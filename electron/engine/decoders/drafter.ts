@@ -3,7 +3,8 @@
  * follow the committed sequence, each with the law q_i it was drawn from; the decoder verifies them against the
  * target in one batched call (sampling/verify.ts) whatever proposed them. The draft model is one drafter
  * (`modelDrafter`, speculative.ts); model-free drafters (prompt lookup and llama.cpp's n-gram maps, engine/lookup/)
- * look the tokens up in the prompt + output and plug in through `lookupDrafter`.
+ * look the tokens up in the prompt + output and plug in through `lookupDrafter`; `chainDrafter` asks several in
+ * priority order as llama.cpp chains speculative types (`sd+ngram`: ngram-simple, else the draft model).
  *
  * Why a model-free proposal is lossless: a looked-up token is deterministic given the committed prefix (and, for
  * llama.cpp's ngram-map, given earlier verdicts — never the coming draws), i.e. q = δ(x), a point mass. Verification
@@ -56,7 +57,7 @@ export interface DrafterSession {
 }
 
 export interface Drafter {
-  /** The stage the decoder's step records carry: 'sd' for the draft model, the method id for a model-free drafter. */
+  /** The stage the decoder's step records carry: 'sd' for the draft model, the method id for a model-free or chained drafter. */
   readonly stage: string
   /** Opened once per prompt, after the target's session. */
   open(models: DecoderModels, request: DecodeRequest, policy: DraftLengthPolicy): Promise<DrafterSession>
@@ -120,6 +121,63 @@ export function lookupDrafter(stage: string, start: (promptTokens: readonly numb
         },
         accepted: (accepted) => lookup.accepted?.(accepted),
         dispose: async () => {}
+      }
+    }
+  }
+}
+
+/** One link of a chained drafter: the name its rounds are recorded under (`decision.source`) and the drafter. */
+export interface ChainLink {
+  source: string
+  drafter: Drafter
+}
+
+/**
+ * Drafters chained as llama.cpp chains speculative types (common/speculative.cpp: `common_speculative_init` lists the
+ * enabled types in priority order — the n-gram types before `draft-simple` — and `common_speculative_draft` asks them
+ * in that order, the first non-empty draft wins and `impl_last` remembers who made it; `common_speculative_accept`
+ * tells only that one the verdict). Each round the links are asked in order and the first non-empty proposal is the
+ * round's, with `decision.source` naming its link and the facts of every link asked; the verifier's verdict goes
+ * to that link alone. One round, one source: its q (δ(x) for a lookup, the draft's warped q for the model) is the
+ * law its tokens were drawn from, so the sd verifier stays exact. All links get the same cap (llama.cpp truncates
+ * whichever draft won to the one dp.n_max).
+ */
+export function chainDrafter(stage: string, links: readonly ChainLink[]): Drafter {
+  if (links.length === 0) throw new RangeError('chainDrafter: no drafter to chain')
+  return {
+    stage,
+    async open(models, request, policy) {
+      const sessions: DrafterSession[] = []
+      try {
+        for (const link of links) sessions.push(await link.drafter.open(models, request, policy))
+      } catch (error) {
+        for (const session of sessions) await session.dispose()
+        throw error
+      }
+      let last: DrafterSession | null = null
+      return {
+        async propose(round) {
+          last = null
+          const facts: ProposalFacts = {}
+          let ms = 0
+          let proposal: Proposal | null = null
+          for (const [i, session] of sessions.entries()) {
+            proposal = await session.propose(round)
+            ms += proposal.ms
+            Object.assign(facts, proposal.facts)
+            if (proposal.tokens.length > 0) {
+              last = session
+              facts.source = links[i].source
+              break
+            }
+          }
+          if (last === null) facts.source = null
+          return { ...proposal!, ms, facts }
+        },
+        accepted: (accepted) => last?.accepted?.(accepted),
+        async dispose() {
+          for (const session of sessions) await session.dispose()
+        }
       }
     }
   }

@@ -22,13 +22,14 @@ import { chenDecoder } from '../decoders/hierarchical-chen'
 import { hsddwDecoder } from '../decoders/hsddw'
 import { nlcDraftDecoder } from '../decoders/nlc-draft'
 import { nlcLookupDecoder } from '../decoders/nlc-lookup'
-import { lookupDrafter, type TokenLookup } from '../decoders/drafter'
+import { chainDrafter, lookupDrafter, type TokenLookup } from '../decoders/drafter'
 import { ngramMapState, ngramSimpleState } from '../lookup/ngram-map'
+import { NgramModRun } from '../lookup/ngram-mod'
 import { promptLookupState } from '../lookup/prompt-lookup'
 import { preVerifyDecoder } from '../decoders/pre-verify'
 import { sdTliDecoder } from '../decoders/sd-tli'
 import { DEFAULT_LOOKBEHIND, sdUadDecoder } from '../decoders/sd-uad'
-import { speculativeDecoder } from '../decoders/speculative'
+import { modelDrafter, speculativeDecoder } from '../decoders/speculative'
 import type { Decoder } from '../decoders/types'
 import type { MethodId } from './ids'
 import { flag, integer, real, type ParamSpecs, type ResolvedOf } from './param-spec'
@@ -85,9 +86,12 @@ function method<P extends ParamSpecs>(definition: MethodDefinition<P>): MethodDe
 }
 
 /** A two-model speculative method whose draft length comes from a policy made once per run. */
-const withPolicy = (makePolicy: () => DraftLengthPolicy): (() => Decoder) => {
+const withPolicy = (
+  makePolicy: () => DraftLengthPolicy,
+  decoder: (policy: DraftLengthPolicy) => Decoder = (policy) => speculativeDecoder(policy)
+): (() => Decoder) => {
   const policy = makePolicy()
-  return () => speculativeDecoder(policy)
+  return () => decoder(policy)
 }
 
 const DRAFT = { draft: true, mid: false }
@@ -579,6 +583,67 @@ const METHODS: readonly MethodDefinition[] = [
     namespace: 'ngrammapk4v',
     params: NGRAM_MAP_K4V_PARAMS,
     newRun: ({ params }) => lookupMethod('ngram-map-k4v', params.m, (promptTokens) => ngramMapState({ ...params, keyOnly: false }, promptTokens))
+  }),
+  method({
+    id: 'ngram-mod',
+    family: 'lookup',
+    summary: "llama.cpp's ngram-mod: a rolling-hash pool of n-grams shared across the run's prompts, variable-length chains",
+    description:
+      "llama.cpp's `ngram-mod` (common/ngram-mod.cpp `common_ngram_mod`, PR #19164, driven by common/speculative.cpp " +
+      '`common_speculative_impl_ngram_mod`), no draft model: a pool of 2^22 entries maps the hash of every n-gram seen ' +
+      '(`ngrammod.n` tokens, 64-bit LCG hash mod the pool size) to the token that last followed it (collisions ' +
+      'overwrite). Each round the last n tokens are looked up and the drafted token extends the window, a chain of up ' +
+      'to `ngrammod.nMax` tokens; a miss ends it, and a chain shorter than `ngrammod.nMin` is no draft (variable draft ' +
+      'length). New n-grams are added in chunks of more than 32 tokens; the pool is emptied when a prompt fills it ' +
+      'past 25% and after 5 drafts in a row with acceptance below 25%. The pool is SHARED ACROSS THE PROMPTS OF A RUN ' +
+      "(llama-server shares one pool across all its slots): a later prompt drafts from earlier prompts' text; a new run " +
+      "starts empty. llama.cpp's defaults (n = 24, nMin = 48, nMax = 64) draft only long verbatim repeats; no draft " +
+      `before the first sampled token; the cap is nMax, not \`--gamma\`. Each round records the chain length and the pool's occupancy. ${POINT_MASS}`,
+    needs: TARGET_ONLY,
+    lossless: true,
+    gamma: null,
+    namespace: 'ngrammod',
+    params: {
+      n: integer(24, { min: 1, max: 1024 }, { help: 'n-gram length hashed into the pool (the lookup key)', symbol: 'n_match', source: 'llama.cpp common/common.h common_params_speculative_ngram_mod; --spec-ngram-mod-n-match' }),
+      nMax: integer(64, { min: 1, max: 1024 }, { help: 'the longest chain drafted (the draft cap)', symbol: 'n_max', source: 'llama.cpp common_params_speculative_ngram_mod; --spec-ngram-mod-n-max' }),
+      nMin: integer(48, { min: 0, max: 1024 }, { help: 'a shorter chain is not drafted', symbol: 'n_min', source: 'llama.cpp common_params_speculative_ngram_mod; --spec-ngram-mod-n-min' })
+    },
+    check: ({ params }) => (params.nMin > params.nMax ? `ngrammod.nMin must be at most ngrammod.nMax (${params.nMax}), got ${params.nMin}` : null),
+    newRun: ({ params }) => {
+      const run = new NgramModRun(params)
+      return lookupMethod('ngram-mod', params.nMax, (promptTokens) => run.start(promptTokens))
+    }
+  }),
+  method({
+    id: 'sd+ngram',
+    family: 'speculative',
+    summary: "hybrid: llama.cpp's ngram-simple drafts when its key matches, otherwise the draft model (γ tokens)",
+    description:
+      "hybrid drafting as llama.cpp chains speculative types (`--spec-type ngram-simple,draft-simple`; " +
+      'common/speculative.cpp `common_speculative_init` lists the n-gram types before the draft model, ' +
+      '`common_speculative_draft` takes the first non-empty draft and `common_speculative_accept` reports the verdict ' +
+      "to that type only): each round llama.cpp's `ngram-simple` (as the `ngram-simple` method: key = the last " +
+      '`sdngram.n` tokens, up to `sdngram.m` tokens after its latest earlier occurrence, no lookup before the first ' +
+      'sampled token) proposes when it matches, otherwise the draft model drafts; either draft is cut at `--gamma` ' +
+      "(llama.cpp's one dp.n_max). `decision.source` says which drafted the round (`ngram` or `draft`). Lossless: a " +
+      'round has one source, so its tokens are verified against the law they came from — δ(x) for looked-up tokens ' +
+      "(accept with p(x), correct from norm(max(0, p − δ))), the draft's warped q for model tokens (`sd`'s min(1, p/q)); " +
+      "greedy equals `ar`. The n-gram defaults are llama.cpp's (12, 48: nothing matches before the history passes 61 tokens)",
+    needs: DRAFT,
+    lossless: true,
+    gamma: 'the draft length of either source (model tokens drafted; n-gram drafts cut there)',
+    namespace: 'sdngram',
+    params: ngramSize('ngram-simple'),
+    newRun: ({ gamma, params }) =>
+      withPolicy(() => fixedLengthPolicy(gamma), (policy) =>
+        speculativeDecoder(
+          policy,
+          chainDrafter('sd+ngram', [
+            { source: 'ngram', drafter: lookupDrafter('ngram-simple', (promptTokens) => ngramSimpleState(params, promptTokens.length)) },
+            { source: 'draft', drafter: modelDrafter }
+          ])
+        )
+      )
   }),
   method({
     id: 'nlc-lookup',

@@ -23,6 +23,8 @@ export const METHOD_IDS = [
   'ngram-simple',
   'ngram-map-k',
   'ngram-map-k4v',
+  'ngram-mod',
+  'sd+ngram',
   'nlc-lookup',
   'sd-tli',
   'sd-uad'
