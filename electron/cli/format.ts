@@ -2,7 +2,7 @@
 import path from 'node:path'
 import type { IntervalSummary, MethodSummary, RunConfig, RunSummary } from '../api/contract'
 import { TIMED_METRICS, type DiffMetric, type RunDiff, type TimedDifference, type TimedMetric } from '../api/run-diff'
-import { tokensPerSecond } from '../engine/metrics/fold'
+import { cellsOf, timingCells, type PromptOutcome } from '../engine/metrics/fold'
 import { median } from '../engine/stats/bootstrap'
 
 /** Integers as they are, other numbers with `digits` decimals; missing, NaN and ±Infinity as "–". */
@@ -88,24 +88,28 @@ export type RepeatTimings = ReadonlyMap<number, readonly { repeat: number; wallM
  * would have to bootstrap for every listed run); null without a finished ar or without another method.
  */
 export function bestSpeedup(results: readonly ResultTiming[], repeats: RepeatTimings = new Map()): { method: string; speedup: number } | null {
-  const cells = new Map<string, Map<string, number>>() // method → "prompt/repeat" → tokens/s
-  const positions = new Map<string, number>()
+  // Each finished result as the fold sees a prompt, so the pairing with ar is the fold's own (metrics/fold.ts).
+  const outcomes = new Map<string, PromptOutcome[]>()
   for (const r of results) {
     if (r.status !== 'done') continue
-    const position = positions.get(r.method) ?? 0
-    positions.set(r.method, position + 1)
-    const prompt = r.promptIndex ?? position
     const timed = (r.id !== undefined ? repeats.get(r.id) : undefined) ?? [{ repeat: 0, wallMs: r.wallMs ?? 0, outputCount: r.outputCount }]
-    const byCell = cells.get(r.method) ?? new Map<string, number>()
-    for (const t of timed) byCell.set(`${prompt}/${t.repeat}`, tokensPerSecond(t.outputCount, t.wallMs))
-    cells.set(r.method, byCell)
+    const list = outcomes.get(r.method) ?? []
+    list.push({
+      promptIndex: r.promptIndex,
+      outputText: '',
+      outputTokens: r.outputCount,
+      wallMs: r.wallMs ?? 0,
+      steps: [],
+      repeats: timed.map((t) => ({ repeat: t.repeat, wallMs: t.wallMs, outputTokens: t.outputCount }))
+    })
+    outcomes.set(r.method, list)
   }
-  const ar = cells.get('ar')
+  const ar = outcomes.get('ar')
   if (!ar) return null
   let best: { method: string; speedup: number } | null = null
-  for (const [method, byCell] of cells) {
+  for (const [method, prompts] of outcomes) {
     if (method === 'ar') continue
-    const ratios = [...byCell].flatMap(([key, tps]) => ((ar.get(key) ?? 0) > 0 ? [tps / ar.get(key)!] : []))
+    const ratios = cellsOf(timingCells(prompts, ar), 'speedup').map((c) => c.value)
     if (ratios.length === 0) continue
     const speedup = median(ratios)
     if (best === null || speedup > best.speedup) best = { method, speedup }

@@ -9,8 +9,8 @@ import type { DecoderModels } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
 import { DEFAULT_REPEATS } from '../engine/methods/limits'
 import { prepare } from '../engine/methods/prepare'
-import { tokensPerSecond } from '../engine/metrics/fold'
-import { medianInterval, type Cell } from '../engine/stats/bootstrap'
+import { cellsOf, timingCells, type PromptOutcome, type RepeatTiming } from '../engine/metrics/fold'
+import { medianInterval } from '../engine/stats/bootstrap'
 import { runInterleaved } from '../experiments/runner'
 
 export async function measureBaseline(
@@ -22,7 +22,7 @@ export async function measureBaseline(
   const { settings } = reply
   const method = prepare(settings.method, { gamma: settings.gamma, params: settings.params })
   const ar = prepare('ar', { gamma: settings.gamma, params: {} })
-  const cells = new Map<string, Cell[]>([
+  const timed = new Map<string, RepeatTiming[]>([
     ['ar', []],
     ['method', []]
   ])
@@ -43,16 +43,16 @@ export async function measureBaseline(
       cell: async ({ label }, { repeat }, decode) => {
         const started = performance.now()
         const outcome = await decode(() => {}, { tokens: [], provenance: '', stopReason: 'max-tokens' })
-        cells.get(label)!.push({ prompt: 0, repeat, value: tokensPerSecond(outcome.tokens.length, performance.now() - started) })
+        timed.get(label)!.push({ repeat, wallMs: performance.now() - started, outputTokens: outcome.tokens.length })
       }
     }
   )
-  const arCells = cells.get('ar')!
-  const methodCells = cells.get('method')!
-  const speedups = methodCells.flatMap((c) => {
-    const base = arCells.find((a) => a.repeat === c.repeat)?.value ?? 0
-    return base > 0 ? [{ ...c, value: c.value / base }] : []
-  })
+  // The fold's own pairing (metrics/fold.ts): each repeat's tokens/s over ar's of the same repeat.
+  const outcome = (label: string): PromptOutcome => ({ promptIndex: 0, outputText: '', outputTokens: 0, wallMs: 0, steps: [], repeats: timed.get(label)! })
+  const arCells = cellsOf(timingCells([outcome('ar')], null), 'tokensPerSecond')
+  const methodTimings = timingCells([outcome('method')], [outcome('ar')])
+  const methodCells = cellsOf(methodTimings, 'tokensPerSecond')
+  const speedups = cellsOf(methodTimings, 'speedup')
   if (speedups.length === 0) throw new UserInputError('the baseline produced no tokens to time (the prompt ends the generation at once)')
   return {
     repeats,

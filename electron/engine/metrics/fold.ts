@@ -104,7 +104,7 @@ const repeatsOf = (p: PromptOutcome): readonly RepeatTiming[] => p.repeats ?? [{
 const promptOf = (p: PromptOutcome, position: number): number => p.promptIndex ?? position
 
 /** Every timed decode with its tokens/s, and its speedup over `ar`'s decode of the same prompt and repeat. */
-function timingCells(prompts: readonly PromptOutcome[], baseline: readonly PromptOutcome[] | null): TimingCell[] {
+export function timingCells(prompts: readonly PromptOutcome[], baseline: readonly PromptOutcome[] | null): TimingCell[] {
   const cellsOf = (outcomes: readonly PromptOutcome[]) =>
     outcomes.flatMap((p, i) =>
       repeatsOf(p).map((r) => ({ prompt: promptOf(p, i), repeat: r.repeat, wallMs: r.wallMs, tokens: r.outputTokens, tokensPerSecond: tokensPerSecond(r.outputTokens, r.wallMs) }))
