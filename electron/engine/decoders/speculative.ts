@@ -98,7 +98,6 @@ export const modelDrafter: Drafter = {
 
 export function speculativeDecoder(policy: DraftLengthPolicy, drafter: Drafter = modelDrafter) {
   return async function* speculative(models: DecoderModels, request: DecodeRequest): AsyncGenerator<DecodeEvent> {
-    if (drafter === modelDrafter && !models.draft) throw new Error('speculative decoding needs a draft model')
     const target = await models.target.createSession(request.warp)
     let drafts: DrafterSession
     try {
