@@ -149,7 +149,7 @@ const Text = (max: number) => z.string().max(max)
 const ParamsRecord = z.record(z.string().min(1).max(100), ParamValue)
 const Seed = z.number().int().min(0).max(2 ** 32 - 1)
 
-export const PROVENANCES = ['draft', 'mid', 'resampled', 'bonus', 'target'] as const
+export const PROVENANCES = ['draft', 'ngram', 'branch', 'mid', 'resampled', 'bonus', 'target'] as const
 export const ProvenanceName = z.enum(PROVENANCES)
 
 export const VIEWS = ['chat', 'workbench', 'runs', 'diff', 'models'] as const

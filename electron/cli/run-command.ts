@@ -129,7 +129,7 @@ export function runCommand(): Command {
     .option('--methods <ids>', `comma-separated method ids (${METHOD_IDS.join(', ')})`, 'ar,sd')
     .option('--name <text>', 'a name for the run, shown by runs and in the app (notes can be added in the app)')
     .option('--prompts <file>', 'JSONL prompts: turns (MT-Bench/Spec-Bench), question (GSM8K), prompt (HumanEval) or text')
-    .option('--dataset <id>', 'built-in prompt set: stories, chat, code, math, mixed (default stories)')
+    .option('--dataset <id>', 'built-in prompt set: stories, chat, code, math, mixed, copy (default stories)')
     .option('--limit <n>', 'use the first N prompts', LIMITS.prompts)
     .option('--max-tokens <n>', 'tokens to generate per prompt', LIMITS.maxTokens, 128)
     .option('--temperature <t>', 'sampling temperature; 0 = greedy (argmax verify/correct)', parseNumber, 1)

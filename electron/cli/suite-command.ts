@@ -55,7 +55,7 @@ export function suiteCommand(): Command {
     .option('--target <file>', "target M_p (default: the suite's file in $SPECLAB_MODELS, see below)")
     .option('--mid <file>', 'mid draft M_q2 (default: $SPECLAB_MODELS/family/stories-mid1M-f32.gguf)')
     .option('--draft <file>', 'small draft M_q1 (default: $SPECLAB_MODELS/stories260K-f32.gguf)')
-    .option('--dataset <id>', "built-in prompt set replacing the suite's datasets: stories, chat, code, math, mixed")
+    .option('--dataset <id>', "built-in prompt set replacing the suite's datasets: stories, chat, code, math, mixed, copy")
     .option('--prompts <file>', "JSONL prompts replacing the suite's datasets (turns, question, prompt or text per line)")
     .option('--limit <n>', 'prompts per dataset', LIMITS.prompts)
     .option('--max-tokens <n>', 'tokens per prompt (cells that sweep the generation length keep theirs)', LIMITS.maxTokens)

@@ -450,7 +450,94 @@ const dsbd: SuiteDefinition = {
   estimate: { full: '~25 min', quick: '~10 s' }
 }
 
-export const SUITES: readonly SuiteDefinition[] = [smoke, hsddwAblation, svip, adaptiveWindow, hierarchyTheory, dsbd]
+// ─── model-free ─────────────────────────────────────────────────────────────────────────────────────────────────
+/** The tree methods of the suite: sd-tree (draft-model branches) and sd-tree+ngram (an n-gram chain beside them). */
+export const MODEL_FREE_ADDED_METHODS: readonly MethodId[] = ['sd-tree', 'sd-tree+ngram']
+
+/** Every method at its defaults: ar (the baseline), sd (the draft-model reference), the lookups, the hybrid. */
+export const MODEL_FREE_METHODS: readonly MethodId[] = [
+  'ar',
+  'sd',
+  'pld',
+  'ngram-simple',
+  'ngram-map-k',
+  'ngram-map-k4v',
+  'ngram-mod',
+  'nlc-lookup',
+  'sd+ngram',
+  ...MODEL_FREE_ADDED_METHODS
+]
+
+/**
+ * The short-keys cell: llama.cpp's defaults (key n = 12, draft cap m = 48; ngram-mod n = 24, nMin = 48) draft only
+ * after a 12- or 24-token verbatim repeat, which the stories models rarely write in 128 tokens, so the n-gram methods
+ * run again with n = 3 (ngram-mod n = 4 and chains from 2 tokens) and the cap m = 8: measured on `copy` (target5M-f32,
+ * 128 tokens, greedy), n = 3 with m = 48 drafts long wrong continuations a CPU verification pays for — acceptance
+ * 0.06–0.14 and 0.40–0.57× — against 0.23–0.43 and 0.80–0.85× with m = 8.
+ */
+export const MODEL_FREE_SHORT_KEYS = {
+  'ngramsimple.n': 3,
+  'ngramsimple.m': 8,
+  'ngrammapk.n': 3,
+  'ngrammapk.m': 8,
+  'ngrammapk4v.n': 3,
+  'ngrammapk4v.m': 8,
+  'ngrammod.n': 4,
+  'ngrammod.nMin': 2,
+  'ngrammod.nMax': 8,
+  'sdngram.n': 3,
+  'sdngram.m': 8
+} as const satisfies Record<string, ParamValue>
+const MODEL_FREE_SHORT_KEY_METHODS: MethodId[] = ['ar', 'ngram-simple', 'ngram-map-k', 'ngram-map-k4v', 'ngram-mod', 'sd+ngram']
+
+const modelFree: SuiteDefinition = {
+  id: 'model-free',
+  name: 'Model-free drafting (prompt lookup, n-grams) per task',
+  description:
+    'Where the output may copy the input: ar, sd (stories260K, γ = 5), pld, ngram-simple, ngram-map-k, ngram-map-k4v, ' +
+    'ngram-mod, nlc-lookup, sd+ngram, sd-tree and sd-tree+ngram (depth γ, 4 paths, p_split 0.1) on the built-in copy set (summarise / rewrite / extract / code-edit) and on ' +
+    "Spec-Bench (2 prompts per category, MT-Bench's 8 as one column), greedy → acceptance, mean accepted length, " +
+    'tokens/s and speedup over ar per method and category, and which method wins where. Settings: every method at ' +
+    "its defaults (llama.cpp's n = 12, m = 48 and ngram-mod's n = 24, nMin = 48, which draft only after a long verbatim " +
+    "repeat, so little on short prompts; HF's pld n ≤ 2, k = γ; node-llama-cpp's lookup), and the n-gram methods again " +
+    'with short keys, n = 3 and cap m = 8 (ngram-mod n = 4, nMin = 2, nMax = 8), where they draft at all — a cap of 48 ' +
+    'with n = 3 drafts long wrong runs that a CPU verification pays for.',
+  preset: { methods: [...MODEL_FREE_METHODS], dataset: 'copy', limit: 4, maxTokens: 128, temperature: 0, topK: 64, gamma: 5 },
+  paper: null,
+  models: PAIR,
+  datasets: (quick) =>
+    quick
+      ? // Two categories of each: a copy prompt's 140–215-token prefill makes every decode cost ~0.2 s on this
+        // 2-core machine, so all four categories (× 15 method arms, plus their warm-ups) took ~19 s; two take ~11 s.
+        [builtin('copy', { perCategory: 1, limit: 2 }), builtin('mixed', { perCategory: 1, limit: 2 })]
+      : [builtin('copy'), { id: 'spec-bench', label: 'Spec-Bench', shared: 'spec_bench.jsonl', perCategory: 2 }],
+  cells: (context) => {
+    const cells: SuiteCell[] = []
+    const greedy = { temperature: 0, topK: 64 }
+    const maxTokens = tokens(context, 128, 16)
+    for (const dataset of context.datasets) {
+      const base = { dataset, gamma: 5, maxTokens, sampling: greedy }
+      cells.push({ ...base, key: `defaults/${dataset.id}`, methods: [...MODEL_FREE_METHODS], labels: { dataset: dataset.label, settings: 'defaults' } })
+      cells.push({
+        ...base,
+        key: `short-keys/${dataset.id}`,
+        methods: [...MODEL_FREE_SHORT_KEY_METHODS],
+        params: { ...MODEL_FREE_SHORT_KEYS },
+        labels: { dataset: dataset.label, settings: 'short keys' }
+      })
+    }
+    return cells
+  },
+  tables: [
+    { id: 'speedup', title: 'Speedup over ar per category' },
+    { id: 'categories', title: 'Acceptance, accepted length, tokens/s and speedup per method and category' },
+    { id: 'winners', title: 'Which method wins where' }
+  ],
+  charts: [{ id: 'speedup-chart', title: 'Speedup over ar per category, every method at its defaults' }],
+  estimate: { full: '~45 min', quick: '~15 s' }
+}
+
+export const SUITES: readonly SuiteDefinition[] = [smoke, hsddwAblation, svip, adaptiveWindow, hierarchyTheory, dsbd, modelFree]
 
 export function findSuite(id: string): SuiteDefinition | undefined {
   return SUITES.find((suite) => suite.id === id)

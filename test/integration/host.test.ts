@@ -375,8 +375,8 @@ describe.skipIf(!haveModels)('engine host', () => {
     expect(await call('workbench:import-dataset', { path: good })).toMatchObject({ kind: 'file', prompts: 2, categories: ['math', 'writing'] })
     await expect(call('workbench:import-dataset', { path: bad })).rejects.toThrow(/bad\.jsonl:2: not valid JSON/)
     await expect(call('workbench:import-dataset', { path: path.join(dir, 'prompts.txt') })).rejects.toThrow(/must be a \.jsonl file/)
-    expect((await call('workbench:datasets', {})).map((d) => d.id)).toEqual(['stories', 'chat', 'code', 'math', 'mixed', good])
-    expect((await call('app:info', {})).datasets).toHaveLength(6)
+    expect((await call('workbench:datasets', {})).map((d) => d.id)).toEqual(['stories', 'chat', 'code', 'math', 'mixed', 'copy', good])
+    expect((await call('app:info', {})).datasets).toHaveLength(7)
   })
 
   it('downloads a model with node-llama-cpp from a local server (progress, then the library), and cancels one', async () => {

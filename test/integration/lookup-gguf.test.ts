@@ -69,7 +69,7 @@ withModels('model-free drafting on GGUF (target5M)', () => {
       outcomes.push(await expectSameOrNearTie(id, target, promptTokens, reference[i], result.tokens))
       proposed += result.steps.reduce((n, s) => n + s.proposed, 0)
       accepted += result.steps.reduce((n, s) => n + s.accepted, 0)
-      fromLookups += result.provenances.filter((p) => p === 'draft').length
+      fromLookups += result.provenances.filter((p) => p === 'ngram').length
       expect(result.steps.every((s) => s.stage === id)).toBe(true)
     }
     console.log(`${id} ${JSON.stringify(params)}: ${proposed} proposed, ${accepted} accepted, ${fromLookups} output tokens from lookups, ${outcomes.join(' ')}`)

@@ -16,7 +16,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { renderSuiteReport } from '../../electron/experiments/reports/index'
 import type { ReportChart, ReportSection, ReportTable, SuiteReport } from '../../electron/experiments/reports/model'
 import { runSuite, type PlannedCell } from '../../electron/experiments/suite-runner'
-import { MODEL_FILES, SUITES, findSuite } from '../../electron/experiments/suites'
+import { loadBuiltinDataset } from '../../electron/experiments/prompts'
+import { MODEL_FILES, MODEL_FREE_METHODS, MODEL_FREE_SHORT_KEYS, SUITES, findSuite } from '../../electron/experiments/suites'
+import { loadLlamaModel } from '../../electron/engine/model/llama-cpp-model'
 import { RunStore } from '../../electron/store/run-store'
 import { SuiteStore } from '../../electron/store/suite-store'
 
@@ -335,6 +337,73 @@ const CHECKS: Record<string, Check> = {
       close(rowOf(t1, name)[colOf(t1, 'PPL')], perplexity(db, runOf('table1'), method))
       closeTps(rowOf(t1, name)[colOf(t1, 'tokens/s')], db, runOf('table1'), method)
     }
+  },
+
+  'model-free': (db, report, runOf, plan) => {
+    // Rows are (method, settings): the defaults cell's, then the short-keys cell's.
+    const rowBy = (t: ReportTable, method: string, settings: string, category?: string) => {
+      const offset = category === undefined ? 0 : 1
+      const row = t.rows.find((r) => (category === undefined || r[0] === category) && r[offset] === method && String(r[offset + 1]).startsWith(settings))
+      if (!row) throw new Error(`row ${category ?? ''} ${method} ${settings} missing in ${t.id}`)
+      return row
+    }
+    const quickCopy = plan.find((c) => c.key === 'defaults/copy')!
+    const categories = [...new Set(loadBuiltinDataset('copy').slice(0, quickCopy.promptCount).map((p) => p.category!))]
+    expect(categories.length).toBeGreaterThanOrEqual(2)
+    const defaults = runOf('defaults/copy')
+    const short = runOf('short-keys/copy')
+    const speedups = tableOf(report, 'speedup', 'speedup-copy')
+    expect(speedups.columns.map((c) => c.label)).toEqual(['method', 'settings', ...categories, 'all prompts'])
+    // Every method of both cells, every category: a number.
+    expect(speedups.rows).toHaveLength(plan.filter((c) => c.dataset.id === 'copy').reduce((n, c) => n + c.methods.length - 1, 0))
+    for (const row of speedups.rows) for (const value of row.slice(2)) expect(value, String(row[0])).not.toBeNull()
+    for (const category of categories) {
+      for (const method of MODEL_FREE_METHODS.filter((m) => m !== 'ar'))
+        closeSpeedup(rowBy(speedups, method, 'defaults')[colOf(speedups, category)], db, defaults, method, { category })
+      closeSpeedup(rowBy(speedups, 'ngram-simple', 'short keys')[colOf(speedups, category)], db, short, 'ngram-simple', { category })
+      closeSpeedup(rowBy(speedups, 'ngram-mod', 'short keys')[colOf(speedups, category)], db, short, 'ngram-mod', { category })
+    }
+    closeSpeedup(rowBy(speedups, 'pld', 'defaults')[colOf(speedups, 'all prompts')], db, defaults, 'pld')
+    // The short-keys cell ran with the short keys, and says so.
+    expect(String(rowBy(speedups, 'ngram-simple', 'short keys')[1])).toBe(`short keys: n ${MODEL_FREE_SHORT_KEYS['ngramsimple.n']}, m ${MODEL_FREE_SHORT_KEYS['ngramsimple.m']}`)
+    expect(String(rowBy(speedups, 'ngram-mod', 'defaults')[1])).toBe('defaults: n 24, nMax 64, nMin 48')
+
+    const detail = tableOf(report, 'categories', 'categories-copy')
+    for (const category of categories) {
+      closeTps(rowBy(detail, 'ar', 'baseline', category)[colOf(detail, 'tok/s')], db, defaults, 'ar', { category })
+      for (const [run, method, settings] of [
+        [defaults, 'pld', 'defaults'],
+        [defaults, 'sd', 'defaults'],
+        [defaults, 'ngram-map-k', 'defaults'],
+        [short, 'ngram-map-k4v', 'short keys']
+      ] as const) {
+        const row = rowBy(detail, method, settings, category)
+        const r = raw(db, run, method, { category })
+        if (r.proposed > 0) close(row[colOf(detail, 'acceptance')], r.accepted / r.proposed)
+        else expect(row[colOf(detail, 'acceptance')]).toBeNull()
+        if (r.rounds > 0) close(row[colOf(detail, 'mean accepted')], r.accepted / r.rounds)
+        closeTps(row[colOf(detail, 'tok/s')], db, run, method, { category })
+        closeSpeedup(row[colOf(detail, 'speedup')], db, run, method, { category })
+      }
+      // sd and pld draft in every category of copy: acceptance and accepted length are numbers there.
+      expect(rowBy(detail, 'sd', 'defaults', category)[colOf(detail, 'acceptance')]).toBeTypeOf('number')
+      expect(rowBy(detail, 'pld', 'defaults', category)[colOf(detail, 'mean accepted')]).toBeTypeOf('number')
+    }
+
+    // Which method wins where: one row per category plus all prompts, the fastest is the row with the top speedup.
+    const winners = tableOf(report, 'winners', 'winners-copy')
+    expect(winners.rows.map((r) => r[0])).toEqual([...categories, 'all prompts'])
+    const median = (v: unknown) => (typeof v === 'number' ? v : (v as { median: number }).median)
+    for (const row of winners.rows) {
+      const column = colOf(speedups, String(row[0]))
+      const top = Math.max(...speedups.rows.map((r) => median(r[column])))
+      close(median(row[colOf(winners, 'speedup')]), top)
+      expect(String(row[colOf(winners, 'fastest without a draft model')])).not.toMatch(/^(sd|sd\+ngram) /)
+      expect(row[colOf(winners, 'vs ar')]).toMatch(/^(faster|slower|tie \(interval spans 1\)|no interval \(one timing\))$/)
+    }
+    // The Spec-Bench stand-in of --quick has its tables too.
+    expect(tableOf(report, 'speedup', 'speedup-mixed').rows.length).toBeGreaterThan(0)
+    expect(chartOf(report, 'speedup-chart', 'speedup-chart-copy').series.map((s) => s.name)).toEqual(MODEL_FREE_METHODS.filter((m) => m !== 'ar'))
   }
 }
 
@@ -400,6 +469,38 @@ withModels('experiment suites (--quick, shared models)', () => {
         again.close()
       }
     })
+
+  it('model-free: its per-category tables render in Markdown and HTML with numbers in every cell', () => {
+    const [latest] = new SuiteStore(store.database).listSuiteRuns({ suite: 'model-free' })
+    expect(latest, 'the model-free suite ran above').toBeDefined()
+    const { markdown, html } = renderSuiteReport(store, latest.id)
+    for (const id of ['speedup-copy', 'categories-copy', 'winners-copy', 'speedup-mixed', 'categories-mixed', 'winners-mixed']) {
+      expect(html).toContain(`<table id="${id}"`)
+      expect(markdown).toContain(`<a id="${id}"></a>`)
+    }
+    // The per-category table in Markdown: a row per (category, method), speedups and tok/s printed as numbers.
+    const block = markdown.slice(markdown.indexOf('<a id="categories-copy"></a>'), markdown.indexOf('<a id="categories-mixed"></a>'))
+    const rows = block.split('\n').filter((line) => line.startsWith('| summarise | '))
+    expect(rows.length).toBe(MODEL_FREE_METHODS.length + 5) // ar, the defaults' 8, the short keys' 5
+    for (const row of rows) expect(row).toMatch(/\| \d+\.\d \| \d+\.\d\d×( \[[\d.]+–[\d.]+×\])? \|$/) // tok/s | speedup
+    expect(rows.find((r) => r.startsWith('| summarise | pld |'))).toMatch(/\| 0\.\d{3}|1\.000 \|/) // an acceptance
+    expect(markdown).not.toMatch(/NaN|undefined/)
+    expect(html).not.toMatch(/NaN|undefined/)
+  })
+
+  it('copy: every prompt fits the stories models\' 512-token context with 128 new tokens (their tokenizer)', async () => {
+    const target = await loadLlamaModel(path.join(MODELS_DIR, MODEL_FILES.target), { threads: 1, contextSize: 512 })
+    try {
+      expect(target.context.contextSize).toBe(512)
+      for (const prompt of loadBuiltinDataset('copy')) {
+        const tokens = 1 + target.tokenize(prompt.text).length // BOS, as the runner counts
+        expect(tokens + 128, prompt.id!).toBeLessThanOrEqual(512)
+        expect(tokens, prompt.id!).toBeGreaterThanOrEqual(100) // a passage, not a one-liner
+      }
+    } finally {
+      await target.dispose()
+    }
+  })
 
   it('a cancelled suite run is marked cancelled; --resume runs only the unfinished cells', async () => {
     const suite = findSuite('hierarchy-theory')!

@@ -166,6 +166,14 @@ describe('sd+ngram and ngram-mod: greedy reproduces ar, step records, the pool',
       else expect(step.draftCalls).toBe(step.proposed)
     }
     expect(result.steps.some((s) => (s.decision as Record<string, unknown>).source === 'ngram')).toBe(true)
+    // The colours follow the source: an accepted token of an n-gram round is `ngram`, of a model round `draft`.
+    const tokenEvents = result.events.filter((e) => e.type === 'token')
+    for (const step of result.steps) {
+      const accepted = tokenEvents.filter((e) => e.step === step.index).slice(0, step.acceptedDraftTokens)
+      const expected = (step.decision as Record<string, unknown>).source === 'ngram' ? 'ngram' : 'draft'
+      expect(accepted.map((e) => e.provenance)).toEqual(new Array(step.acceptedDraftTokens).fill(expected))
+    }
+    expect(result.provenances).toContain('ngram')
     await expect(decode(prepare('sd+ngram', { gamma: 3, params: HYBRID }).newRun()(), { target: toyTarget() }, makeRequest({ promptTokens: [...PROMPT] }))).rejects.toThrow(
       /needs a draft model/
     )

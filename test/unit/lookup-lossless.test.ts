@@ -66,7 +66,7 @@ async function sampleLaw(decoder: () => Decoder, models: DecoderModels, warp: Wa
       sampled.accepted += step.accepted
       if (step.resampled) sampled.rejections += 1
     }
-    sampled.lookupTokens += result.provenances.filter((p) => p === 'draft').length
+    sampled.lookupTokens += result.provenances.filter((p) => p === 'ngram').length
   }
   return sampled
 }
@@ -157,9 +157,10 @@ describe('model-free drafting: greedy reproduces ar, step records, the catalog',
       expect(s.draftEntropies).toEqual(new Array(s.proposed).fill(0))
       expect(s.decision).toMatchObject({ gamma: 3, ngram: expect.any(Number), matchAt: expect.any(Number) })
     }
-    // Accepted lookup tokens carry provenance `draft`; the first round of ngram-simple (llama.cpp drafts only after
-    // the first sampled token) is the target's alone.
-    expect(result.provenances).toContain('draft')
+    // Accepted lookup tokens carry provenance `ngram` (never `draft`: no draft model); the first round of
+    // ngram-simple (llama.cpp drafts only after the first sampled token) is the target's alone.
+    expect(result.provenances).toContain('ngram')
+    expect(result.provenances).not.toContain('draft')
     const simple = await decode(decoderOf('ngram-simple', { 'ngramsimple.n': 1, 'ngramsimple.m': 3 })(), { target: toyTarget() }, makeRequest({ promptTokens: [...PROMPT], maxTokens: 8, warp: GREEDY }))
     expect(simple.steps[0]).toMatchObject({ stage: 'ngram-simple', proposed: 0, emitted: 1, decision: { matchPos: null } })
     expect(simple.provenances[0]).toBe('target')

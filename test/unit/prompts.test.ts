@@ -5,7 +5,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { UserInputError } from '../../electron/engine/errors'
-import { BUILTIN_DATASETS, loadBuiltinDataset, loadPromptFile, loadPrompts } from '../../electron/experiments/prompts'
+import { BUILTIN_DATASETS, MIXED_DATASETS, loadBuiltinDataset, loadPromptFile, loadPrompts } from '../../electron/experiments/prompts'
 
 const datasets = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/datasets')
 
@@ -63,12 +63,37 @@ describe('prompt files', () => {
     expect(loadPromptFile(file).map((p) => p.text)).toEqual(['first', 'second'])
   })
 
-  it('ships every built-in set, and mixed is their union', () => {
-    const sizes = BUILTIN_DATASETS.filter((d) => d !== 'mixed').map((d) => loadBuiltinDataset(d).length)
-    for (const size of sizes) expect(size).toBeGreaterThanOrEqual(4)
-    expect(loadBuiltinDataset('mixed')).toHaveLength(sizes.reduce((a, b) => a + b, 0))
+  it('ships every built-in set, and mixed is the union of the general-purpose ones (copy stays out)', () => {
+    for (const d of BUILTIN_DATASETS.filter((d) => d !== 'mixed')) expect(loadBuiltinDataset(d).length, d).toBeGreaterThanOrEqual(4)
+    expect(MIXED_DATASETS).toEqual(['stories', 'chat', 'code', 'math'])
+    expect(loadBuiltinDataset('mixed')).toEqual(MIXED_DATASETS.flatMap((d) => loadBuiltinDataset(d)))
+    expect(loadBuiltinDataset('mixed').some((p) => p.id?.startsWith('copy-'))).toBe(false)
     expect(loadBuiltinDataset('stories')[0]).toMatchObject({ id: 'stories-1', category: 'story' })
     expect(() => loadBuiltinDataset('nope')).toThrow(/unknown dataset 'nope'/)
+  })
+
+  it('copy: 20 prompts, 5 per category interleaved, each a passage and then an opening that copies part of it', () => {
+    const copy = loadBuiltinDataset('copy')
+    expect(BUILTIN_DATASETS).toContain('copy')
+    expect(copy).toHaveLength(20)
+    expect(new Set(copy.map((p) => p.id)).size).toBe(20)
+    const categories = ['summarise', 'rewrite', 'extract', 'code-edit']
+    // Interleaved, so --limit 4 (the Workbench preset) and one per category alike cover every task.
+    expect(copy.map((p) => p.category)).toEqual(Array.from({ length: 20 }, (_, i) => categories[i % 4]))
+    expect(loadPrompts({ dataset: 'copy', perCategory: 1 }).map((p) => p.id)).toEqual(['copy-1', 'copy-2', 'copy-3', 'copy-4'])
+    const words = (text: string) => text.match(/[A-Za-z0-9_]+/g) ?? []
+    const pairs = (w: string[]) => new Set(w.slice(1).map((x, i) => `${w[i]} ${x}`))
+    for (const prompt of copy) {
+      // The passage, a blank line, then the instruction / opening the continuation starts from.
+      const cut = prompt.text.lastIndexOf('\n\n')
+      expect(cut, prompt.id!).toBeGreaterThan(0)
+      const passage = words(prompt.text.slice(0, cut))
+      const opening = words(prompt.text.slice(cut))
+      expect(passage.length, prompt.id!).toBeGreaterThanOrEqual(20)
+      const shared = [...pairs(opening)].filter((pair) => pairs(passage).has(pair))
+      expect(shared.length, `${prompt.id} repeats words of its passage`).toBeGreaterThan(0)
+      if (prompt.category === 'code-edit') expect(prompt.text, prompt.id!).toMatch(/The same code with .+ changed/)
+    }
   })
 
   it('applies --limit and rejects both sources at once', () => {

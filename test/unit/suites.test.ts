@@ -18,7 +18,7 @@ import { paretoFront } from '../../electron/experiments/reports/suites/dsbd'
 import { renderChartSvg } from '../../electron/experiments/reports/svg-chart'
 import { BUILTIN_DATASETS, firstPerCategory, loadPrompts } from '../../electron/experiments/prompts'
 import { datasetOverride } from '../../electron/experiments/suite-runner'
-import { SUITES, findSuite, requireSuite } from '../../electron/experiments/suites'
+import { MODEL_FREE_METHODS, MODEL_FREE_SHORT_KEYS, SUITES, findSuite, requireSuite } from '../../electron/experiments/suites'
 import { RunStore } from '../../electron/store/run-store'
 import { SuiteStore } from '../../electron/store/suite-store'
 
@@ -69,6 +69,39 @@ describe('suite registry', () => {
       }
     }
     expect([...seen].sort()).toEqual(['ar', 'sd', 'sd-heuristic', 'svip'])
+  })
+
+  it('model-free: every method at its defaults and the n-gram methods with short keys, on copy and Spec-Bench, greedy', () => {
+    const suite = requireSuite('model-free')
+    expect(MODEL_FREE_METHODS).toEqual(
+      expect.arrayContaining(['ar', 'sd', 'pld', 'ngram-simple', 'ngram-map-k', 'ngram-map-k4v', 'ngram-mod', 'nlc-lookup', 'sd+ngram'])
+    )
+    for (const method of MODEL_FREE_METHODS) expect(METHOD_IDS).toContain(method)
+    expect(suite.datasets(false).map((d) => d.builtin ?? d.shared)).toEqual(['copy', 'spec_bench.jsonl'])
+    expect(suite.datasets(false)[1].perCategory).toBe(2)
+    // --quick needs no shared dataset file (CI): built-in sets only.
+    expect(suite.datasets(true).every((d) => d.builtin !== undefined)).toBe(true)
+    for (const quick of [true, false]) {
+      const cells = suite.cells({ quick, datasets: suite.datasets(quick) })
+      expect(cells.map((c) => c.key)).toEqual(suite.datasets(quick).flatMap((d) => [`defaults/${d.id}`, `short-keys/${d.id}`]))
+      for (const cell of cells) {
+        expect(cell.sampling.temperature, cell.key).toBe(0)
+        expect(cell.gamma).toBe(5)
+        expect(cell.methods[0]).toBe('ar')
+        const resolved = prepareRun(cell.methods, { gamma: cell.gamma, params: cell.params ?? {} }).params
+        if (cell.key.startsWith('defaults/')) {
+          expect(cell.methods).toEqual([...MODEL_FREE_METHODS])
+          expect(cell.params ?? {}).toEqual({})
+          expect(resolved).toMatchObject({ 'ngramsimple.n': 12, 'ngramsimple.m': 48, 'ngrammod.n': 24, 'ngrammod.nMin': 48, 'pld.k': 5 })
+        } else {
+          expect(cell.methods).toEqual(['ar', 'ngram-simple', 'ngram-map-k', 'ngram-map-k4v', 'ngram-mod', 'sd+ngram'])
+          expect(resolved).toMatchObject(MODEL_FREE_SHORT_KEYS)
+          expect(resolved).toMatchObject({ 'ngramsimple.n': 3, 'ngramsimple.m': 8, 'ngrammod.n': 4, 'ngrammod.nMin': 2 })
+        }
+      }
+    }
+    expect(suite.preset).toMatchObject({ dataset: 'copy', temperature: 0, gamma: 5, methods: [...MODEL_FREE_METHODS] })
+    expect(suite.description).toMatch(/n = 3/)
   })
 
   it('presets are what the Workbench can apply: built-in datasets and known methods', () => {

@@ -20,7 +20,7 @@ import type { DraftLengthPolicy, DraftStop } from '../policies/types'
 import type { Distribution } from '../sampling/distribution'
 import type { Prng } from '../sampling/prng'
 import { now } from './session-sync'
-import type { DecodeRequest, DecoderModels } from './types'
+import type { DecodeRequest, DecoderModels, Provenance } from './types'
 
 /** Free-form facts about how a proposal was found (match length, where it matched …): the step record's decision. */
 export type ProposalFacts = Record<string, number | string | boolean | null>
@@ -37,6 +37,8 @@ export interface Proposal {
   stoppedBy: DraftStop
   /** Merged into the step record's decision (absent for the draft model: its records are unchanged). */
   facts?: ProposalFacts
+  /** What an accepted token of this proposal is: `ngram` for a lookup; absent = `draft` (the draft model). */
+  provenance?: Provenance
 }
 
 export interface DraftRound {
@@ -98,7 +100,7 @@ export function lookupDrafter(stage: string, start: (promptTokens: readonly numb
         async propose({ sequence, cap, limit }) {
           const started = now()
           const found = lookup.propose(sequence, limit)
-          const proposal: Proposal = { tokens: [], distributions: [], entropies: [], calls: 0, ms: 0, stoppedBy: null, facts: found.facts }
+          const proposal: Proposal = { tokens: [], distributions: [], entropies: [], calls: 0, ms: 0, stoppedBy: null, facts: found.facts, provenance: 'ngram' }
           for (const token of found.tokens) {
             if (proposal.tokens.length >= limit) break
             const distribution = pointMass(token)

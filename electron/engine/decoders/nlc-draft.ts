@@ -72,6 +72,7 @@ export const nlcDraftDecoder = (options: NlcDraftOptions): Decoder => async func
       stage: 'nlc-draft',
       target,
       predictor,
+      predicted: 'draft',
       decision: () => ({ minConfidence: predictor.minConfidence ?? null, maxTokens: predictor.maxTokens }),
       async release() {
         predictor.dispose()

@@ -37,6 +37,7 @@ export const nlcLookupDecoder = (options: NlcLookupOptions): Decoder => async fu
       stage: 'nlc-lookup',
       target,
       predictor,
+      predicted: 'ngram',
       decision: () => ({
         patternMin: predictor.patternMinLength,
         patternMax: predictor.patternMaxLength,

@@ -5,7 +5,8 @@
  * that token — lossless in distribution (sampling y ~ p and keeping x iff y = x is the point-mass verification of
  * decoders/drafter.ts), but by llama.cpp's sampler rather than our warp, so the text equals `ar` exactly only when
  * greedy. Predicting and verifying are internal; we see one token at a time and read `sequence.tokenPredictions`
- * after each: a token whose arrival raised `used` came from a validated prediction (provenance `draft`), otherwise
+ * after each: a token whose arrival raised `used` came from a validated prediction (provenance `draft` for the draft
+ * model's, `ngram` for the input lookup's: PredictorRun.predicted), otherwise
  * from the target. Each token becomes one step record whose time is all inside node-llama-cpp (verifyMs), so these
  * methods report no engine overhead and no target-call count (η is n/a).
  */
@@ -16,7 +17,7 @@ import type { LanguageModel } from '../model/types'
 import { OutputBuffer } from './output'
 import { now } from './session-sync'
 import { stepRecord } from './step-record'
-import type { DecodeEvent, DecodeRequest, DecoderModels } from './types'
+import type { DecodeEvent, DecodeRequest, DecoderModels, Provenance } from './types'
 
 /** The models as node-llama-cpp models, or a UserInputError naming the method. */
 export function llamaModel(model: LanguageModel | undefined, method: string, role: string): LlamaCppModel {
@@ -29,6 +30,8 @@ export interface PredictorRun {
   stage: string
   target: LlamaCppModel
   predictor: TokenPredictor
+  /** The provenance of a validated prediction: `draft` (nlc-draft's draft model) or `ngram` (nlc-lookup's input lookup). */
+  predicted: Provenance
   /** What the step records' decision says about the predictor's settings. */
   decision(): Record<string, number | string | boolean | null>
   /** Called after the target sequence is disposed (the predictor's own clean-up). */
@@ -61,7 +64,7 @@ export async function* predictorDecode(run: PredictorRun, models: DecoderModels,
       if (next.done) break
       const counters = { ...sequence.tokenPredictions }
       const fromPrediction = counters.used > previous.used
-      const events = output.commit([{ token: next.value, provenance: fromPrediction ? 'draft' : 'target' }], step)
+      const events = output.commit([{ token: next.value, provenance: fromPrediction ? run.predicted : 'target' }], step)
       const finished = now()
       const record = stepRecord({
         index: step,

@@ -82,6 +82,8 @@ export interface SessionPoolOptions {
   copyThreshold?: number
   /** Evaluate a round's common prefix once (then fork) when it is at least this many tokens longer than any cache. */
   prefillThreshold?: number
+  /** The warp of the sessions' distributions: RAW_WARP for the beam decoders (default), the run's warp for sd-tree. */
+  warp?: WarpConfig
 }
 
 interface Path {
@@ -245,7 +247,7 @@ export class SessionPool {
   private async open(): Promise<void> {
     if (this.opened) return
     this.opened = true
-    this.sessions = await openSessions(this.model, RAW_WARP, Math.max(1, this.options.maxSessions))
+    this.sessions = await openSessions(this.model, this.options.warp ?? RAW_WARP, Math.max(1, this.options.maxSessions))
   }
 
   private async evaluateRound(round: readonly Path[]): Promise<Distribution[][]> {

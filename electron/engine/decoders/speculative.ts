@@ -134,7 +134,7 @@ export function speculativeDecoder(policy: DraftLengthPolicy, drafter: Drafter =
           : verifyDraft(draft.tokens, draft.distributions, p, greedy, request.rng)
         const candidates: { token: number; provenance: Provenance }[] = draft.tokens
           .slice(0, verdict.accepted)
-          .map((token) => ({ token, provenance: 'draft' }))
+          .map((token) => ({ token, provenance: draft.provenance ?? 'draft' }))
         candidates.push({ token: verdict.next, provenance: verdict.rejected ? 'resampled' : 'bonus' })
         const events = output.commit(candidates, step)
         const acceptedDraftTokens = Math.min(verdict.accepted, events.length)

@@ -8,16 +8,22 @@ import type { WarpConfig } from '../sampling/warp'
 
 /**
  * Where an output token came from:
- * - `draft`: a draft token of the small model M_q1 accepted by the verifier
+ * - `draft`: a draft token of the small model M_q1 accepted by the verifier (in a token tree: the draft's first
+ *   choice at its node)
+ * - `ngram`: a looked-up token (prompt lookup, an n-gram map or cache, node-llama-cpp's input lookup) accepted by the
+ *   verifier
+ * - `branch`: a token of a draft tree's other sibling (not the draft's first choice at its node) accepted (sd-tree)
  * - `mid`: a token first produced by the mid model M_q2 (hierarchical methods) and accepted by the target
  * - `resampled`: drawn from the residual norm(max(0, p − q)) (or argmax p when greedy) after a rejection
  * - `bonus`: drawn from p after every draft token was accepted
  * - `target`: produced by the target alone (autoregressive decoding, or a γ = 0 step)
  */
-export type Provenance = 'draft' | 'mid' | 'resampled' | 'bonus' | 'target'
+export type Provenance = 'draft' | 'ngram' | 'branch' | 'mid' | 'resampled' | 'bonus' | 'target'
 
 export const PROVENANCE_CODES: Record<Provenance, string> = {
   draft: 'd',
+  ngram: 'n',
+  branch: 'a',
   mid: 'm',
   resampled: 'r',
   bonus: 'b',

@@ -30,6 +30,7 @@ import { preVerifyDecoder } from '../decoders/pre-verify'
 import { sdTliDecoder } from '../decoders/sd-tli'
 import { DEFAULT_LOOKBEHIND, sdUadDecoder } from '../decoders/sd-uad'
 import { modelDrafter, speculativeDecoder } from '../decoders/speculative'
+import { MAX_CHILDREN, sdTreeDecoder, type TreeOptions } from '../decoders/sd-tree'
 import type { Decoder } from '../decoders/types'
 import type { MethodId } from './ids'
 import { flag, integer, real, type ParamSpecs, type ResolvedOf } from './param-spec'
@@ -149,7 +150,7 @@ const POINT_MASS =
   'Lossless at any temperature: a looked-up token x is a point mass q = δ(x), so verification (the `sd` verifier with a ' +
   'one-token q) accepts it with probability p(x) and on rejection samples norm(max(0, p − δ)) — p without x, ' +
   'renormalised — so every emitted token is distributed as p; greedy accepts iff x = argmax p (text = `ar`). ' +
-  'Accepted lookup tokens are provenance `draft`'
+  'Accepted lookup tokens are provenance `ngram`'
 
 /** llama.cpp's common_params_speculative_ngram_map (common/common.h, bundled with node-llama-cpp 3.22.1): n, m, min_hits. */
 const LLAMA_NGRAM_PARAMS = 'llama.cpp common/common.h common_params_speculative_ngram_map'
@@ -167,6 +168,25 @@ const NGRAM_MAP_K_PARAMS = ngramMapParams(
   "hits of the key before it drafts (docs/speculative.md; this commit's key-only code skips the test: the default 1 is the code exactly)"
 )
 const NGRAM_MAP_K4V_PARAMS = ngramMapParams('ngram-map-k4v', 'hits of the key before its values are counted and it drafts (common/ngram-map.cpp)')
+
+/** sd-tree's tree shape (llama.cpp examples/speculative/speculative.cpp and common/common.h). */
+const TREE_SHAPE = {
+  pSplit: real(0.1, { min: 0, max: 1 }, { help: 'a draft candidate below the first becomes a sibling branch when its probability is above this', symbol: 'p_split', source: 'llama.cpp common/common.h p_split; --draft-p-split' }),
+  branches: integer(4, { min: 1, max: 16 }, { help: 'the most root-to-leaf paths, i.e. KV sequences per model (1 = a chain, plain sd)', symbol: 'n_seq_dft', source: 'llama.cpp examples/speculative -np (its default 1 is no tree)' }),
+  nodes: integer(16, { min: 1, max: 256 }, { help: 'the most tree nodes per round', symbol: 'n_draft', source: 'llama.cpp examples/speculative: drafting stops past --draft-max (16) tokens' }),
+  maxChildren: integer(MAX_CHILDREN, { min: 1, max: MAX_CHILDREN }, { help: 'the most children per node', source: 'llama.cpp examples/speculative: split ranks f < 8' })
+}
+const TREE_NGRAM_PARAMS = {
+  ...TREE_SHAPE,
+  ngram: integer(3, { min: 1 }, { help: 'the longest suffix n-gram the n-gram branch looks up in prompt + output (as pld.ngram)', symbol: 'max_matching_ngram_size', source: 'HF PromptLookupCandidateGenerator' })
+}
+const treeOptions = ({ gamma, params }: Settings<typeof TREE_SHAPE>): TreeOptions => ({
+  depth: gamma,
+  pSplit: params.pSplit,
+  branches: params.branches,
+  nodes: params.nodes,
+  maxChildren: params.maxChildren
+})
 
 /** dsbd and dsbd-1beam: one family, one parameter set; they differ in what becomes the next input (§3.4). */
 const dsbdMethod = (oneBeam: boolean, text: Pick<MethodDefinition, 'id' | 'family' | 'summary' | 'description'>): MethodDefinition =>
@@ -643,6 +663,53 @@ const METHODS: readonly MethodDefinition[] = [
             { source: 'draft', drafter: modelDrafter }
           ])
         )
+      )
+  }),
+  method({
+    id: 'sd-tree',
+    family: 'speculative',
+    summary: "multi-draft tree: the draft splits where its runner-up candidates pass p_split, the target scores every path at once",
+    description:
+      "token-tree speculative decoding: the draft expands a tree depth by depth (one batched draft call per depth) and " +
+      "splits a node into more children where its candidates of rank ≥ 1 have probability > `tree.pSplit` (llama.cpp's " +
+      '`examples/speculative` rule), within `tree.branches` leaves, `tree.nodes` nodes and depth `--gamma`; children are ' +
+      'drawn from q WITHOUT replacement (greedy: the top candidates). The target scores every node in one decode — one ' +
+      'KV sequence per root-to-leaf path issued together (node-llama-cpp has no tree attention masks; each step records ' +
+      'positions evaluated vs requested, paths and KV copies). Verification is multi-draft recursive rejection sampling ' +
+      '(SpecInfer; Recursive Speculative Decoding): the children are tried in order, each accepted with ' +
+      'min(1, cur(x)/r(x)) against the residual cur left by its rejected siblings (cur ← norm(max(0, cur − r))), where r ' +
+      'is the law it was drawn from; a correction from cur when all fail, a bonus at a leaf — lossless. Greedy follows ' +
+      "the argmax path (text = `ar`). Unlike llama.cpp's example, which drafts the top candidates deterministically and " +
+      'tests them as if sampled from q (not exact at temperature > 0). Steps record the tree size, depth, leaves and the ' +
+      'accepted path (child ranks); accepted tokens of a non-first sibling are provenance `branch`',
+    needs: DRAFT,
+    lossless: true,
+    gamma: "the tree's depth",
+    namespace: 'tree',
+    params: TREE_SHAPE,
+    sessions: ({ params }) => params.branches,
+    newRun: (settings) => () => sdTreeDecoder(treeOptions(settings))
+  }),
+  method({
+    id: 'sd-tree+ngram',
+    family: 'speculative',
+    summary: 'sd-tree with an n-gram branch: a prompt-lookup continuation as the root\'s first child, next to the draft\'s',
+    description:
+      '`sd-tree` plus an n-gram branch: each round the prompt lookup of `pld` (the longest suffix n-gram of prompt + ' +
+      'output, n ≤ `treengram.ngram`, down to 1) proposes a chain of up to `--gamma` tokens that hangs from the root as its ' +
+      'FIRST child (llama.cpp chains its n-gram types before the draft model); the draft\'s root children are drawn from q ' +
+      'without the looked-up token. The chain is a path of point masses r = δ(x), verified by the same recursive ' +
+      'rejection (accept with cur(x), else cur without x renormalised), so the method stays lossless. The chain is one ' +
+      'of the `treengram.branches` paths and counts against `treengram.nodes`; its accepted tokens are provenance `ngram`',
+    needs: DRAFT,
+    lossless: true,
+    gamma: "the tree's depth (and the n-gram chain's cap)",
+    namespace: 'treengram',
+    params: TREE_NGRAM_PARAMS,
+    sessions: ({ params }) => params.branches,
+    newRun: (settings) => () =>
+      sdTreeDecoder(treeOptions(settings), 'sd-tree+ngram', (_, target) =>
+        promptLookupState({ maxNgram: settings.params.ngram, k: settings.gamma }, (token) => target.isEndOfGeneration(token))
       )
   }),
   method({

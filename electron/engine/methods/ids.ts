@@ -25,6 +25,8 @@ export const METHOD_IDS = [
   'ngram-map-k4v',
   'ngram-mod',
   'sd+ngram',
+  'sd-tree',
+  'sd-tree+ngram',
   'nlc-lookup',
   'sd-tli',
   'sd-uad'

@@ -83,7 +83,7 @@ export function setupRows(data: SuiteData, suite: SuiteDefinition): [string, str
     ['seed', String(options.seed)],
     ['grid', `${plan.length} cells (${data.cells.size} finished)${options.quick ? ', --quick' : ''}; runs ${[...data.cells.values()].map((c) => c.runId).join(', ') || '–'}`],
     ['machine', machine ? `${machine.cpuModel}, ${machine.cpus} cores, ${machine.platform}, Node ${machine.node}, ${options.threads} thread(s) per model` : '–'],
-    ['paper', suite.paper ? `${suite.paper.title} (../shared/papers/${suite.paper.file})` : 'none (smoke test)']
+    ['paper', suite.paper ? `${suite.paper.title} (../shared/papers/${suite.paper.file})` : suite.id === 'smoke' ? 'none (smoke test)' : 'none']
   ]
 }
 

@@ -16,6 +16,7 @@ import { adaptiveWindowReport } from './suites/adaptive-window'
 import { dsbdReport } from './suites/dsbd'
 import { hierarchyTheoryReport } from './suites/hierarchy-theory'
 import { hsddwAblationReport } from './suites/hsddw-ablation'
+import { modelFreeReport } from './suites/model-free'
 import { smokeReport } from './suites/smoke'
 import { svipReport } from './suites/svip'
 
@@ -27,7 +28,8 @@ const BUILDERS: Record<string, Builder> = {
   svip: svipReport,
   'adaptive-window': adaptiveWindowReport,
   'hierarchy-theory': hierarchyTheoryReport,
-  dsbd: dsbdReport
+  dsbd: dsbdReport,
+  'model-free': modelFreeReport
 }
 
 export function buildReportFromData(data: SuiteData, suite: SuiteDefinition = requireSuite(data.suiteRun.suite)): SuiteReport {

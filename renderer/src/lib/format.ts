@@ -57,7 +57,9 @@ export const STOP_REASON_LABELS: Record<string, string> = {
 export const stopReasonLabel = (reason: string): string => STOP_REASON_LABELS[reason] ?? reason
 
 export const PROVENANCE_LABELS = {
-  draft: 'accepted from the small draft (M_q1), or from a lookup (pld, the n-gram methods, nlc-lookup)',
+  draft: 'accepted from the small draft (M_q1; in a tree, its first choice)',
+  ngram: 'accepted from an n-gram / prompt lookup (no model)',
+  branch: "accepted from another branch of the draft's tree (sd-tree)",
   mid: 'accepted from the mid draft (M_q2)',
   resampled: 'resampled by the target after a rejection',
   bonus: 'bonus token from the target (all drafts accepted)',
@@ -65,6 +67,8 @@ export const PROVENANCE_LABELS = {
 } as const
 export const PROVENANCE_CODES: Record<string, keyof typeof PROVENANCE_LABELS> = {
   d: 'draft',
+  n: 'ngram',
+  a: 'branch',
   m: 'mid',
   r: 'resampled',
   b: 'bonus',

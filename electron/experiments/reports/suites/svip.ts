@@ -16,7 +16,7 @@ import { SVIP_FIGURE5, SVIP_TABLE1, SVIP_TABLE2 } from '../papers'
 const MT_BENCH_CATEGORIES = new Set(['writing', 'roleplay', 'reasoning', 'math', 'coding', 'extraction', 'stem', 'humanities'])
 
 /** The column a prompt counts in: Spec-Bench groups MT-Bench's categories; any other dataset keeps its own. */
-function columnOf(category: string | null, specBench: boolean): string | null {
+export function columnOf(category: string | null, specBench: boolean): string | null {
   if (category === null) return null
   return specBench && MT_BENCH_CATEGORIES.has(category) ? 'MT-Bench' : category
 }
