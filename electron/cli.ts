@@ -11,6 +11,7 @@ import { ablationCommand } from './cli/ablation-command'
 import { dsbdBenchCommand } from './cli/dsbd-bench-command'
 import { reportCommand, suiteCommand, suitesCommand } from './cli/suite-command'
 import { modelsCommand } from './cli/models-command'
+import { ngramCacheCommand } from './cli/ngram-cache-command'
 import { shouldSupervise, stopWithSupervisor, superviseSelf } from './cli/supervise'
 import { defaultDatabasePath } from './store/default-path'
 import { RunStore } from './store/run-store'
@@ -21,7 +22,7 @@ const program = new Command('speclab')
   .exitOverride()
   .configureOutput({ outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`) })
 
-for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand(), benchCommand(), ablationCommand(), dsbdBenchCommand(), suiteCommand(), reportCommand(), suitesCommand(), modelsCommand()]) {
+for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand(), benchCommand(), ablationCommand(), dsbdBenchCommand(), suiteCommand(), reportCommand(), suitesCommand(), modelsCommand(), ngramCacheCommand()]) {
   program.addCommand(command.exitOverride().configureOutput({
     outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`)
   }))

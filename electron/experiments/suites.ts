@@ -451,8 +451,8 @@ const dsbd: SuiteDefinition = {
 }
 
 // ─── model-free ─────────────────────────────────────────────────────────────────────────────────────────────────
-/** The tree methods of the suite: sd-tree (draft-model branches) and sd-tree+ngram (an n-gram chain beside them). */
-export const MODEL_FREE_ADDED_METHODS: readonly MethodId[] = ['sd-tree', 'sd-tree+ngram']
+/** llama.cpp's ngram-cache (no static file) and the tree methods: sd-tree and sd-tree+ngram (an n-gram chain beside the draft's branches). */
+export const MODEL_FREE_ADDED_METHODS: readonly MethodId[] = ['ngram-cache', 'sd-tree', 'sd-tree+ngram']
 
 /** Every method at its defaults: ar (the baseline), sd (the draft-model reference), the lookups, the hybrid. */
 export const MODEL_FREE_METHODS: readonly MethodId[] = [
@@ -495,7 +495,7 @@ const modelFree: SuiteDefinition = {
   name: 'Model-free drafting (prompt lookup, n-grams) per task',
   description:
     'Where the output may copy the input: ar, sd (stories260K, γ = 5), pld, ngram-simple, ngram-map-k, ngram-map-k4v, ' +
-    'ngram-mod, nlc-lookup, sd+ngram, sd-tree and sd-tree+ngram (depth γ, 4 paths, p_split 0.1) on the built-in copy set (summarise / rewrite / extract / code-edit) and on ' +
+    'ngram-mod, ngram-cache, nlc-lookup, sd+ngram, sd-tree and sd-tree+ngram (depth γ, 4 paths, p_split 0.1) on the built-in copy set (summarise / rewrite / extract / code-edit) and on ' +
     "Spec-Bench (2 prompts per category, MT-Bench's 8 as one column), greedy → acceptance, mean accepted length, " +
     'tokens/s and speedup over ar per method and category, and which method wins where. Settings: every method at ' +
     "its defaults (llama.cpp's n = 12, m = 48 and ngram-mod's n = 24, nMin = 48, which draft only after a long verbatim " +

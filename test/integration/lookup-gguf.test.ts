@@ -1,6 +1,6 @@
 /**
  * Model-free drafting on a real GGUF target (node-llama-cpp, CPU, one thread): greedy `pld`, `ngram-simple`,
- * `ngram-map-k`, `ngram-map-k4v`, `ngram-mod`, `nlc-lookup` and the hybrid `sd+ngram` (with the stories260K draft)
+ * `ngram-map-k`, `ngram-map-k4v`, `ngram-mod`, `ngram-cache`, `nlc-lookup` and the hybrid `sd+ngram` (with the stories260K draft)
  * reproduce greedy `ar` (the near-tie rule of test/helpers/gguf.ts),
  * with lookups really accepted. The prompts copy: a story opening, the target's own greedy continuation of it, then
  * the opening again — the target then partly re-tells what it told, which is where lookups pay.
@@ -31,6 +31,7 @@ const METHODS: { id: string; params: Record<string, number> }[] = [
   { id: 'ngram-map-k4v', params: { 'ngrammapk4v.n': 3, 'ngrammapk4v.m': 8 } },
   { id: 'ngram-mod', params: { 'ngrammod.n': 3, 'ngrammod.nMin': 1, 'ngrammod.nMax': 8 } },
   { id: 'nlc-lookup', params: {} },
+  { id: 'ngram-cache', params: {} },
   // llama.cpp's defaults, for the equivalence alone.
   { id: 'ngram-simple', params: {} },
   { id: 'ngram-map-k', params: {} },
@@ -74,7 +75,7 @@ withModels('model-free drafting on GGUF (target5M)', () => {
     }
     console.log(`${id} ${JSON.stringify(params)}: ${proposed} proposed, ${accepted} accepted, ${fromLookups} output tokens from lookups, ${outcomes.join(' ')}`)
     expect(outcomes.filter((o) => o === 'identical').length).toBeGreaterThanOrEqual(prompts.length - 1)
-    if (Object.keys(params).length > 0 || id === 'pld' || id === 'nlc-lookup') {
+    if (Object.keys(params).length > 0 || id === 'pld' || id === 'nlc-lookup' || id === 'ngram-cache') {
       expect(accepted).toBeGreaterThan(10)
       expect(fromLookups).toBeGreaterThan(10)
     }

@@ -1,5 +1,5 @@
 /**
- * Model-free drafting (pld, ngram-simple, ngram-map-k, ngram-map-k4v) is lossless: a looked-up token is a point
+ * Model-free drafting (pld, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-cache) is lossless: a looked-up token is a point
  * mass q = δ(x), verified by the speculative decoder's own Verify/Correct — accept with p(x), correct from
  * norm(max(0, p − δ)) (decoders/drafter.ts). Checked as test/unit/speculative-distribution.test.ts checks `sd`:
  * Pearson's chi-square of the joint law of output tokens against the toy target's exact warped law, on a prompt
@@ -39,7 +39,8 @@ const METHODS: { id: string; params: Params }[] = [
   { id: 'pld', params: { 'pld.ngram': 2, 'pld.k': 3 } },
   { id: 'ngram-simple', params: { 'ngramsimple.n': 1, 'ngramsimple.m': 3 } },
   { id: 'ngram-map-k', params: { 'ngrammapk.n': 1, 'ngrammapk.m': 3 } },
-  { id: 'ngram-map-k4v', params: { 'ngrammapk4v.n': 1, 'ngrammapk4v.m': 2 } }
+  { id: 'ngram-map-k4v', params: { 'ngrammapk4v.n': 1, 'ngrammapk4v.m': 2 } },
+  { id: 'ngram-cache', params: { 'ngramcache.nDraft': 3 } }
 ]
 
 const decoderOf = (id: string, params: Params, gamma = 3): (() => Decoder) => prepare(id, { gamma, params }).newRun()

@@ -32,6 +32,7 @@ function refusal(fn: () => unknown): string {
 /** Values a spec must refuse: the wrong type, and just outside each finite bound. */
 function badValues(spec: ParamSpec): (number | string | boolean)[] {
   if (spec.type === 'boolean') return [1, 'yes']
+  if (spec.type === 'path') return [1, true, 'x'.repeat(5000), 'a\0b']
   const bad: (number | string | boolean)[] = ['abc', true, spec.minExclusive ? spec.min : spec.min - 1]
   if (spec.max !== Infinity) bad.push(spec.maxExclusive ? spec.max : spec.max + 1)
   if (spec.type === 'integer') bad.push(spec.min + 0.5)

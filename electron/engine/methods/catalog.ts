@@ -25,6 +25,8 @@ import { nlcLookupDecoder } from '../decoders/nlc-lookup'
 import { chainDrafter, lookupDrafter, type TokenLookup } from '../decoders/drafter'
 import { ngramMapState, ngramSimpleState } from '../lookup/ngram-map'
 import { NgramModRun } from '../lookup/ngram-mod'
+import { NGRAM_CACHE_N_DRAFT, NgramCacheRun, loadNgramCache } from '../lookup/ngram-cache'
+import { UserInputError } from '../errors'
 import { promptLookupState } from '../lookup/prompt-lookup'
 import { preVerifyDecoder } from '../decoders/pre-verify'
 import { sdTliDecoder } from '../decoders/sd-tli'
@@ -33,7 +35,7 @@ import { modelDrafter, speculativeDecoder } from '../decoders/speculative'
 import { MAX_CHILDREN, sdTreeDecoder, type TreeOptions } from '../decoders/sd-tree'
 import type { Decoder } from '../decoders/types'
 import type { MethodId } from './ids'
-import { flag, integer, real, type ParamSpecs, type ResolvedOf } from './param-spec'
+import { filePath, flag, integer, real, type ParamSpecs, type ResolvedOf } from './param-spec'
 
 export interface Settings<P extends ParamSpecs = ParamSpecs> {
   /** --gamma (validated: an integer in GAMMA_RANGE). */
@@ -632,6 +634,52 @@ const METHODS: readonly MethodDefinition[] = [
     newRun: ({ params }) => {
       const run = new NgramModRun(params)
       return lookupMethod('ngram-mod', params.nMax, (promptTokens) => run.start(promptTokens))
+    }
+  }),
+  method({
+    id: 'ngram-cache',
+    family: 'lookup',
+    summary: "llama.cpp's ngram-cache: 1–4-gram counts of this prompt, of the run's earlier prompts and of a static corpus",
+    description:
+      "llama.cpp's `ngram-cache` (common/ngram-cache.cpp `common_ngram_cache_draft`, driven as examples/lookup/lookup.cpp " +
+      'drives it), no draft model: three caches count which token followed each n-gram — CONTEXT (1–4-grams of this ' +
+      'prompt + output), DYNAMIC (the context caches of the RUN\'s earlier prompts, merged in as lookup.cpp merges and ' +
+      'saves them after a generation; a new run starts empty) and STATIC (2-grams of a corpus, from the file ' +
+      '`ngramcache.static`, which `speclab ngram-cache build` or llama.cpp\'s `llama-lookup-create` writes). Each drafted ' +
+      'token: the longest n-gram ending at the draft\'s end whose top follower passes llama.cpp\'s thresholds (context: ' +
+      'lax, dynamic: strict sample size and share), its counts weighted by the static cache; else the static cache alone; ' +
+      'the first miss ends the draft, at most `ngramcache.nDraft` tokens (llama-server\'s fixed 8). Ties go to the token ' +
+      "first seen (llama.cpp: hash-map order). llama-server's `--spec-type ngram-cache` never updates its dynamic cache and " +
+      'keeps its context cache across a slot\'s requests — not copied; choices in `electron/engine/lookup/ngram-cache.ts`. ' +
+      `Each round records which cache drafted each token (\`levels\`: c / d / s). ${POINT_MASS}`,
+    needs: TARGET_ONLY,
+    lossless: true,
+    gamma: null,
+    namespace: 'ngramcache',
+    params: {
+      nDraft: integer(NGRAM_CACHE_N_DRAFT, { min: 1, max: 64 }, { help: 'the most tokens drafted per round', symbol: 'n_draft', source: 'llama.cpp common/speculative.cpp create_state_ngram_cache: 8' }),
+      static: filePath({
+        help: 'static cache file: 2-grams of a corpus (speclab ngram-cache build, or llama.cpp llama-lookup-create)',
+        source: 'llama.cpp --lookup-cache-static'
+      })
+    },
+    check: ({ params }) => {
+      if (params.static === '') return null
+      try {
+        loadNgramCache(params.static)
+        return null
+      } catch (error) {
+        if (error instanceof UserInputError) return `ngramcache.static: ${error.message}`
+        throw error
+      }
+    },
+    newRun: ({ params }) => {
+      const run = new NgramCacheRun({ nDraft: params.nDraft, staticFile: params.static })
+      return () =>
+        speculativeDecoder(
+          fixedLengthPolicy(params.nDraft),
+          lookupDrafter('ngram-cache', (promptTokens, target) => run.start(promptTokens, target.info.vocabularySize))
+        )
     }
   }),
   method({

@@ -40,7 +40,7 @@ export interface MethodInfo {
 }
 
 function paramInfo(definition: MethodDefinition, name: string, spec: ParamSpec): MethodParamInfo {
-  const numeric = spec.type !== 'boolean'
+  const numeric = spec.type === 'number' || spec.type === 'integer'
   return {
     key: keyOf(definition, name),
     type: spec.type,

@@ -24,6 +24,7 @@ export const METHOD_IDS = [
   'ngram-map-k',
   'ngram-map-k4v',
   'ngram-mod',
+  'ngram-cache',
   'sd+ngram',
   'sd-tree',
   'sd-tree+ngram',

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod'
 
-export type ParamValue = number | boolean
+export type ParamValue = number | boolean | string
 /** Raw settings as users give them (`--set key=value`, the app's fields): anything may arrive. */
 export type RawParams = Readonly<Record<string, number | string | boolean>>
 
@@ -33,12 +33,18 @@ export interface BooleanSpec extends SpecBase {
   default: boolean
 }
 
-export type ParamSpec = NumberSpec | BooleanSpec
+/** A file path ('' = none); `check` of the method says what the file must be. */
+export interface PathSpec extends SpecBase {
+  type: 'path'
+  default: ''
+}
+
+export type ParamSpec = NumberSpec | BooleanSpec | PathSpec
 
 /** Short names → specs; the method's namespace prefixes them (`svip` + `h` → `svip.h`). */
 export type ParamSpecs = Readonly<Record<string, ParamSpec>>
 
-export type ValueOf<S extends ParamSpec> = S extends BooleanSpec ? boolean : number
+export type ValueOf<S extends ParamSpec> = S extends BooleanSpec ? boolean : S extends PathSpec ? string : number
 export type ResolvedOf<P extends ParamSpecs> = { [K in keyof P]: ValueOf<P[K]> }
 
 type Bounds = Omit<NumberSpec, 'type' | 'default' | 'help' | 'symbol' | 'source'>
@@ -67,9 +73,15 @@ export const integer = (defaultValue: number | 'gamma', bounds: Partial<Bounds>,
 
 export const flag = (defaultValue: boolean, described: Described): BooleanSpec => ({ type: 'boolean', default: defaultValue, ...described })
 
+export const filePath = (described: Described): PathSpec => ({ type: 'path', default: '', ...described })
+
+/** The longest path a parameter takes (a typo or a pasted text should not become a file name). */
+const MAX_PATH = 4096
+
 /** "a number ≥ 0", "an integer in [1, 64]", "true or false". */
 export function describeRange(spec: ParamSpec): string {
   if (spec.type === 'boolean') return 'true or false'
+  if (spec.type === 'path') return 'a file path (empty = none)'
   const kind = spec.type === 'integer' ? 'an integer' : 'a number'
   if (spec.max === Infinity) return `${kind} ${spec.minExclusive ? '>' : '≥'} ${spec.min}`
   return `${kind} in ${spec.minExclusive ? '(' : '['}${spec.min}, ${spec.max}${spec.maxExclusive ? ')' : ']'}`
@@ -78,6 +90,7 @@ export function describeRange(spec: ParamSpec): string {
 /** The zod schema of one value. */
 export function schemaOf(spec: ParamSpec): z.ZodType<ParamValue> {
   if (spec.type === 'boolean') return z.boolean()
+  if (spec.type === 'path') return z.string().max(MAX_PATH).refine((s) => !s.includes('\0'))
   let schema = spec.type === 'integer' ? z.number().int() : z.number().finite()
   schema = spec.minExclusive ? schema.gt(spec.min) : schema.gte(spec.min)
   if (spec.max !== Infinity) schema = spec.maxExclusive ? schema.lt(spec.max) : schema.lte(spec.max)

@@ -88,6 +88,37 @@ export async function loadLlamaModel(file: string, options: LlamaLoadOptions = {
   return new LlamaCppModel(model, context, modelPath, sizeBytes, options.fullVocabulary ?? false)
 }
 
+/**
+ * The SentencePiece pieces of a vocabulary without `<0xNN>` byte fallback (tinystories-656k); null for any other
+ * tokenizer. llama.cpp's SentencePiece tokenizer falls back to byte tokens for a character it has no piece for, and
+ * aborts the process when the vocabulary has none.
+ */
+export function spmPiecesWithoutByteFallback(
+  vocabulary: readonly string[],
+  tokenizerModel: string | null | undefined,
+  vocabularyType: string | null | undefined
+): Set<string> | null {
+  const spm = tokenizerModel === 'llama' || vocabularyType === 'spm'
+  const byteFallback = vocabulary.includes('<0x00>') && vocabulary.includes('<0xFF>')
+  return spm && !byteFallback ? new Set(vocabulary) : null
+}
+
+/**
+ * Throws UnencodableTextError naming the characters of `text` that such a vocabulary (`pieces`, null = any text is
+ * fine) cannot encode: a character that is a piece of its own is always safe, so those are required (conservative:
+ * a character that only occurs inside longer pieces is refused too).
+ */
+export function assertEncodableBy(pieces: ReadonlySet<string> | null, text: string, what: string): void {
+  if (!pieces) return
+  const missing = new Set<string>()
+  for (const char of text) if (!pieces.has(char === ' ' ? '\u2581' : char)) missing.add(char)
+  if (missing.size > 0)
+    throw new UnencodableTextError(
+      `${what}: its tokenizer has no token for ${[...missing].map((c) => JSON.stringify(c)).join(', ')} and no byte ` +
+        'fallback (llama.cpp would abort on this text): remove those characters or use another model'
+    )
+}
+
 export class LlamaCppModel implements LanguageModel {
   readonly info: ModelInfo
   private readonly vocabulary: readonly string[]
@@ -133,35 +164,12 @@ export class LlamaCppModel implements LanguageModel {
 
   /** Throws UnencodableTextError for text this tokenizer would abort llama.cpp on (callers that tokenize LlamaText). */
   assertEncodable(text: string): void {
-    const missing = this.unencodable(text)
-    if (missing.length > 0)
-      throw new UnencodableTextError(
-        `${this.info.path}: its tokenizer has no token for ${missing.map((c) => JSON.stringify(c)).join(', ')} and no byte ` +
-          'fallback (llama.cpp would abort on this text): remove those characters or use another model'
-      )
+    this.spmPiecesWithoutBytes ??= spmPiecesWithoutByteFallback(this.vocabulary, this.info.tokenizerModel, this.info.vocabularyType)
+    assertEncodableBy(this.spmPiecesWithoutBytes, text, this.info.path)
   }
 
   /** The SentencePiece pieces of this vocabulary, when it has no `<0xNN>` byte fallback; null otherwise. */
   private spmPiecesWithoutBytes: Set<string> | null | undefined
-
-  /**
-   * Characters of `text` this tokenizer cannot encode. llama.cpp's SentencePiece tokenizer falls back to `<0xNN>`
-   * byte tokens for a character it has no piece for, and aborts when the vocabulary has none (tinystories-656k);
-   * a character that is a piece of its own is always safe, so those are required (conservative: a character that
-   * only occurs inside longer pieces is refused too). Other tokenizers (BPE: every byte is a token) pass.
-   */
-  private unencodable(text: string): string[] {
-    if (this.spmPiecesWithoutBytes === undefined) {
-      const spm = this.info.tokenizerModel === 'llama' || this.info.vocabularyType === 'spm'
-      const byteFallback = this.vocabulary.includes('<0x00>') && this.vocabulary.includes('<0xFF>')
-      this.spmPiecesWithoutBytes = spm && !byteFallback ? new Set(this.vocabulary) : null
-    }
-    const pieces = this.spmPiecesWithoutBytes
-    if (!pieces) return []
-    const missing = new Set<string>()
-    for (const char of text) if (!pieces.has(char === ' ' ? '\u2581' : char)) missing.add(char)
-    return [...missing]
-  }
 
   detokenize(tokens: readonly number[]): string {
     return this.model.detokenize(tokens as Token[])

@@ -40,13 +40,17 @@ export function toDecodeSettings(form: DecodeForm, methods: readonly MethodInfo[
   const extra = parseParams(form.extra)
   if (extra.error) return { settings: null, error: `Parameters: ${extra.error}` }
   const keys = parameterKeys(methods)
+  // File paths go as typed (they may hold spaces); numbers and flags are typed by parseParams.
+  const pathKeys = new Set(methods.flatMap((m) => m.params.filter((p) => p.type === 'path').map((p) => p.key)))
+  const filled = Object.entries(form.params).filter(([k, v]) => keys.has(k) && v.trim() !== '')
   const fromFields = parseParams(
-    Object.entries(form.params)
-      .filter(([k, v]) => keys.has(k) && v.trim() !== '')
+    filled
+      .filter(([k]) => !pathKeys.has(k))
       .map(([k, v]) => `${k}=${v.trim()}`)
       .join(' ')
   )
   if (fromFields.error) return { settings: null, error: `Parameters: ${fromFields.error}` }
+  for (const [k, v] of filled) if (pathKeys.has(k)) fromFields.params[k] = v.trim()
   const seedText = form.seed.trim()
   const seed = seedText === '' ? null : Number(seedText)
   if (seed !== null && !(Number.isInteger(seed) && seed >= 0 && seed < 2 ** 32)) return { settings: null, error: 'Seed: a whole number from 0 to 4294967295, or empty' }
