@@ -356,6 +356,28 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     expect(await page.getByTestId('message-assistant').getByTestId('message-baseline').count()).toBe(0)
   })
 
+  it('Chat: sd-tree+ngram colours each accepted token by its source (n-gram chain, a tree branch, the draft)', async () => {
+    await page.getByTestId('nav-chat').click()
+    await page.getByTestId('chat-new').click()
+    await page.getByTestId('chat-method').selectOption('sd-tree+ngram')
+    const settings = page.locator('summary', { hasText: 'Decoding settings' })
+    await settings.click()
+    const temperature = await page.getByTestId('temperature').inputValue()
+    await page.getByTestId('temperature').fill('0')
+    // A prompt that repeats itself: the n-gram chain finds what the model re-tells.
+    const story = 'Once upon a time, there was a little girl named Lily. She liked to play in the park with her dog.'
+    await page.getByTestId('chat-input').fill(`${story} ${story}`)
+    await page.getByTestId('chat-send').click()
+    const answer = page.getByTestId('message-assistant')
+    await waitForText(answer.getByTestId('reply-stats'), /\d+ tokens · [\d.]+ tok\/s/)
+    const bySource = { ngram: await answer.locator('.tok-ngram').count(), branch: await answer.locator('.tok-branch').count(), draft: await answer.locator('.tok-draft').count() }
+    expect(bySource.ngram + bySource.branch, JSON.stringify(bySource)).toBeGreaterThan(0)
+    expect(bySource.draft).toBeGreaterThan(0)
+    await shot('chat-tree')
+    await page.getByTestId('temperature').fill(temperature)
+    await settings.click()
+  })
+
   it('Workbench: runs methods × prompts with progress, shows results and charts; cancel stops a run', async () => {
     await page.getByTestId('nav-workbench').click()
     await waitForText(page.getByTestId('wb-dataset'), /Stories/)
@@ -617,7 +639,7 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
       await page.getByTestId('nav-chat').click()
       await page.getByTestId('conversation-item').first().click()
       await page.getByTestId('message-assistant').locator('.tok').first().waitFor()
-      // Provenance colours: the five legend swatches stay apart (underline colours) in both schemes, and the
+      // Provenance colours: the seven legend swatches stay apart (underline colours) in both schemes, and the
       // reply's tokens wear exactly their swatch's colours.
       for (const colorScheme of schemes) {
         await page.emulateMedia({ colorScheme })
@@ -635,7 +657,7 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
             .map((el) => ({ el, swatch: swatches.find((s) => el.classList.contains(s.kind)) }))
             .filter(({ el, swatch }) => !swatch || getComputedStyle(el).backgroundColor !== swatch.background || getComputedStyle(el).boxShadow !== swatch.line)
             .map(({ el }) => el.className)
-          return { distance: swatches.length === 5 ? distance : 0, mismatched }
+          return { distance: swatches.length === 7 ? distance : 0, mismatched }
         })
         expect(distance, `closest two provenance underline colours (${colorScheme})`).toBeGreaterThan(60)
         expect(mismatched, `tokens coloured unlike their legend swatch (${colorScheme})`).toEqual([])

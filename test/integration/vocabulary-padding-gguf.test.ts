@@ -60,7 +60,9 @@ const METHODS: { method: string; gamma: number; params: MethodParams }[] = [
   { method: 'dsbd', gamma: 3, params: { 'dsbd.ws': 3 } },
   { method: 'dsbd-1beam', gamma: 3, params: { 'dsbd.ws': 3 } },
   { method: 'nlc-draft', gamma: 4, params: {} },
-  { method: 'sd+ngram', gamma: 4, params: { 'sdngram.n': 3, 'sdngram.m': 8 } }
+  { method: 'sd+ngram', gamma: 4, params: { 'sdngram.n': 3, 'sdngram.m': 8 } },
+  { method: 'sd-tree', gamma: 4, params: { 'tree.pSplit': 0.05 } },
+  { method: 'sd-tree+ngram', gamma: 4, params: { 'treengram.pSplit': 0.05 } }
 ]
 
 withModels('padded vocabularies (512 → 600 tokens) on the stories family: every method = greedy ar', () => {
