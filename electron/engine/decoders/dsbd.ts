@@ -65,7 +65,7 @@ import type { WarpConfig } from '../sampling/warp'
 import { CandidateKeys, STAY, beamLaw, bestBeam, restrictLaw, type Beam } from './beam'
 import { BeamStream } from './beam-stream'
 import { dynamicWidth, type LayerWidth } from './dsbd-width'
-import { SessionPool, distinctSequences, subtractStats } from './session-pool'
+import { SessionPool, distinctSequences, subtractStats, treePrice } from './session-pool'
 import { now } from './session-sync'
 import { stepRecord } from './step-record'
 import type { Decoder, DecodeEvent, DecodeRequest, DecoderModels, Provenance } from './types'
@@ -434,11 +434,7 @@ async function* runDsbd(
           peakSequences: targetPool.takePeak(),
           forestNodes: layers.reduce((n, layer) => n + layer.length, 0),
           scoredNodes: distinctSequences(scored.map((n) => n.tokens)).length,
-          paths: t.paths,
-          requested: t.requested,
-          evaluated: t.evaluated,
-          copies: t.copies + d.copies,
-          copyMs: t.copyMs + d.copyMs
+          ...treePrice(t, d)
         },
         targetCalls: t.calls,
         draftCalls: d.calls,

@@ -45,10 +45,9 @@ import { argmax, entropy, fromWeights, sample, type Distribution } from '../samp
 import type { Prng } from '../sampling/prng'
 import { acceptGreedy, acceptSampling, residual } from '../sampling/verify'
 import { isGreedy } from '../sampling/warp'
-import type { TokenLookup } from './drafter'
-import { pointMass } from './drafter'
+import { pointMass, type TokenLookup } from './drafter'
 import { OutputBuffer } from './output'
-import { SessionPool, subtractStats } from './session-pool'
+import { SessionPool, subtractStats, treePrice } from './session-pool'
 import { now } from './session-sync'
 import { stepRecord } from './step-record'
 import type { Decoder, DecodeEvent, DecodeRequest, DecoderModels, Provenance } from './types'
@@ -315,11 +314,7 @@ export function sdTreeDecoder(
             acceptedPath: pathLabel(verdict.path),
             branchAccepted: verdict.path.some((node) => node.source === 'draft' && node.rank > 0),
             ngramChain: lookup ? tree.ngramChain : null,
-            paths: t.paths,
-            requested: t.requested,
-            evaluated: t.evaluated,
-            copies: t.copies + d.copies,
-            copyMs: t.copyMs + d.copyMs
+            ...treePrice(t, d)
           },
           targetCalls: t.calls,
           draftCalls: d.calls,

@@ -74,6 +74,20 @@ export function subtractStats(after: PoolStats, before: PoolStats): PoolStats {
   }
 }
 
+/**
+ * What one round's scoring cost without tree attention masks, for the step record's decision (dsbd, sd-tree): the
+ * target's paths, requested vs evaluated positions, and both models' KV copies.
+ */
+export function treePrice(target: PoolStats, draft: PoolStats): Record<'paths' | 'requested' | 'evaluated' | 'copies' | 'copyMs', number> {
+  return {
+    paths: target.paths,
+    requested: target.requested,
+    evaluated: target.evaluated,
+    copies: target.copies + draft.copies,
+    copyMs: target.copyMs + draft.copyMs
+  }
+}
+
 export interface SessionPoolOptions {
   /** Most sessions to hold at once (further capped by the model's free sequences). */
   maxSessions: number

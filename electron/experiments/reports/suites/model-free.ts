@@ -105,7 +105,7 @@ export function modelFreeReport(data: SuiteData): { sections: ReportSection[]; n
         `Per method and category, ${name}`,
         [col.text('category'), col.text('method'), col.text('settings'), col.ratio('acceptance'), col.num('mean accepted'), col.pct('drafting rounds (%)', 1), col.num('tok/s', 1), col.x('speedup')],
         detailRows,
-        'acceptance = accepted / proposed draft tokens; mean accepted = accepted tokens per round that drafted; drafting rounds = share of decode steps that proposed anything (a lookup without a match decodes one token with the target alone; sd and sd+ngram always draft). tok/s and speedup: medians over prompts × repeats with 95 % intervals; ar (baseline) is the defaults cell\'s ar.'
+        'acceptance = accepted / proposed draft tokens; mean accepted = accepted tokens per round that drafted; drafting rounds = share of decode steps that proposed anything (a lookup without a match decodes one token with the target alone; the draft-model methods always draft). tok/s and speedup: medians over prompts × repeats with 95 % intervals; ar (baseline) is the defaults cell\'s ar.'
       )
     )
 
@@ -163,7 +163,7 @@ export function modelFreeReport(data: SuiteData): { sections: ReportSection[]; n
             accepting?.rate ?? null
           ]
         }),
-        'Fastest: the highest median speedup over ar among every method and setting of the dataset (sd and sd+ngram use the stories260K draft model). "vs ar": the 95 % interval of the fastest model-free method\'s paired speedups against 1 (one timed decode has none). Acceptance alone does not make a method fast: a lookup that drafts in few rounds can accept most of what it drafts and still be no faster.'
+        'Fastest: the highest median speedup over ar among every method and setting of the dataset (sd, sd+ngram, sd-tree and sd-tree+ngram use the stories260K draft model). "vs ar": the 95 % interval of the fastest model-free method\'s paired speedups against 1 (one timed decode has none). Acceptance alone does not make a method fast: a lookup that drafts in few rounds can accept most of what it drafts and still be no faster.'
       )
     )
   }
