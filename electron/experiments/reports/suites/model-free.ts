@@ -31,7 +31,8 @@ function settingsOf(cell: CellData, method: string): string {
   if (definition?.gamma) parts.push(`γ ${cell.report.config.gamma}`)
   const namespace = definition?.namespace
   if (namespace) {
-    const own = Object.entries(cell.report.config.params).filter(([key]) => key.startsWith(`${namespace}.`))
+    // (An empty path parameter — ngram-cache without a static file — says nothing.)
+    const own = Object.entries(cell.report.config.params).filter(([key, value]) => key.startsWith(`${namespace}.`) && value !== '')
     if (own.length > 0) parts.push(own.map(([key, value]) => `${key.slice(namespace.length + 1)} ${value}`).join(', '))
   }
   const label = String(cell.cell.labels.settings ?? cell.cell.key.split('/')[0])
