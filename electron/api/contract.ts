@@ -74,6 +74,12 @@ export const RunConfig = z.object({
   /** The run's method parameters, resolved by the method catalog: every key of its methods, defaults filled in. */
   params: z.record(z.string(), ParamValue),
   threads: z.number().int().positive().max(256),
+  /**
+   * The target's threads for evaluations of several tokens (verification, prefill); single tokens use `threads`.
+   * null: resolved at load (all cores on ≤ 2-core machines when `threads` is the default, else `threads`) and stored
+   * as loaded; runs before per-phase threads read null = `threads`.
+   */
+  batchThreads: z.number().int().positive().max(256).nullable().default(null),
   contextSize: z.number().int().positive(),
   /** Adaptive draft-model selection (004 §5) among models.drafts; null = always models.draft. */
   draftSelection: z.object({ warmupPrompts: z.number().int().min(3).max(1000) }).nullable().default(null),

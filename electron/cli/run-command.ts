@@ -92,6 +92,7 @@ export function addModelOptions(command: Command): Command {
     .option('--mid <file>', 'mid draft model M_q2 (GGUF, same vocabulary)')
     .option('--draft <file>', 'small draft model M_q1 (GGUF, same vocabulary); repeat with --select-draft', collect, [])
     .option('--threads <n>', 'CPU threads per model (default: 1 on ≤ 2 cores, else llama.cpp default)', LIMITS.threads)
+    .option('--batch-threads <n>', "the target's threads for batched evaluations (verification, prefill; default: every core on ≤ 2 cores when --threads is the default, else --threads)", LIMITS.threads)
     .option('--context-size <n>', 'context size per sequence (capped by the model)', LIMITS.contextSize, 2048)
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
     .option('--json', 'print one JSON object on stdout; progress stays on stderr')
@@ -119,6 +120,7 @@ interface RunOptions {
   syntheticAcceptance?: number[]
   set: Record<string, string | number | boolean>
   threads?: number
+  batchThreads?: number
   contextSize: number
   db?: string
   json?: boolean
@@ -201,6 +203,7 @@ function buildConfig(options: RunOptions, seed: number): { config: RunConfig; pr
     gamma: options.gamma,
     params: resolved.params,
     threads: options.threads ?? defaultThreads() ?? 4,
+    batchThreads: options.batchThreads ?? null,
     contextSize: options.contextSize,
     draftSelection: options.selectDraft ? { warmupPrompts: options.selectWarmup } : null,
     repeats: options.repeats ?? defaultRepeats(methods),
@@ -219,6 +222,7 @@ async function runAction(options: RunOptions): Promise<void> {
   const store = RunStore.open(options.db ?? defaultDatabasePath())
   const trio = await loadTrio(config.models, {
     threads: config.threads,
+    batchThreads: config.batchThreads ?? undefined,
     contextSize: config.contextSize,
     fullVocabulary: config.sampling.fullVocabulary,
     // Beam methods keep one KV sequence per beam / tree path (4 unless a method asks for more).

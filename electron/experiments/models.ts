@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto'
 import { open } from 'node:fs/promises'
 import type { ModelFingerprint, ModelPaths } from '../api/contract'
-import { loadLlamaModel, type LlamaCppModel, type LlamaLoadOptions } from '../engine/model/llama-cpp-model'
+import { loadLlamaModel, targetBatchThreadsFor, type LlamaCppModel, type LlamaLoadOptions } from '../engine/model/llama-cpp-model'
 import { assertSameVocabulary } from '../engine/model/vocabulary-check'
 import type { DecoderModels } from '../engine/decoders/types'
 import { crossVocabularyAdvice, DEFAULT_SEQUENCES } from '../engine/methods/prepare'
@@ -28,6 +28,7 @@ export interface TrioLoadProgress {
   fraction: number
 }
 
+/** `batchThreads` is the TARGET's (default targetBatchThreadsFor(threads)); drafts evaluate batches with `threads`. */
 export interface TrioLoadOptions extends Omit<LlamaLoadOptions, 'onLoadProgress'> {
   onProgress?: (progress: TrioLoadProgress) => void
   /**
@@ -75,7 +76,10 @@ export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Pro
         ? (fraction: number) => onProgress({ role, file, index, count: files.length, fraction: Math.min(1, Math.max(0, fraction)) })
         : undefined
       progress?.(0)
-      loaded.push(await loadLlamaModel(file, progress ? { ...loadOptions, onLoadProgress: progress } : loadOptions))
+      // A tiny draft on two threads is ~35× slower (llama-cpp-model.ts): only the target batches on more.
+      const batchThreads = role === 'target' ? (loadOptions.batchThreads ?? targetBatchThreadsFor(loadOptions.threads)) : loadOptions.threads
+      const modelOptions = { ...loadOptions, batchThreads }
+      loaded.push(await loadLlamaModel(file, progress ? { ...modelOptions, onLoadProgress: progress } : modelOptions))
       progress?.(1)
     }
     const target = loaded[0]

@@ -34,6 +34,7 @@ function inputFor(tokens: readonly number[], request: PositionRequest): Controll
 
 /** Median milliseconds of evaluating `tokens` after `prefix` (rolled back after each repeat). */
 async function timeEvaluation(
+  model: LlamaCppModel,
   sequence: LlamaContextSequence,
   prefix: readonly number[],
   tokens: readonly number[],
@@ -41,11 +42,12 @@ async function timeEvaluation(
   repeats: number
 ): Promise<number> {
   await sequence.clearHistory()
-  await sequence.controlledEvaluate(prefix.map((t) => t as Token))
+  await model.inPhase(prefix.length, () => sequence.controlledEvaluate(prefix.map((t) => t as Token)))
   const samples: number[] = []
   for (let i = 0; i < repeats + 1; i++) {
     const started = performance.now()
-    await sequence.controlledEvaluate(inputFor(tokens, request))
+    // With the threads the decoders' evaluation of as many tokens gets (per phase, llama-cpp-model.ts).
+    await model.inPhase(tokens.length, () => sequence.controlledEvaluate(inputFor(tokens, request)))
     if (i > 0) samples.push(performance.now() - started) // the first is a warm-up
     await sequence.eraseContextTokenRanges([{ start: prefix.length, end: sequence.nextTokenIndex }])
   }
@@ -75,10 +77,10 @@ export async function measureRawTimings(
       const cut = promptLength + Math.floor(((i + 0.5) / points) * Math.max(0, generated - gamma - 1))
       const prefix = sequence.slice(0, cut)
       const next = sequence.slice(cut, cut + gamma + 1)
-      sums.t1Ms += await timeEvaluation(targetSequence, prefix, next.slice(0, 1), 'argmax', repeats)
-      sums.tDraftMs += await timeEvaluation(draftSequence, prefix, next.slice(0, 1), 'argmax', repeats)
-      sums.tVerifyMs += await timeEvaluation(targetSequence, prefix, next, 'argmax', repeats)
-      sums.tVerifyTopKMs += await timeEvaluation(targetSequence, prefix, next, { topK }, repeats)
+      sums.t1Ms += await timeEvaluation(target, targetSequence, prefix, next.slice(0, 1), 'argmax', repeats)
+      sums.tDraftMs += await timeEvaluation(draft, draftSequence, prefix, next.slice(0, 1), 'argmax', repeats)
+      sums.tVerifyMs += await timeEvaluation(target, targetSequence, prefix, next, 'argmax', repeats)
+      sums.tVerifyTopKMs += await timeEvaluation(target, targetSequence, prefix, next, { topK }, repeats)
     }
   } finally {
     targetSequence.dispose()

@@ -177,6 +177,12 @@ export async function runInterleaved<A extends Arm>(arms: readonly A[], input: S
   }
 }
 
+/** The batch threads a GGUF model was loaded with (LlamaCppModel.phaseThreads); null for models without threads. */
+function batchThreadsOf(model: LanguageModel): number | null {
+  const phases = (model as { phaseThreads?: { batchThreads?: unknown } }).phaseThreads
+  return typeof phases?.batchThreads === 'number' ? phases.batchThreads : null
+}
+
 export async function executeRun(
   store: RunStore,
   config: RunConfig,
@@ -186,7 +192,8 @@ export async function executeRun(
 ): Promise<RunReport> {
   const prepared = options.prepared ?? prepareConfig(config).prepared
   const promptTokens = tokenizePrompts(models, prompts, config)
-  const runId = store.createRun({ ...config, params: prepared.params })
+  // The target's batch threads as loaded (null for toy models): what the timings were measured with.
+  const runId = store.createRun({ ...config, batchThreads: config.batchThreads ?? batchThreadsOf(models.target), params: prepared.params })
   options.onRunCreated?.(runId)
   const machine = machineBefore()
   const repeats = config.repeats

@@ -70,6 +70,7 @@ function report(runId: number, methods: MethodSummary[], config: Partial<RunRepo
       gamma: 5,
       params: {},
       threads: 2,
+      batchThreads: null,
       contextSize: 2048,
       draftSelection: null,
       repeats: 1,

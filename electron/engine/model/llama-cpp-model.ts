@@ -1,8 +1,16 @@
 /**
  * node-llama-cpp adapter for the model-session seam.
  *
- * - One context per model with a few sequences (sessions); `threads` defaults to 1 on machines with ≤ 2 cores,
- *   where llama.cpp's default thread count is ~30× slower.
+ * - One context per model with a few sequences (sessions). Threads per PHASE (issue 16, measured on the 2-core
+ *   machine with the inflated 78M-compute target): `threads` for single-token evaluations, `batchThreads` for
+ *   evaluations of several tokens (verification, prefill, several sequences at once). One thread decodes a token in
+ *   7.1 ms, two in 8.4 ms once JS work runs between decodes (llama.cpp's worker threads spin and take the core the JS
+ *   thread needs); a 6-token batch takes 23.6 ms on one thread, 13.6–15.7 ms on two. A tiny draft on two threads is
+ *   ~35× slower (5 tokens 1.6 → 60 ms). So targets take `batchThreads` = all cores on ≤ 2-core machines, drafts 1.
+ *   node-llama-cpp fixes a context's thread count at creation and re-applies it before every decode (its threads
+ *   splitter), so the runtime is created with `maxThreads: 0` (no splitting between contexts, no async allocation per
+ *   decode) and the wanted count is set on the context per evaluation (`setPhaseThreads`: node-llama-cpp 3.22.1
+ *   internals, pinned; test/integration/gguf.test.ts fails if they change).
  * - `append` is ONE `controlledEvaluate` call; for every requested position it asks for the raw logits of the
  *   top-k tokens (or the whole vocabulary) and warps them in JS (sampling/warp.ts), so draft and target are warped
  *   by the same code. (node-llama-cpp's own `probabilities` output is taken after its sampler picked a token and
@@ -40,7 +48,10 @@ import { validateGgufFile } from './gguf-validate'
 import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
 
 export interface LlamaLoadOptions {
+  /** Threads of single-token evaluations (default: defaultThreads()). */
   threads?: number
+  /** Threads of evaluations of more than one token, or of several sequences at once (default: `threads`). */
+  batchThreads?: number
   contextSize?: number
   /** How many sessions (KV sequences) may be open at once on this model. */
   sequences?: number
@@ -55,10 +66,19 @@ export function defaultThreads(): number | undefined {
   return os.cpus().length <= 2 ? 1 : undefined
 }
 
+/**
+ * A target's threads for batched evaluations when none are given: every core on ≤ 2-core machines if `threads` is
+ * the default there (see the file comment), else `threads` (an explicit --threads N means N everywhere).
+ */
+export function targetBatchThreadsFor(threads: number | undefined): number | undefined {
+  return os.cpus().length <= 2 && (threads === undefined || threads === defaultThreads()) ? os.cpus().length : threads
+}
+
 let llamaInstance: Promise<Llama> | undefined
 /** One llama.cpp runtime per process (it owns the backend and its threads). */
 export function sharedLlama(): Promise<Llama> {
-  llamaInstance ??= getLlama({ logLevel: LlamaLogLevel.error })
+  // maxThreads 0: each context uses the threads it is told (no splitting between contexts, no wait per decode).
+  llamaInstance ??= getLlama({ logLevel: LlamaLogLevel.error, maxThreads: 0 })
   return llamaInstance
 }
 
@@ -85,7 +105,8 @@ export async function loadLlamaModel(file: string, options: LlamaLoadOptions = {
     sequences: options.sequences ?? 4,
     threads: options.threads ?? defaultThreads()
   })
-  return new LlamaCppModel(model, context, modelPath, sizeBytes, options.fullVocabulary ?? false)
+  const threads = context.idealThreads
+  return new LlamaCppModel(model, context, modelPath, sizeBytes, options.fullVocabulary ?? false, { threads, batchThreads: options.batchThreads ?? threads })
 }
 
 /**
@@ -132,7 +153,9 @@ export class LlamaCppModel implements LanguageModel {
     readonly context: LlamaContext,
     modelPath: string,
     sizeBytes: number,
-    readonly fullVocabulary: boolean
+    readonly fullVocabulary: boolean,
+    /** Threads per phase (the file comment); `threads` = the context's creation count. */
+    readonly phaseThreads: { threads: number; batchThreads: number } = { threads: context.idealThreads, batchThreads: context.idealThreads }
   ) {
     const metadata = model.fileInfo.metadata
     const tokenizer = metadata.tokenizer?.ggml
@@ -190,7 +213,43 @@ export class LlamaCppModel implements LanguageModel {
   async createSession(warpConfig: WarpConfig, options: SessionOptions = {}): Promise<ModelSession> {
     const fullEntropy = options.fullEntropy ?? false
     const logits = fullEntropy ? true : this.logitsRequest(warpConfig)
-    return new LlamaCppSession(this.context.getSequence(), warpConfig, logits, this.info.path, fullEntropy, (token) => this.evaluable(token))
+    return new LlamaCppSession(this.context.getSequence(), warpConfig, logits, this.info.path, fullEntropy, (token) => this.evaluable(token), this.phases)
+  }
+
+  /** Runs `evaluate` (an evaluation of `tokens` tokens on this context) with its phase's threads (raw timings). */
+  async inPhase<T>(tokens: number, evaluate: () => Promise<T>): Promise<T> {
+    this.phases.starting(tokens)
+    try {
+      return await evaluate()
+    } finally {
+      this.phases.finished()
+    }
+  }
+
+  /** Evaluations in flight on this context: two or more are decoded together, a batch. */
+  private inFlight = 0
+
+  /** What a session tells its model around each evaluation, so the context runs it with the phase's threads. */
+  private readonly phases: EvaluationPhases = {
+    starting: (tokens) => {
+      this.inFlight++
+      const batched = tokens > 1 || this.inFlight > 1
+      this.setPhaseThreads(batched ? this.phaseThreads.batchThreads : this.phaseThreads.threads)
+    },
+    finished: () => {
+      this.inFlight--
+    }
+  }
+
+  /**
+   * The thread count of the context's next decode. node-llama-cpp 3.22.1 re-applies `_idealThreads` (through its
+   * threads-splitter consumer's `_wantedThreads`, which `getAllocationToConsume` returns at once when the runtime's
+   * maxThreads is 0) before every decode.
+   */
+  private setPhaseThreads(threads: number): void {
+    const context = this.context as unknown as { _idealThreads: number; _threadSplitterConsumer?: { _wantedThreads: number } }
+    context._idealThreads = threads
+    if (context._threadSplitterConsumer) context._threadSplitterConsumer._wantedThreads = threads
   }
 
   /** `token` when this vocabulary has it, else the stand-in (an id of a larger, padded vocabulary of the trio). */
@@ -222,7 +281,7 @@ export class LlamaCppModel implements LanguageModel {
             ]
           : (this.evaluable(token) as Token)
       )
-      const output = await sequence.controlledEvaluate(input)
+      const output = await this.inPhase(tokens.length, () => sequence.controlledEvaluate(input))
       return tokens.slice(1).map((next, i) => {
         const { logits, totalLogitWeight } = output[i]?.next ?? {}
         if (!logits || totalLogitWeight === undefined) throw new Error(`node-llama-cpp returned no logits at position ${i}`)
@@ -250,6 +309,11 @@ export class LlamaCppModel implements LanguageModel {
 }
 
 type LogitsRequest = true | { filter: { tokens: Token[]; includeTop: number } }
+/** A session's evaluation starts (with this many tokens) / finishes: the model picks the phase's threads. */
+interface EvaluationPhases {
+  starting(tokens: number): void
+  finished(): void
+}
 type InternalSequenceCopy = (other: LlamaContextSequence, upToTokenIndex: number) => Promise<boolean>
 
 class LlamaCppSession implements ModelSession {
@@ -262,7 +326,8 @@ class LlamaCppSession implements ModelSession {
     private readonly modelPath: string,
     private readonly fullEntropy: boolean,
     /** The id llama.cpp evaluates for a token (a stand-in for ids beyond this model's vocabulary). */
-    private readonly evaluable: (token: number) => number
+    private readonly evaluable: (token: number) => number,
+    private readonly phases: EvaluationPhases
   ) {}
 
   get tokens(): readonly number[] {
@@ -280,7 +345,13 @@ class LlamaCppSession implements ModelSession {
       const token = this.evaluable(given) as Token
       return i >= distributionsFrom ? [token, { generateNext: { logits: this.logits } }] : token
     })
-    const output = await this.sequence.controlledEvaluate(input)
+    this.phases.starting(tokens.length)
+    let output: Awaited<ReturnType<LlamaContextSequence['controlledEvaluate']>>
+    try {
+      output = await this.sequence.controlledEvaluate(input)
+    } finally {
+      this.phases.finished()
+    }
     this.mirror.push(...tokens)
     const distributions: Distribution[] = []
     for (let i = distributionsFrom; i < tokens.length; i++) {
