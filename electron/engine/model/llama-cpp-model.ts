@@ -10,7 +10,7 @@
  *   node-llama-cpp fixes a context's thread count at creation and re-applies it before every decode (its threads
  *   splitter), so the runtime is created with `maxThreads: 0` (no splitting between contexts, no async allocation per
  *   decode) and the wanted count is set on the context per evaluation (`setPhaseThreads`: node-llama-cpp 3.22.1
- *   internals, pinned; test/integration/gguf.test.ts fails if they change).
+ *   internals, pinned; test/integration/threads-gguf.test.ts fails if they change).
  * - `append` is ONE `controlledEvaluate` call; for every requested position it asks for the raw logits of the
  *   top-k tokens (or the whole vocabulary) and warps them in JS (sampling/warp.ts), so draft and target are warped
  *   by the same code. (node-llama-cpp's own `probabilities` output is taken after its sampler picked a token and
