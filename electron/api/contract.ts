@@ -208,6 +208,8 @@ export const LoadSettings = z.object({
   gpuLayers: z.union([z.literal('auto'), z.number().int().min(0).max(1000)]),
   /** CPU threads per model; null = SpecLab's default (1 on ≤ 2 cores, else llama.cpp's). */
   threads: z.number().int().min(1).max(256).nullable(),
+  /** The target's threads for batched evaluations (verification, prefill); null = SpecLab's default (every core on ≤ 2 cores). */
+  batchThreads: z.number().int().min(1).max(256).nullable().default(null),
   /** Transfer the full vocabulary instead of the top-k logits (exact for any warp, slower). */
   fullVocabulary: z.boolean()
 })
@@ -516,6 +518,8 @@ export interface LoadedTrio {
   contextSize: number
   /** KV sequences per model (4; more after a beam / DSBD run asked for them). */
   sequences: number
+  /** Threads in effect: single-token evaluations of every model, and the target's batched evaluations. */
+  threads: { single: number; targetBatch: number } | null
   /**
    * Why the trio's vocabularies differ (the vocabulary check's reason), null when they pass: then only the methods
    * that draft with another tokenizer (catalog `vocabulary: 'any'`: sd-tli, sd-uad) run on it.

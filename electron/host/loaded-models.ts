@@ -45,7 +45,7 @@ export interface HeldTrio {
 }
 
 const sameSettings = (a: LoadSettings, b: LoadSettings) =>
-  a.contextSize === b.contextSize && a.gpuLayers === b.gpuLayers && a.threads === b.threads && a.fullVocabulary === b.fullVocabulary
+  a.contextSize === b.contextSize && a.gpuLayers === b.gpuLayers && a.threads === b.threads && a.batchThreads === b.batchThreads && a.fullVocabulary === b.fullVocabulary
 
 /**
  * Told before llama.cpp reads a trio's files and after the load ends either way, so a load that kills the process
@@ -89,8 +89,10 @@ export class LoadedModels {
 
   describe(): LoadedTrio | null {
     if (!this.held) return null
-    const { entries, settings, contextSize, sequences, vocabularyMismatch } = this.held
-    return { target: entries.target, mid: entries.mid, draft: entries.draft, settings, contextSize, sequences, vocabularyMismatch }
+    const { entries, settings, contextSize, sequences, vocabularyMismatch, models } = this.held
+    const phases = (models.target as { phaseThreads?: { threads: number; batchThreads: number } }).phaseThreads
+    const threads = phases ? { single: phases.threads, targetBatch: phases.batchThreads } : null
+    return { target: entries.target, mid: entries.mid, draft: entries.draft, settings, contextSize, sequences, threads, vocabularyMismatch }
   }
 
   /**
@@ -148,6 +150,7 @@ export class LoadedModels {
           contextSize: settings.contextSize,
           gpuLayers: settings.gpuLayers,
           threads: settings.threads ?? undefined,
+          batchThreads: settings.batchThreads ?? undefined,
           fullVocabulary: settings.fullVocabulary,
           sequences,
           // The method is not known yet: a trio of different vocabularies loads, marked, for sd-tli / sd-uad.

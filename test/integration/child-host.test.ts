@@ -21,7 +21,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const BIG = 'family/stories-target5M-inflated-78M-f16.gguf'
 const SMALL = 'stories260K-f32.gguf'
 const withModels = describeWithModels('test/integration/child-host.test.ts', [BIG, SMALL])
-const LOAD = { contextSize: 256, gpuLayers: 0, threads: 1, fullVocabulary: false } as const
+const LOAD = { contextSize: 256, gpuLayers: 0, threads: 1, batchThreads: null, fullVocabulary: false } as const
 
 let dir: string
 let host: ChildHost

@@ -38,7 +38,7 @@ let dir: string
 let host: EngineHost
 const events: HostEvent[] = []
 const ids = { target: 0, mid: 0, draft: 0, foreign: 0 }
-const LOAD = { contextSize: 512, gpuLayers: 0, threads: 1, fullVocabulary: false } as const
+const LOAD = { contextSize: 512, gpuLayers: 0, threads: 1, batchThreads: null, fullVocabulary: false } as const
 
 const call = <C extends ApiChannel>(channel: C, payload: ApiRequest<C>) => host.request(channel, payload) as Promise<ApiResponses[C]>
 

@@ -91,7 +91,7 @@ describe('contract', () => {
         dataset: { kind: 'builtin', id: 'stories' },
         limit: null,
         models: { target: 1, mid: null, draft: 2 },
-        load: { contextSize: 512, gpuLayers: 'auto', threads: null, fullVocabulary: false },
+        load: { contextSize: 512, gpuLayers: 'auto', threads: null, batchThreads: null, fullVocabulary: false },
         settings: { maxTokens: 8, temperature: 0, topK: 64, topP: 1, gamma: 4, seed: null, params: {} }
       }).success
     ).toBe(false)
