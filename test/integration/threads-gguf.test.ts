@@ -5,6 +5,7 @@
  * fails here; loadTrio gives only the target more batch threads, and a run records what the target was loaded with.
  */
 import os from 'node:os'
+import type { Token } from 'node-llama-cpp'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { RAW_WARP } from '../../electron/engine/decoders/session-pool'
 import { loadLlamaModel, targetBatchThreadsFor, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
@@ -34,6 +35,7 @@ withModels('threads per phase', () => {
   it('one token runs on `threads`, a batch on `batchThreads`, two sequences decoded together count as a batch', async () => {
     expect(model.phaseThreads).toEqual({ threads: 1, batchThreads: 2 })
     const [a, b] = [await model.createSession(RAW_WARP), await model.createSession(RAW_WARP)]
+    let bDisposed = false
     try {
       const prompt = [model.info.bos!, ...model.tokenize('Once upon a time')]
       await a.append(prompt, prompt.length - 1)
@@ -49,9 +51,22 @@ withModels('threads per phase', () => {
       expect(lastThreads(model)).toBe(2)
       await a.append([307], 0)
       expect(lastThreads(model)).toBe(1)
+      // node-llama-cpp's own predictors (nlc-draft, nlc-lookup) evaluate on `threads`, whatever ran last.
+      await a.append([308, 309], 0)
+      expect(lastThreads(model)).toBe(2)
+      model.useSingleTokenThreads()
+      await b.dispose() // (its sequence is the context's second and last)
+      bDisposed = true
+      const raw = model.context.getSequence()
+      try {
+        await raw.controlledEvaluate([model.info.bos!, 300, 301] as Token[])
+        expect(lastThreads(model)).toBe(1)
+      } finally {
+        raw.dispose()
+      }
     } finally {
       await a.dispose()
-      await b.dispose()
+      if (!bDisposed) await b.dispose()
     }
   })
 

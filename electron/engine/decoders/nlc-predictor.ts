@@ -41,6 +41,7 @@ export interface PredictorRun {
 export async function* predictorDecode(run: PredictorRun, models: DecoderModels, request: DecodeRequest): AsyncGenerator<DecodeEvent> {
   let sequence: LlamaContextSequence
   try {
+    run.target.useSingleTokenThreads()
     sequence = run.target.context.getSequence({ tokenPredictor: run.predictor })
   } catch (error) {
     await run.release()

@@ -226,6 +226,14 @@ export class LlamaCppModel implements LanguageModel {
     }
   }
 
+  /**
+   * Evaluations that node-llama-cpp drives itself (its token predictors, nlc-draft / nlc-lookup) run with one fixed
+   * count, as node-llama-cpp would configure them: `threads`, whatever phase ran last.
+   */
+  useSingleTokenThreads(): void {
+    this.setPhaseThreads(this.phaseThreads.threads)
+  }
+
   /** Evaluations in flight on this context: two or more are decoded together, a batch. */
   private inFlight = 0
 
