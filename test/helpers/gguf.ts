@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect } from 'vitest'
 import type { LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
+import { autoregressive } from '../../electron/engine/decoders/autoregressive'
+import { decode, makeRequest } from './decode'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const DEFAULT_MODELS_DIR = path.resolve(ROOT, '../shared/models')
@@ -83,4 +85,21 @@ export async function expectSameOrNearTie(
   expect(i, `${label}: one output is a prefix of the other`).toBeLessThan(Math.min(reference.length, tokens.length))
   expect([reference[i], tokens[i]].sort()).toEqual([p.ids[0], p.ids[1]].sort())
   return 'near-tie'
+}
+
+/**
+ * A prompt that copies, with greedy ar's tokens after it: an opening, the target's own greedy continuation of it
+ * (`continuation` tokens), then the opening again — the target then partly re-tells what it told, which is where
+ * lookups pay. Used by the tests of the model-free and tree methods.
+ */
+export async function copyingPrompt(
+  target: LlamaCppModel,
+  opening: string,
+  continuation: number,
+  maxTokens: number
+): Promise<{ promptTokens: number[]; reference: number[] }> {
+  const first = await decode(autoregressive, { target }, makeRequest({ promptTokens: [target.info.bos!, ...target.tokenize(opening)], maxTokens: continuation, warp: GREEDY_64 }))
+  const promptTokens = [target.info.bos!, ...target.tokenize(`${opening} ${target.detokenize(first.tokens).trimStart()}\n${opening}`)]
+  const reference = (await decode(autoregressive, { target }, makeRequest({ promptTokens, maxTokens, warp: GREEDY_64 }))).tokens
+  return { promptTokens, reference }
 }

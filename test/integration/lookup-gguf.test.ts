@@ -6,11 +6,10 @@
  * the opening again — the target then partly re-tells what it told, which is where lookups pay.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { autoregressive } from '../../electron/engine/decoders/autoregressive'
 import { prepare } from '../../electron/engine/methods/prepare'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import { decode, makeRequest } from '../helpers/decode'
-import { describeWithModels, expectSameOrNearTie, GREEDY_64, modelPath } from '../helpers/gguf'
+import { copyingPrompt, describeWithModels, expectSameOrNearTie, GREEDY_64, modelPath } from '../helpers/gguf'
 
 const TARGET = 'family/stories-target5M-f32.gguf'
 const DRAFT = 'stories260K-f32.gguf'
@@ -48,10 +47,9 @@ withModels('model-free drafting on GGUF (target5M)', () => {
     target = await loadLlamaModel(modelPath(TARGET), { threads: 1, contextSize: 512 })
     draft = await loadLlamaModel(modelPath(DRAFT), { threads: 1, contextSize: 512 })
     for (const opening of OPENINGS) {
-      const first = await decode(autoregressive, { target }, makeRequest({ promptTokens: [target.info.bos!, ...target.tokenize(opening)], maxTokens: 48, warp: GREEDY_64 }))
-      const promptTokens = [target.info.bos!, ...target.tokenize(`${opening} ${target.detokenize(first.tokens).trimStart()}\n${opening}`)]
-      prompts.push(promptTokens)
-      reference.push((await decode(autoregressive, { target }, makeRequest({ promptTokens, maxTokens: MAX_TOKENS, warp: GREEDY_64 }))).tokens)
+      const copying = await copyingPrompt(target, opening, 48, MAX_TOKENS)
+      prompts.push(copying.promptTokens)
+      reference.push(copying.reference)
     }
   })
 

@@ -6,13 +6,12 @@
  * requested positions, paths, copies).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { autoregressive } from '../../electron/engine/decoders/autoregressive'
 import type { Provenance } from '../../electron/engine/decoders/types'
 import { prepare } from '../../electron/engine/methods/prepare'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import { createPrng } from '../../electron/engine/sampling/prng'
 import { decode, makeRequest } from '../helpers/decode'
-import { describeWithModels, expectSameOrNearTie, GREEDY_64, modelPath } from '../helpers/gguf'
+import { copyingPrompt, describeWithModels, expectSameOrNearTie, GREEDY_64, modelPath } from '../helpers/gguf'
 
 const TARGET = 'family/stories-target5M-f32.gguf'
 const DRAFT = 'stories260K-f32.gguf'
@@ -38,10 +37,9 @@ withModels('sd-tree on GGUF (target5M ← stories260K)', () => {
     // The prompts copy (as in lookup-gguf.test.ts): an opening, the target's own greedy continuation of it, the
     // opening again — so the n-gram branch finds what the target re-tells.
     for (const opening of OPENINGS) {
-      const first = await decode(autoregressive, { target }, makeRequest({ promptTokens: [target.info.bos!, ...target.tokenize(opening)], maxTokens: 32, warp: GREEDY_64 }))
-      const promptTokens = [target.info.bos!, ...target.tokenize(`${opening} ${target.detokenize(first.tokens).trimStart()}\n${opening}`)]
-      prompts.push(promptTokens)
-      reference.push((await decode(autoregressive, { target }, makeRequest({ promptTokens, maxTokens: MAX_TOKENS, warp: GREEDY_64 }))).tokens)
+      const copying = await copyingPrompt(target, opening, 32, MAX_TOKENS)
+      prompts.push(copying.promptTokens)
+      reference.push(copying.reference)
     }
   })
 
