@@ -73,6 +73,10 @@ export function setupRows(data: SuiteData, suite: SuiteDefinition): [string, str
   })
   const lengths = [...new Set(plan.map((c) => c.maxTokens))].sort((a, b) => a - b)
   const machine = options.machine
+  // The target's batch threads as its runs recorded them (config.batchThreads; null in runs before per-phase threads).
+  const batch = [...new Set([...data.cells.values()].map((c) => c.report.config.batchThreads).filter((b): b is number => b !== null))]
+  const threads =
+    batch.length > 0 ? `${options.threads} thread(s) per token, ${batch.join(' / ')} for the target's batches` : `${options.threads} thread(s) per model`
   return [
     ['target M_p', fingerprint(options.models.target)],
     ['mid M_q2', fingerprint(options.models.mid)],
@@ -82,7 +86,7 @@ export function setupRows(data: SuiteData, suite: SuiteDefinition): [string, str
     ['datasets', datasets.join('; ')],
     ['seed', String(options.seed)],
     ['grid', `${plan.length} cells (${data.cells.size} finished)${options.quick ? ', --quick' : ''}; runs ${[...data.cells.values()].map((c) => c.runId).join(', ') || '–'}`],
-    ['machine', machine ? `${machine.cpuModel}, ${machine.cpus} cores, ${machine.platform}, Node ${machine.node}, ${options.threads} thread(s) per model` : '–'],
+    ['machine', machine ? `${machine.cpuModel}, ${machine.cpus} cores, ${machine.platform}, Node ${machine.node}, ${threads}` : '–'],
     ['paper', suite.paper ? `${suite.paper.title} (../shared/papers/${suite.paper.file})` : suite.id === 'smoke' ? 'none (smoke test)' : 'none']
   ]
 }
