@@ -1,7 +1,7 @@
 /**
  * Greedy losslessness of the issue-3 draft-length policies on real GGUF models (node-llama-cpp, CPU, one thread):
  * target stories-target5M-f32 ← draft stories260K-f32, 3 story prompts × 48 tokens. Each of `sd-heuristic`,
- * `sd-pmin`, `svip` and `self-verify` (default parameters and other settings, --gamma 5, one newRun per
+ * `sd-pmin`, `svip` and `self-verify`, and parallel drafting (`pearl`, the `parallel` option; default parameters and other settings, --gamma 5, one newRun per
  * method so state that persists across prompts is exercised) must reproduce `ar`'s greedy tokens. A divergence is tolerated only where the
  * target's top two tokens are within NEAR_TIE of each other at the first differing position (batched and
  * single-token evaluation may round differently) and the two outputs chose exactly those two tokens — the rule of
@@ -35,7 +35,11 @@ const METHODS: [string, Record<string, number | boolean>][] = [
   ['svip', { 'svip.h': 0.5 }],
   ['self-verify', { 'selfverify.maxDraft': 4 }],
   ['svip', { 'svip.warpedEntropy': true }],
-  ['sd-heuristic', { 'heuristic.maxDraft': 6 }]
+  ['sd-heuristic', { 'heuristic.maxDraft': 6 }],
+  // Parallel drafting (decoders/parallel-drafting.ts): the draft's and the target's contexts evaluate at once.
+  ['pearl', {}],
+  ['sd', { 'sd.parallel': true }],
+  ['svip', { 'svip.parallel': true, 'svip.h': 0.5 }]
 ]
 
 const PROMPTS = [
@@ -87,7 +91,8 @@ withModels('issue-3 policies on GGUF models: greedy output = greedy ar (target5M
     expect(steps.some((s) => s.resampled)).toBe(true)
     // Every step records the policy's explanation.
     for (const s of steps) expect(s.decision).not.toBeNull()
-    if (id !== 'sd-heuristic') for (const s of steps) expect(s.threshold).not.toBeNull()
+    if (id !== 'sd-heuristic' && id !== 'sd' && id !== 'pearl') for (const s of steps) expect(s.threshold).not.toBeNull()
+    if (id === 'pearl' || params['sd.parallel'] || params['svip.parallel']) expect(steps.some((s) => Number(s.decision?.carried) > 0)).toBe(true)
     if (id === 'svip' || id === 'self-verify') {
       const source = params['svip.warpedEntropy'] === true || params['selfverify.warpedEntropy'] === true ? 'warped' : 'full'
       for (const s of steps) expect(s.decision?.entropySource).toBe(source)

@@ -190,7 +190,7 @@ function withFacts(decision: PolicyExplanation['decision'], facts: ProposalFacts
  * what it looked for and the time it took): the target decodes one token alone. The policy still hears the outcome
  * (nothing proposed) so state machines can leave 0 again, and the round's record carries the policy's explanation.
  */
-async function* targetOnlyPolicyRound(
+export async function* targetOnlyPolicyRound(
   target: ModelSession,
   output: OutputBuffer,
   step: number,

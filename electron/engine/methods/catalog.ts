@@ -32,6 +32,7 @@ import { preVerifyDecoder } from '../decoders/pre-verify'
 import { sdTliDecoder } from '../decoders/sd-tli'
 import { DEFAULT_LOOKBEHIND, sdUadDecoder } from '../decoders/sd-uad'
 import { modelDrafter, speculativeDecoder } from '../decoders/speculative'
+import { parallelDraftingDecoder } from '../decoders/parallel-drafting'
 import { MAX_CHILDREN, sdTreeDecoder, type TreeOptions } from '../decoders/sd-tree'
 import type { Decoder } from '../decoders/types'
 import type { MethodId } from './ids'
@@ -96,6 +97,21 @@ const withPolicy = (
   const policy = makePolicy()
   return () => decoder(policy)
 }
+
+/**
+ * The `parallel` flag of sd and the policies that draft with the draft model: PEARL's post-verify (decoders/
+ * parallel-drafting.ts) — the draft drafts the next window while the target verifies this one.
+ */
+const PARALLEL = {
+  parallel: flag(false, {
+    help: "draft the next window while the target verifies this one (PEARL's post-verify; lossless): a round costs max(draft, verify), not their sum",
+    source: 'PEARL (Liu et al., ICLR 2025)'
+  })
+}
+const draftModelDecoder =
+  ({ params }: Settings<typeof PARALLEL>) =>
+  (policy: DraftLengthPolicy): Decoder =>
+    params.parallel ? parallelDraftingDecoder(policy, { preVerify: false }) : speculativeDecoder(policy)
 
 const DRAFT = { draft: true, mid: false }
 const TARGET_ONLY = { draft: false, mid: false }
@@ -229,8 +245,30 @@ const METHODS: readonly MethodDefinition[] = [
     lossless: true,
     gamma: 'the draft length',
     namespace: 'sd',
+    params: PARALLEL,
+    newRun: (settings) => withPolicy(() => fixedLengthPolicy(settings.gamma), draftModelDecoder(settings))
+  }),
+  method({
+    id: 'pearl',
+    family: 'speculative',
+    summary: 'PEARL: parallel drafting — the draft drafts the next window while the target verifies (pre-/post-verify)',
+    description:
+      'PEARL (Liu et al., "Parallel Speculative Decoding with Adaptive Draft Length", ICLR 2025; the authors\' ' +
+      '`parallel_speculative_decoding`): draft and target run at the same time, so a round costs max(draft, target), ' +
+      'not their sum. Post-verify: while the target scores the γ waiting drafts in one batched call, the draft drafts ' +
+      'the next γ after them; the waiting drafts and then the first new one are tested by exact rejection sampling ' +
+      '(the new one takes the bonus token\'s place); all accepted, the rest of the new window waits for the next ' +
+      'round, otherwise it is dropped after the correction. Pre-verify (after a rejection): the draft drafts γ while ' +
+      'the target scores the one position after the committed text, and only the first draft is tested. Lossless: ' +
+      'what is drafted during a verification never depends on its verdict. The `parallel` option of sd and the ' +
+      'draft-length policies is post-verify alone. Choice: the target keeps `--batch-threads` while the draft runs on ' +
+      '`--threads`; on a 2-core machine `--batch-threads 1` gives each model one core',
+    needs: DRAFT,
+    lossless: true,
+    gamma: 'the draft window γ',
+    namespace: 'pearl',
     params: {},
-    newRun: ({ gamma }) => withPolicy(() => fixedLengthPolicy(gamma))
+    newRun: ({ gamma }) => withPolicy(() => fixedLengthPolicy(gamma), (policy) => parallelDraftingDecoder(policy, { preVerify: true }))
   }),
   method({
     id: 'sd-heuristic',
@@ -247,12 +285,13 @@ const METHODS: readonly MethodDefinition[] = [
     gamma: 'the starting draft length',
     namespace: 'heuristic',
     params: {
+      ...PARALLEL,
       transient: flag(false, { help: 'back to γ at each prompt (HF "heuristic_transient")', source: 'HF candidate_generator.py' }),
       maxDraft: integer(0, { min: 0 }, { help: 'the draft length cap; 0 = none (HF)', source: 'SVIP §3.1 and its code: 40' })
     },
     // One policy per run: the persistent schedule carries γ from prompt to prompt; the transient one resets it.
-    newRun: ({ gamma, params }) =>
-      withPolicy(() => heuristicPolicy({ initialGamma: gamma, transient: params.transient, maxDraft: params.maxDraft }))
+    newRun: (settings) =>
+      withPolicy(() => heuristicPolicy({ initialGamma: settings.gamma, transient: settings.params.transient, maxDraft: settings.params.maxDraft }), draftModelDecoder(settings))
   }),
   method({
     id: 'sd-pmin',
@@ -269,12 +308,13 @@ const METHODS: readonly MethodDefinition[] = [
     gamma: null,
     namespace: 'pmin',
     params: {
+      ...PARALLEL,
       p: real(0.75, { min: 0, max: 1 }, { help: 'stop after a token whose draft top-1 probability is below it', symbol: 'p_min', source: 'llama.cpp common.h' }),
       min: integer(0, { min: 0 }, { help: 'no confidence stop before this many tokens', symbol: 'n_min', source: 'llama.cpp common.h' }),
       max: integer(16, { min: 1 }, { help: 'the draft length cap', symbol: 'n_max', source: 'llama.cpp common.h' })
     },
     check: ({ params }) => (params.min > params.max ? `pmin.min must be at most pmin.max (${params.max}), got ${params.min}` : null),
-    newRun: ({ params }) => withPolicy(() => pMinPolicy(params))
+    newRun: (settings) => withPolicy(() => pMinPolicy(settings.params), draftModelDecoder(settings))
   }),
   method({
     id: 'svip',
@@ -294,6 +334,7 @@ const METHODS: readonly MethodDefinition[] = [
     gamma: null,
     namespace: 'svip',
     params: {
+      ...PARALLEL,
       h: real(0.3, { min: 0 }, { help: 'entropy threshold: stop after a token with √(c·H) > h', symbol: 'h', source: 'SVIP §3.1, Alg. 1' }),
       c: real(0.15, { min: 0, minExclusive: true }, { help: "entropy scale of the authors' code (1 = Alg. 1 as printed)", symbol: 'c', source: 'SVIP public code' }),
       maxDraft: integer(40, { min: 1 }, { help: 'the draft length cap', source: 'SVIP §3.1' }),
@@ -302,7 +343,7 @@ const METHODS: readonly MethodDefinition[] = [
         source: "SVIP public code: calc_entropy of the raw logits"
       })
     },
-    newRun: ({ params }) => withPolicy(() => svipPolicy(params))
+    newRun: (settings) => withPolicy(() => svipPolicy(settings.params), draftModelDecoder(settings))
   }),
   method({
     id: 'self-verify',
@@ -321,13 +362,14 @@ const METHODS: readonly MethodDefinition[] = [
     gamma: null,
     namespace: 'selfverify',
     params: {
+      ...PARALLEL,
       maxDraft: integer(10, { min: 1 }, { help: 'the draft window', symbol: 'K', source: 'HSDDW App. A.1' }),
       warpedEntropy: flag(false, {
         help: 'H of the warped draft distribution (temperature, top-k, top-p) instead of the whole-vocabulary softmax'
       })
     },
     // τ is per prompt (reset in startPrompt), so one policy per run is enough.
-    newRun: ({ params }) => withPolicy(() => selfVerifyPolicy(params))
+    newRun: (settings) => withPolicy(() => selfVerifyPolicy(settings.params), draftModelDecoder(settings))
   }),
   method({
     id: 'adaptive-analytic',
@@ -344,11 +386,12 @@ const METHODS: readonly MethodDefinition[] = [
     gamma: CAP,
     namespace: 'analytic',
     params: {
+      ...PARALLEL,
       history: integer(6, { min: 1, max: Infinity }, { help: 'rounds in the acceptance estimate', symbol: 'h', source: 'Liu et al. App. D.6' }),
       accMax: real(0.98, { min: 0, max: 1, minExclusive: true }, { help: 'cap on the estimated acceptance', symbol: 'Acc_max' }),
       timingHistory: integer(32, { min: 1, max: Infinity }, { help: 'rounds in the draft/verify cost fit' })
     },
-    newRun: ({ gamma, params }) => withPolicy(() => adaptiveAnalyticPolicy({ gammaMax: gamma, ...params }))
+    newRun: (settings) => withPolicy(() => adaptiveAnalyticPolicy({ gammaMax: settings.gamma, ...settings.params }), draftModelDecoder(settings))
   }),
   method({
     id: 'adaptive-fsm',
@@ -362,8 +405,8 @@ const METHODS: readonly MethodDefinition[] = [
     lossless: true,
     gamma: CAP,
     namespace: 'fsm',
-    params: {},
-    newRun: ({ gamma }) => withPolicy(() => adaptiveFsmPolicy(gamma))
+    params: PARALLEL,
+    newRun: (settings) => withPolicy(() => adaptiveFsmPolicy(settings.gamma), draftModelDecoder(settings))
   }),
   method({
     id: 'adaptive-cache-fsm',
@@ -377,8 +420,8 @@ const METHODS: readonly MethodDefinition[] = [
     lossless: true,
     gamma: CAP,
     namespace: 'cachefsm',
-    params: {},
-    newRun: ({ gamma }) => withPolicy(() => adaptiveCacheFsmPolicy(gamma))
+    params: PARALLEL,
+    newRun: (settings) => withPolicy(() => adaptiveCacheFsmPolicy(settings.gamma), draftModelDecoder(settings))
   }),
   method({
     id: 'adaptive-rl',
@@ -393,13 +436,14 @@ const METHODS: readonly MethodDefinition[] = [
     gamma: CAP,
     namespace: 'rl',
     params: {
+      ...PARALLEL,
       epsilon: real(0.1, { min: 0, max: 1 }, { help: 'exploration rate after the warm-up', symbol: 'ε', source: 'Liu et al. Alg. 2' }),
       alpha: real(0.1, { min: 0, max: 1, minExclusive: true }, { help: 'learning rate', symbol: 'α', source: 'Liu et al. Alg. 2' }),
       discount: real(0.9, { min: 0, max: 1, maxExclusive: true }, { help: 'discount of the next state’s value', symbol: 'γ_RL', source: 'Liu et al. Alg. 2' }),
       warmup: integer(25, { min: 0, max: Infinity }, { help: 'uniformly random decisions before ε-greedy' }),
       seed: integer(0, { min: 0, max: 2 ** 32 - 1 }, { help: "the policy's own PRNG seed" })
     },
-    newRun: ({ gamma, params }) => withPolicy(() => adaptiveRlPolicy({ gammaMax: gamma, ...params }))
+    newRun: (settings) => withPolicy(() => adaptiveRlPolicy({ gammaMax: settings.gamma, ...settings.params }), draftModelDecoder(settings))
   }),
   method({
     id: 'pre-verify',

@@ -3,6 +3,7 @@
 export const METHOD_IDS = [
   'ar',
   'sd',
+  'pearl',
   'sd-heuristic',
   'sd-pmin',
   'svip',

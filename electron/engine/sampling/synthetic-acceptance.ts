@@ -9,13 +9,17 @@
  */
 import { argmax, sample, type Distribution } from './distribution'
 import type { Prng } from './prng'
-import type { Verdict } from './verify'
+import { withBonus, type PrefixVerdict, type Verdict } from './verify'
 
-export function verifySynthetic(draft: readonly number[], p: readonly Distribution[], rates: readonly number[], greedy: boolean, rng: Prng): Verdict {
+/** Synthetic acceptance of draft positions without a bonus (as verifyPrefix): a rejection takes the target's own token. */
+export function verifySyntheticPrefix(draft: readonly number[], p: readonly Distribution[], rates: readonly number[], greedy: boolean, rng: Prng): PrefixVerdict {
   for (let i = 0; i < draft.length; i++) {
     const rate = rates[Math.min(i, rates.length - 1)]!
-    if (!(rng.next() < rate)) return { accepted: i, next: greedy ? argmax(p[i]!) : sample(p[i]!, rng), rejected: true }
+    if (!(rng.next() < rate)) return { accepted: i, correction: greedy ? argmax(p[i]!) : sample(p[i]!, rng) }
   }
-  const last = p[draft.length]!
-  return { accepted: draft.length, next: greedy ? argmax(last) : sample(last, rng), rejected: false }
+  return { accepted: draft.length, correction: null }
+}
+
+export function verifySynthetic(draft: readonly number[], p: readonly Distribution[], rates: readonly number[], greedy: boolean, rng: Prng): Verdict {
+  return withBonus(verifySyntheticPrefix(draft, p, rates, greedy, rng), p, greedy, rng)
 }

@@ -18,6 +18,38 @@ export interface Verdict {
   rejected: boolean
 }
 
+/** The accepted prefix of a draft, and the correction after it; correction null = every token was accepted. */
+export interface PrefixVerdict {
+  accepted: number
+  correction: number | null
+}
+
+/**
+ * Verify `draft` (x_1..x_γ, drafted from q_1..q_γ) against the target's p_1..p_γ, without a bonus position:
+ * exactly one uniform draw per examined token plus one for the correction. PEARL's rounds (decoders/
+ * parallel-drafting.ts) test a further draft token where sd would draw the bonus.
+ */
+export function verifyPrefix(
+  draft: readonly number[],
+  q: readonly Distribution[],
+  p: readonly Distribution[],
+  greedy: boolean,
+  rng: Prng
+): PrefixVerdict {
+  for (let i = 0; i < draft.length; i++) {
+    const accept = greedy ? acceptGreedy(p[i], draft[i]) : acceptSampling(p[i], q[i], draft[i], rng)
+    if (!accept) return { accepted: i, correction: greedy ? argmax(p[i]) : sample(residual(p[i], q[i]), rng) }
+  }
+  return { accepted: draft.length, correction: null }
+}
+
+/** A prefix verdict completed as sd completes it: the correction, or (all accepted) a bonus drawn from p_{γ+1}. */
+export function withBonus(prefix: PrefixVerdict, p: readonly Distribution[], greedy: boolean, rng: Prng): Verdict {
+  if (prefix.correction !== null) return { accepted: prefix.accepted, next: prefix.correction, rejected: true }
+  const last = p[prefix.accepted]
+  return { accepted: prefix.accepted, next: greedy ? argmax(last) : sample(last, rng), rejected: false }
+}
+
 /**
  * Verify `draft` (x_1..x_γ, drafted from q_1..q_γ) against the target's p_1..p_{γ+1}.
  * Exactly one uniform draw per examined token plus one for the correction/bonus, in order, so runs replay.
@@ -29,14 +61,7 @@ export function verifyDraft(
   greedy: boolean,
   rng: Prng
 ): Verdict {
-  for (let i = 0; i < draft.length; i++) {
-    const accept = greedy ? acceptGreedy(p[i], draft[i]) : acceptSampling(p[i], q[i], draft[i], rng)
-    if (!accept) {
-      return { accepted: i, next: greedy ? argmax(p[i]) : sample(residual(p[i], q[i]), rng), rejected: true }
-    }
-  }
-  const last = p[draft.length]
-  return { accepted: draft.length, next: greedy ? argmax(last) : sample(last, rng), rejected: false }
+  return withBonus(verifyPrefix(draft, q, p, greedy, rng), p, greedy, rng)
 }
 
 export function acceptSampling(p: Distribution, q: Distribution, token: number, rng: Prng): boolean {
