@@ -119,6 +119,7 @@ interface RunOptions {
   repeats?: number
   syntheticAcceptance?: number[]
   set: Record<string, string | number | boolean>
+  llamaServerUrl?: string
   threads?: number
   batchThreads?: number
   contextSize: number
@@ -156,6 +157,7 @@ export function runCommand(): Command {
     )
     .option('--select-warmup <r>', 'warm-up prompts for --select-draft (≥ 3, one per feature)', LIMITS.warmup, 3)
     .addOption(new Option('--set <key=value>', 'method parameter, repeatable (e.g. nlc.minConfidence=0.6)').argParser(parseSetting).default({}))
+    .option('--llama-server-url <url>', "the llama-server:* methods use this running server instead of starting one (its /props must serve the run's target); = --set llamaserver.url=URL")
     .addHelpText(
       'after',
       `\nMethods (models, what γ is to each, lossless or not; parameters as --set key=default):\n${methodHelp()}\n\nSampling is exact: the output follows the target's warped distribution ` +
@@ -164,6 +166,13 @@ export function runCommand(): Command {
     .action(async (options: RunOptions) => {
       await runAction(options)
     })
+}
+
+/** --llama-server-url is shorthand for --set llamaserver.url=URL (the peer methods' shared parameter). */
+function withServerUrl(set: RunOptions['set'], url: string | undefined): RunOptions['set'] {
+  if (url === undefined) return set
+  if ('llamaserver.url' in set && set['llamaserver.url'] !== url) throw new UserInputError('--llama-server-url and --set llamaserver.url disagree')
+  return { ...set, 'llamaserver.url': url }
 }
 
 /** The run record keeps absolute paths so `show` and `diff` mean the same file from any directory. */
@@ -179,7 +188,7 @@ function buildConfig(options: RunOptions, seed: number): { config: RunConfig; pr
     methods: methods as RunConfig['methods'],
     models: { target: options.target, mid: options.mid, draft: options.draft[0] },
     gamma: options.gamma,
-    params: options.set,
+    params: withServerUrl(options.set, options.llamaServerUrl),
     syntheticAcceptance: options.syntheticAcceptance ?? null
   })
   const config = RunConfig.parse({

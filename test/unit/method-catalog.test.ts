@@ -33,6 +33,7 @@ function refusal(fn: () => unknown): string {
 function badValues(spec: ParamSpec): (number | string | boolean)[] {
   if (spec.type === 'boolean') return [1, 'yes']
   if (spec.type === 'path') return [1, true, 'x'.repeat(5000), 'a\0b']
+  if (spec.type === 'url') return [1, true, 'ftp://host', 'localhost:8080', 'http://', `http://h/${'x'.repeat(3000)}`]
   const bad: (number | string | boolean)[] = ['abc', true, spec.minExclusive ? spec.min : spec.min - 1]
   if (spec.max !== Infinity) bad.push(spec.maxExclusive ? spec.max : spec.max + 1)
   if (spec.type === 'integer') bad.push(spec.min + 0.5)
@@ -53,7 +54,9 @@ describe('method catalog', () => {
 
   it('every schema round-trips its defaults: resolving the resolved settings changes nothing', () => {
     for (const definition of CATALOG) {
-      const first = prepare(definition.id, { gamma: 5, params: {} })
+      // A peer method needs llama-server: built, or a server's URL (refused without both — see below).
+      const start: Record<string, string> = definition.namespace === 'llamaserver' ? { 'llamaserver.url': 'http://127.0.0.1:8080' } : {}
+      const first = prepare(definition.id, { gamma: 5, params: start })
       expect(Object.keys(first.params).sort(), definition.id).toEqual(keysOf(definition).sort())
       const again = prepare(definition.id, { gamma: 5, params: first.params })
       expect(again.params, definition.id).toEqual(first.params)
@@ -90,15 +93,28 @@ describe('method catalog', () => {
 
   it('a key of a method not in the run, of no method, or γ out of range: one message each', () => {
     expect(refusal(() => prepareRun(['ar', 'sd'], { gamma: 5, params: { 'svip.h': 0.2 } }))).toBe(
-      'svip.h is not a parameter of ar or sd (ar takes no parameters; sd takes no parameters): it belongs to svip, which is not in this run'
+      'svip.h is not a parameter of ar or sd (ar takes no parameters; sd takes sd.parallel): it belongs to svip, which is not in this run'
     )
     expect(refusal(() => prepareRun(['svip'], { gamma: 5, params: { 'svp.h': 0.2 } }))).toBe(
-      'svp.h is not a parameter of svip (svip takes svip.h, svip.c, svip.maxDraft, svip.warpedEntropy)'
+      'svp.h is not a parameter of svip (svip takes svip.parallel, svip.h, svip.c, svip.maxDraft, svip.warpedEntropy)'
     )
     expect(refusal(() => prepareRun(['pre-verify'], { gamma: 5, params: { 'dsbd.ws': 2 } }))).toMatch(/dsbd\.ws is not a parameter of pre-verify \(pre-verify takes pre\.window\): it belongs to dsbd \/ dsbd-1beam, which are not in this run/)
     expect(refusal(() => prepare('sd', { gamma: 0, params: {} }))).toBe('γ must be an integer in [1, 128], got 0')
     // Shared namespaces: both pre-verify methods take pre.window.
     expect(prepareRun(['pre-verify', 'pre-self-verify'], { gamma: 4, params: { 'pre.window': 6 } }).params).toEqual({ 'pre.window': 6 })
+  })
+
+  it('a llama-server:* method without a built llama-server or a server URL is refused before the run, naming the build command', () => {
+    const saved = process.env.SPECLAB_LLAMA_SERVER
+    process.env.SPECLAB_LLAMA_SERVER = '/nonexistent/llama-server'
+    try {
+      expect(refusal(() => prepare('llama-server:draft', { gamma: 5, params: {} }))).toBe('SPECLAB_LLAMA_SERVER=/nonexistent/llama-server does not exist')
+      expect(prepare('llama-server:draft', { gamma: 5, params: { 'llamaserver.url': 'http://gpu-box:8080' } }).params['llamaserver.nMax']).toBe(5)
+    } finally {
+      if (saved === undefined) delete process.env.SPECLAB_LLAMA_SERVER
+      else process.env.SPECLAB_LLAMA_SERVER = saved
+    }
+    expect(refusal(() => prepare('llama-server:ar', { gamma: 5, params: { 'llamaserver.url': 'ftp://x' } }))).toMatch(/^llamaserver\.url \(llama-server:ar\) must be an http:\/\/ or https:\/\/ URL/)
   })
 
   it('refuses duplicate and unknown ids, and missing models', () => {
@@ -109,7 +125,7 @@ describe('method catalog', () => {
 
   it('a run records the resolved parameters of its methods', () => {
     const run = prepareRun(['ar', 'svip', 'dsbd'], { gamma: 3, params: { 'svip.h': 0.2, 'dsbd.ws': 2 } })
-    expect(run.params).toEqual({ 'svip.h': 0.2, 'svip.c': 0.15, 'svip.maxDraft': 40, 'svip.warpedEntropy': false, 'dsbd.ws': 2, 'dsbd.t': 0.9, 'dsbd.wmin': 1, 'dsbd.fixedWidth': 0 })
+    expect(run.params).toEqual({ 'svip.parallel': false, 'svip.h': 0.2, 'svip.c': 0.15, 'svip.maxDraft': 40, 'svip.warpedEntropy': false, 'dsbd.ws': 2, 'dsbd.t': 0.9, 'dsbd.wmin': 1, 'dsbd.fixedWidth': 0 })
     expect(run.sessions).toBe(2 + 3 * 2)
   })
 

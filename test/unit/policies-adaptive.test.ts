@@ -384,8 +384,8 @@ describe('catalog: the four methods and their parameter validation', () => {
       expect(method!.needs).toEqual({ draft: true, mid: false })
       expect(typeof prepare(id, { gamma: 5, params: {} }).newRun()).toBe('function')
     }
-    expect(prepare('adaptive-analytic', { gamma: 5, params: {} }).params).toEqual({ 'analytic.history': 6, 'analytic.accMax': 0.98, 'analytic.timingHistory': 32 })
-    expect(prepare('adaptive-rl', { gamma: 5, params: {} }).params).toEqual({ 'rl.epsilon': 0.1, 'rl.alpha': 0.1, 'rl.discount': 0.9, 'rl.warmup': 25, 'rl.seed': 0 })
+    expect(prepare('adaptive-analytic', { gamma: 5, params: {} }).params).toEqual({ 'analytic.parallel': false, 'analytic.history': 6, 'analytic.accMax': 0.98, 'analytic.timingHistory': 32 })
+    expect(prepare('adaptive-rl', { gamma: 5, params: {} }).params).toEqual({ 'rl.parallel': false, 'rl.epsilon': 0.1, 'rl.alpha': 0.1, 'rl.discount': 0.9, 'rl.warmup': 25, 'rl.seed': 0 })
   })
 
   const bad: [string, number, Record<string, number | string | boolean>, RegExp][] = [
@@ -393,7 +393,7 @@ describe('catalog: the four methods and their parameter validation', () => {
     ['adaptive-analytic', 5, { 'analytic.history': 2.5 }, /analytic\.history/],
     ['adaptive-analytic', 5, { 'analytic.accMax': 1.5 }, /analytic\.accMax \(adaptive-analytic\) must be a number in \(0, 1\], got 1\.5/],
     ['adaptive-analytic', 5, { 'analytic.accMax': 'high' }, /analytic\.accMax .*got "high"/],
-    ['adaptive-analytic', 5, { 'analytic.histroy': 4 }, /analytic\.histroy is not a parameter of adaptive-analytic \(adaptive-analytic takes analytic\.history, analytic\.accMax, analytic\.timingHistory\)/],
+    ['adaptive-analytic', 5, { 'analytic.histroy': 4 }, /analytic\.histroy is not a parameter of adaptive-analytic \(adaptive-analytic takes analytic\.parallel, analytic\.history, analytic\.accMax, analytic\.timingHistory\)/],
     ['adaptive-rl', 5, { 'rl.epsilon': 2 }, /rl\.epsilon \(adaptive-rl\) must be a number in \[0, 1\], got 2/],
     ['adaptive-rl', 5, { 'rl.alpha': 0 }, /rl\.alpha \(adaptive-rl\) must be a number in \(0, 1\]/],
     ['adaptive-rl', 5, { 'rl.discount': 1 }, /rl\.discount \(adaptive-rl\) must be a number in \[0, 1\)/],
@@ -445,6 +445,6 @@ describe('catalog: the four methods and their parameter validation', () => {
     const params = { 'analytic.history': 8, 'analytic.accMax': 1, 'rl.epsilon': 0, 'rl.seed': 3 }
     expect(() => prepareRun(ids, { gamma: 4, params })).not.toThrow()
     expect(() => prepareRun(ids, { gamma: 4, params: { ...params, 'svip.h': 0.4 } })).toThrow(/svip\.h is not a parameter of .*: it belongs to svip, which is not in this run/)
-    expect(() => prepare('adaptive-fsm', { gamma: 4, params: { 'rl.seed': 3 } })).toThrow(/rl\.seed is not a parameter of adaptive-fsm \(adaptive-fsm takes no parameters\): it belongs to adaptive-rl/)
+    expect(() => prepare('adaptive-fsm', { gamma: 4, params: { 'rl.seed': 3 } })).toThrow(/rl\.seed is not a parameter of adaptive-fsm \(adaptive-fsm takes fsm\.parallel\): it belongs to adaptive-rl/)
   })
 })

@@ -228,7 +228,7 @@ describe('svip (SVIP Algorithm 1)', () => {
   })
 
   it('defaults h = 0.3, c = 0.15, T_max = 40: √(0.15·H) > 0.3 ⇔ H > 0.6 nats; the cap ends low-entropy drafts', () => {
-    expect(prepare('svip', { gamma: 5, params: {} }).params).toEqual({ 'svip.h': 0.3, 'svip.c': 0.15, 'svip.maxDraft': 40, 'svip.warpedEntropy': false })
+    expect(prepare('svip', { gamma: 5, params: {} }).params).toEqual({ 'svip.parallel': false, 'svip.h': 0.3, 'svip.c': 0.15, 'svip.maxDraft': 40, 'svip.warpedEntropy': false })
     const policy = svipPolicy({ h: 0.3, c: 0.15, maxDraft: 40 })
     expect(round(policy, [{ entropy: 0.59 }, { entropy: 0.599 }, { entropy: 0.601 }], 2).proposed).toBe(3)
     const capped = round(policy, flat(50, { entropy: 0.5 }), all)
@@ -307,14 +307,16 @@ describe('parameters: defaults and validation (UserInputError naming the --set k
   const resolved = (id: string, params: Record<string, number | string | boolean>) => prepare(id, { gamma: 5, params }).params
 
   it('defaults (resolved by the catalog)', () => {
-    expect(resolved('sd-heuristic', {})).toEqual({ 'heuristic.transient': false, 'heuristic.maxDraft': 0 })
+    expect(resolved('sd-heuristic', {})).toEqual({ 'heuristic.parallel': false, 'heuristic.transient': false, 'heuristic.maxDraft': 0 })
     expect(resolved('sd-heuristic', { 'heuristic.transient': true, 'heuristic.maxDraft': 40 })).toEqual({
+      'heuristic.parallel': false,
       'heuristic.transient': true,
       'heuristic.maxDraft': 40
     })
-    expect(resolved('sd-pmin', {})).toEqual({ 'pmin.p': 0.75, 'pmin.min': 0, 'pmin.max': 16 })
-    expect(resolved('self-verify', {})).toEqual({ 'selfverify.maxDraft': 10, 'selfverify.warpedEntropy': false })
+    expect(resolved('sd-pmin', {})).toEqual({ 'pmin.parallel': false, 'pmin.p': 0.75, 'pmin.min': 0, 'pmin.max': 16 })
+    expect(resolved('self-verify', {})).toEqual({ 'selfverify.parallel': false, 'selfverify.maxDraft': 10, 'selfverify.warpedEntropy': false })
     expect(resolved('svip', { 'svip.h': 0.4, 'svip.maxDraft': 12 })).toEqual({
+      'svip.parallel': false,
       'svip.h': 0.4,
       'svip.c': 0.15,
       'svip.maxDraft': 12,
@@ -351,10 +353,10 @@ describe('parameters: defaults and validation (UserInputError naming the --set k
 
   it('all four are in the catalog, need a draft model and document their parameters with defaults', () => {
     const expectations: [string, string[]][] = [
-      ['sd-heuristic', ['heuristic.transient=false', 'heuristic.maxDraft=0']],
-      ['sd-pmin', ['pmin.p=0.75', 'pmin.min=0', 'pmin.max=16']],
-      ['svip', ['svip.h=0.3', 'svip.c=0.15', 'svip.maxDraft=40', 'svip.warpedEntropy=false']],
-      ['self-verify', ['selfverify.maxDraft=10', 'selfverify.warpedEntropy=false']]
+      ['sd-heuristic', ['heuristic.parallel=false', 'heuristic.transient=false', 'heuristic.maxDraft=0']],
+      ['sd-pmin', ['pmin.parallel=false', 'pmin.p=0.75', 'pmin.min=0', 'pmin.max=16']],
+      ['svip', ['svip.parallel=false', 'svip.h=0.3', 'svip.c=0.15', 'svip.maxDraft=40', 'svip.warpedEntropy=false']],
+      ['self-verify', ['selfverify.parallel=false', 'selfverify.maxDraft=10', 'selfverify.warpedEntropy=false']]
     ]
     for (const [id, documented] of expectations) {
       const info = methodInfos().find((m) => m.id === id)

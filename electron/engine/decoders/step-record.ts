@@ -6,6 +6,14 @@
  */
 import type { StepRecord } from './types'
 
+/**
+ * `decision[REQUEST_TOTALS] = true`: the record sums a whole request of a peer engine (llama-server reports totals,
+ * not rounds). Its verification rounds are its target calls, and it has no acceptance per draft position.
+ */
+export const REQUEST_TOTALS = 'requestTotals'
+
+export const isRequestTotals = (step: Pick<StepRecord, 'decision'>): boolean => step.decision?.[REQUEST_TOTALS] === true
+
 /** What every round must say — which round, whose, what it emitted, how long it took; the rest defaults. */
 export type StepFields = Pick<StepRecord, 'index' | 'stage' | 'emitted' | 'verifyMs' | 'totalMs'> &
   Partial<Omit<StepRecord, 'index' | 'stage' | 'emitted' | 'verifyMs' | 'totalMs'>>

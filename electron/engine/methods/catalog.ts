@@ -33,10 +33,12 @@ import { sdTliDecoder } from '../decoders/sd-tli'
 import { DEFAULT_LOOKBEHIND, sdUadDecoder } from '../decoders/sd-uad'
 import { modelDrafter, speculativeDecoder } from '../decoders/speculative'
 import { parallelDraftingDecoder } from '../decoders/parallel-drafting'
+import { llamaServerRun } from '../decoders/llama-server'
+import { findLlamaServer } from '../peers/llama-server-binary'
 import { MAX_CHILDREN, sdTreeDecoder, type TreeOptions } from '../decoders/sd-tree'
 import type { Decoder } from '../decoders/types'
 import type { MethodId } from './ids'
-import { filePath, flag, integer, real, type ParamSpecs, type ResolvedOf } from './param-spec'
+import { filePath, flag, integer, real, serverUrl, type ParamSpecs, type ResolvedOf } from './param-spec'
 
 export interface Settings<P extends ParamSpecs = ParamSpecs> {
   /** --gamma (validated: an integer in GAMMA_RANGE). */
@@ -219,6 +221,114 @@ const dsbdMethod = (oneBeam: boolean, text: Pick<MethodDefinition, 'id' | 'famil
     sessions: (settings) => dsbdSequences(settings, oneBeam),
     newRun: (settings) => () => dsbdDecoder(dsbdOptions(settings, oneBeam))
   })
+
+/**
+ * llama.cpp's llama-server as a peer engine (decoders/llama-server.ts): one parameter set for every `llama-server:*`
+ * method. The draft knobs are llama-server's own flags; the n-gram types run at the server's defaults.
+ */
+const LLAMA_SERVER_PARAMS = {
+  url: serverUrl({
+    help: "a llama-server you already run (a GPU box, an RPC cluster) instead of starting one; its /props must name the run's target file and its tokenizer must agree (CLI: --llama-server-url)",
+    source: 'llama.cpp tools/server'
+  }),
+  nMax: integer('gamma', { min: 1, max: 64 }, { help: 'draft types: the most tokens drafted per round (default: γ)', symbol: 'n_max', source: 'llama-server --spec-draft-n-max' }),
+  nMin: integer(0, { min: 0, max: 64 }, { help: 'draft types: the fewest tokens a draft must have to be used', symbol: 'n_min', source: 'llama-server --spec-draft-n-min' }),
+  pMin: real(0, { min: 0, max: 1 }, { help: "draft types: stop drafting below this draft top-1 probability (this commit's default 0: off)", symbol: 'p_min', source: 'llama-server --spec-draft-p-min' }),
+  static: filePath({ help: 'ngram-cache: a static 2-gram cache file (speclab ngram-cache build, llama-lookup-create)', source: 'llama-server --lookup-cache-static' }),
+  ngramN: integer(0, { min: 0, max: 1024 }, {
+    help: "n-gram types: the lookup length (ngram-simple / -map-k / -map-k4v: size_n, the server's default 12; ngram-mod: n_match, 24); 0 = the server's default",
+    symbol: 'n',
+    source: 'llama-server --spec-ngram-{simple,map-k,map-k4v}-size-n, --spec-ngram-mod-n-match'
+  }),
+  ngramM: integer(0, { min: 0, max: 1024 }, {
+    help: "n-gram types: the longest draft (size_m, the server's default 48; ngram-mod: n_max, 64); 0 = the server's default",
+    symbol: 'm',
+    source: 'llama-server --spec-ngram-{simple,map-k,map-k4v}-size-m, --spec-ngram-mod-n-max'
+  }),
+  ngramModMin: integer(0, { min: 0, max: 1024 }, {
+    help: "ngram-mod: a shorter chain is not drafted (n_min, the server's default 48); 0 = the server's default",
+    symbol: 'n_min',
+    source: 'llama-server --spec-ngram-mod-n-min'
+  })
+}
+type LlamaServerParams = typeof LLAMA_SERVER_PARAMS
+
+/** llama-server's speculative types (common/speculative.cpp) that SpecLab runs as peers, and what each needs. */
+type ServerType = 'none' | 'draft-simple' | 'ngram-simple' | 'ngram-map-k' | 'ngram-map-k4v' | 'ngram-mod' | 'ngram-cache' | 'draft-eagle3' | 'draft-dflash' | 'draft-mtp'
+const SERVER_DRAFT_TYPES = new Set<ServerType>(['draft-simple', 'draft-eagle3', 'draft-dflash', 'draft-mtp'])
+
+function serverArguments(type: ServerType, { params }: Settings<LlamaServerParams>): string[] {
+  if (type === 'none') return []
+  const args = ['--spec-type', type]
+  if (SERVER_DRAFT_TYPES.has(type)) args.push('--spec-draft-n-max', String(params.nMax), '--spec-draft-n-min', String(params.nMin), '--spec-draft-p-min', String(params.pMin))
+  if (type === 'ngram-cache' && params.static !== '') args.push('--lookup-cache-static', params.static)
+  // 0 leaves a knob at the server's default, so an unset knob means what llama-server means by it.
+  const knob = (flag: string, value: number) => value > 0 && args.push(flag, String(value))
+  if (type === 'ngram-mod') {
+    knob('--spec-ngram-mod-n-match', params.ngramN)
+    knob('--spec-ngram-mod-n-max', params.ngramM)
+    knob('--spec-ngram-mod-n-min', params.ngramModMin)
+  } else if (type === 'ngram-simple' || type === 'ngram-map-k' || type === 'ngram-map-k4v') {
+    knob(`--spec-${type}-size-n`, params.ngramN)
+    knob(`--spec-${type}-size-m`, params.ngramM)
+  }
+  return args
+}
+
+/** llama.cpp's ngram-mod defaults (common/common.h common_params_speculative_ngram_mod): n_min 48, n_max 64. */
+const SERVER_NGRAM_MOD_DEFAULTS = { nMin: 48, nMax: 64 }
+
+const llamaServerMethod = (id: MethodId, type: ServerType, summary: string, description: string): MethodDefinition =>
+  method({
+    id,
+    family: 'peer',
+    summary,
+    description:
+      `${description}. llama.cpp's own server (the commit node-llama-cpp ships; \`npm run build:llama-server\`) decodes ` +
+      "each prompt, started on 127.0.0.1 with the run's models, `--threads`, `--batch-threads` and context, one slot, " +
+      'no prompt cache; or the server at `llamaserver.url`. One step record per prompt with the server\'s draft and ' +
+      'accepted counts; no acceptance per position (the server reports totals)',
+    needs: SERVER_DRAFT_TYPES.has(type) ? DRAFT : TARGET_ONLY,
+    lossless: true,
+    gamma: SERVER_DRAFT_TYPES.has(type) ? 'the default of `llamaserver.nMax`' : null,
+    namespace: 'llamaserver',
+    params: LLAMA_SERVER_PARAMS,
+    check: ({ params }) => {
+      const modMin = params.ngramModMin || SERVER_NGRAM_MOD_DEFAULTS.nMin
+      const modMax = params.ngramM || SERVER_NGRAM_MOD_DEFAULTS.nMax
+      if (type === 'ngram-mod' && modMin > modMax) return `llamaserver.ngramModMin must be at most llamaserver.ngramM (n_min ${modMin} > n_max ${modMax}: the server would never draft)`
+      if (params.url === '') {
+        const binary = findLlamaServer()
+        if (binary.path === null) return binary.reason
+      }
+      if (params.static !== '') {
+        try {
+          loadNgramCache(params.static)
+        } catch (error) {
+          if (error instanceof UserInputError) return `llamaserver.static: ${error.message}`
+          throw error
+        }
+      }
+      return null
+    },
+    newRun: (settings) =>
+      llamaServerRun({ method: id, speculative: serverArguments(type, settings), usesDraft: SERVER_DRAFT_TYPES.has(type), url: settings.params.url })
+  })
+
+const UNTESTED_HERE = 'needs a draft GGUF made for it (none of the models here is), so SpecLab passes it through untested'
+
+const PEER_METHODS: readonly MethodDefinition[] = [
+  llamaServerMethod('llama-server:ar', 'none', "llama.cpp's llama-server without speculation (the peer's baseline)", 'llama-server decoding alone, no speculative type'),
+  llamaServerMethod('llama-server:draft', 'draft-simple', "llama.cpp's llama-server with the draft model (`--spec-type draft-simple`)", 'llama-server with the run\'s draft model, `--spec-type draft-simple`: drafts of up to n_max tokens, verified by sample-and-match'),
+  llamaServerMethod('llama-server:ngram-simple', 'ngram-simple', "llama-server's `--spec-type ngram-simple` (no draft model)", "llama-server's ngram-simple lookup at its defaults (SpecLab's own port: `ngram-simple`)"),
+  llamaServerMethod('llama-server:ngram-map-k', 'ngram-map-k', "llama-server's `--spec-type ngram-map-k` (no draft model)", "llama-server's ngram-map-k at its defaults (SpecLab's port: `ngram-map-k`)"),
+  llamaServerMethod('llama-server:ngram-map-k4v', 'ngram-map-k4v', "llama-server's `--spec-type ngram-map-k4v` (no draft model)", "llama-server's ngram-map-k4v at its defaults (SpecLab's port: `ngram-map-k4v`)"),
+  llamaServerMethod('llama-server:ngram-mod', 'ngram-mod', "llama-server's `--spec-type ngram-mod` (no draft model)", "llama-server's ngram-mod at its defaults (SpecLab's port: `ngram-mod`)"),
+  llamaServerMethod('llama-server:ngram-cache', 'ngram-cache', "llama-server's `--spec-type ngram-cache` (no draft model)", "llama-server's ngram-cache, with `llamaserver.static` as `--lookup-cache-static` (SpecLab's port: `ngram-cache`)"),
+  llamaServerMethod('llama-server:draft-eagle3', 'draft-eagle3', "llama-server's `--spec-type draft-eagle3` with your EAGLE-3 draft (pass-through)", `llama-server with \`--spec-type draft-eagle3\` and the run's draft as \`-md\`; ${UNTESTED_HERE}`),
+  llamaServerMethod('llama-server:draft-dflash', 'draft-dflash', "llama-server's `--spec-type draft-dflash` with your DFlash draft (pass-through)", `llama-server with \`--spec-type draft-dflash\` and the run's draft as \`-md\`; ${UNTESTED_HERE}`),
+  llamaServerMethod('llama-server:draft-mtp', 'draft-mtp', "llama-server's `--spec-type draft-mtp` with your MTP head GGUF (pass-through)", `llama-server with \`--spec-type draft-mtp\` and the run's draft (an MTP head) as \`-md\`; ${UNTESTED_HERE}`)
+]
 
 const METHODS: readonly MethodDefinition[] = [
   method({
@@ -892,7 +1002,8 @@ const METHODS: readonly MethodDefinition[] = [
     },
     newRun: ({ gamma, params }) => () =>
       sdUadDecoder({ gamma, lookbehind: params.lookbehind, heal: params.heal, maxProposed: params.maxProposed })
-  })
+  }),
+  ...PEER_METHODS
 ]
 
 /**

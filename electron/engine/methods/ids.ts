@@ -31,6 +31,16 @@ export const METHOD_IDS = [
   'sd-tree+ngram',
   'nlc-lookup',
   'sd-tli',
-  'sd-uad'
+  'sd-uad',
+  'llama-server:ar',
+  'llama-server:draft',
+  'llama-server:ngram-simple',
+  'llama-server:ngram-map-k',
+  'llama-server:ngram-map-k4v',
+  'llama-server:ngram-mod',
+  'llama-server:ngram-cache',
+  'llama-server:draft-eagle3',
+  'llama-server:draft-dflash',
+  'llama-server:draft-mtp'
 ] as const
 export type MethodId = (typeof METHOD_IDS)[number]

@@ -39,12 +39,18 @@ export interface PathSpec extends SpecBase {
   default: ''
 }
 
-export type ParamSpec = NumberSpec | BooleanSpec | PathSpec
+/** A server's http(s) URL ('' = none): `llamaserver.url`, the CLI's --llama-server-url. */
+export interface UrlSpec extends SpecBase {
+  type: 'url'
+  default: ''
+}
+
+export type ParamSpec = NumberSpec | BooleanSpec | PathSpec | UrlSpec
 
 /** Short names → specs; the method's namespace prefixes them (`svip` + `h` → `svip.h`). */
 export type ParamSpecs = Readonly<Record<string, ParamSpec>>
 
-export type ValueOf<S extends ParamSpec> = S extends BooleanSpec ? boolean : S extends PathSpec ? string : number
+export type ValueOf<S extends ParamSpec> = S extends BooleanSpec ? boolean : S extends PathSpec | UrlSpec ? string : number
 export type ResolvedOf<P extends ParamSpecs> = { [K in keyof P]: ValueOf<P[K]> }
 
 type Bounds = Omit<NumberSpec, 'type' | 'default' | 'help' | 'symbol' | 'source'>
@@ -75,13 +81,18 @@ export const flag = (defaultValue: boolean, described: Described): BooleanSpec =
 
 export const filePath = (described: Described): PathSpec => ({ type: 'path', default: '', ...described })
 
+export const serverUrl = (described: Described): UrlSpec => ({ type: 'url', default: '', ...described })
+
 /** The longest path a parameter takes (a typo or a pasted text should not become a file name). */
 const MAX_PATH = 4096
+const MAX_URL = 2048
+const URL_PATTERN = /^https?:\/\/[^\s/?#]+(\/[^\s]*)?$/
 
 /** "a number ≥ 0", "an integer in [1, 64]", "true or false". */
 export function describeRange(spec: ParamSpec): string {
   if (spec.type === 'boolean') return 'true or false'
   if (spec.type === 'path') return 'a file path (empty = none)'
+  if (spec.type === 'url') return 'an http:// or https:// URL (empty = none)'
   const kind = spec.type === 'integer' ? 'an integer' : 'a number'
   if (spec.max === Infinity) return `${kind} ${spec.minExclusive ? '>' : '≥'} ${spec.min}`
   return `${kind} in ${spec.minExclusive ? '(' : '['}${spec.min}, ${spec.max}${spec.maxExclusive ? ')' : ']'}`
@@ -91,6 +102,7 @@ export function describeRange(spec: ParamSpec): string {
 export function schemaOf(spec: ParamSpec): z.ZodType<ParamValue> {
   if (spec.type === 'boolean') return z.boolean()
   if (spec.type === 'path') return z.string().max(MAX_PATH).refine((s) => !s.includes('\0'))
+  if (spec.type === 'url') return z.string().max(MAX_URL).refine((s) => s === '' || URL_PATTERN.test(s))
   let schema = spec.type === 'integer' ? z.number().int() : z.number().finite()
   schema = spec.minExclusive ? schema.gt(spec.min) : schema.gte(spec.min)
   if (spec.max !== Infinity) schema = spec.maxExclusive ? schema.lt(spec.max) : schema.lte(spec.max)

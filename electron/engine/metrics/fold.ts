@@ -11,6 +11,7 @@ import { foldLevels, levelRates } from './levels'
 import type { StepRecord } from '../decoders/types'
 import { median, medianInterval, type Cell } from '../stats/bootstrap'
 import { acceptanceByPosition, pooledAlpha } from './positions'
+import { isRequestTotals } from '../decoders/step-record'
 
 export interface StepTotals {
   steps: number
@@ -50,7 +51,9 @@ export function emptyTotals(): StepTotals {
 /** Adds one step to running totals (mutates and returns `totals`, so live views stay O(1) per step). */
 export function addStep(totals: StepTotals, step: StepRecord): StepTotals {
   totals.steps += 1
-  if (step.proposed > 0) {
+  if (isRequestTotals(step)) {
+    if (step.proposed > 0) totals.verifications += step.targetCalls
+  } else if (step.proposed > 0) {
     totals.verifications += 1
     totals.gammas.push(step.proposed)
   }
@@ -166,7 +169,7 @@ export function summarizeMethod(method: string, prompts: readonly PromptOutcome[
   const base = baseline && baseline.length > 0 ? typicalTiming(baseline) : null
   const baseTps = base ? tokensPerSecond(base.outputTokens, base.wallMs) : 0
   const overheadMs = Math.max(0, totals.stepMs - totals.draftMs - totals.verifyMs)
-  const positions = acceptanceByPosition(allSteps)
+  const positions = acceptanceByPosition(allSteps.filter((step) => !isRequestTotals(step)))
   const timings = timingCells(prompts, baseline && baseline.length > 0 ? baseline : null)
   return {
     method,

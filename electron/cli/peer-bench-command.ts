@@ -1,0 +1,274 @@
+/**
+ * `speclab peer-bench` (issue 16): SpecLab's ar, sd, the best draft-length policy measured here, PEARL and sd's
+ * parallel option against llama.cpp's own server (AR and draft-model speculative decoding) on the same prompts and
+ * models, each at the thread settings it runs best with, interleaved, with 95 % intervals on every ratio
+ * (experiments/peer-bench.ts). Prints the table the README quotes; `--json` for the numbers.
+ */
+import os from 'node:os'
+import path from 'node:path'
+import { Command } from 'commander'
+import type { Interval } from '../engine/stats/bootstrap'
+import { UserInputError } from '../engine/errors'
+import { loadTrio } from '../experiments/models'
+import { describeMachine, machineAfter, machineBefore } from '../experiments/machine-state'
+import {
+  applyThreads,
+  best,
+  pairedRatio,
+  parseArm,
+  prepareArms,
+  runPeerBench,
+  sameOutputs,
+  type ArmResult,
+  type PeerArm
+} from '../experiments/peer-bench'
+import { loadPrompts } from '../experiments/prompts'
+import { measureRawTimings, speedupBound, type RawTimings } from '../experiments/raw-timings'
+import { tokenizePrompts } from '../experiments/runner'
+import { sharedModelsDirectory } from '../experiments/shared-paths'
+import { formatFixed, formatInterval, formatNumber, formatTable } from './format'
+import { createProgressBar } from './progress'
+import { LIMITS, parseInteger, parseNumber } from './run-command'
+
+/**
+ * The policy `bench --policies` measured best here (README, Performance: sd-pmin 1.47× ar, svip 1.45×); any other
+ * arm can be named with --arms.
+ */
+const BEST_POLICY = 'sd-pmin'
+
+/** One core for everything, every core for the target, and (for draft methods) one core each — on this machine's cores. */
+export function defaultArms(cores = Math.max(1, os.availableParallelism?.() ?? os.cpus().length)): string[] {
+  const all = String(cores)
+  const speclab = ['ar@1', `ar@1/${all}`, `ar@${all}`, 'sd@1', `sd@1/${all}`, `sd@${all}`, `${BEST_POLICY}@1/${all}`, 'pearl@1/1/1', 'sd+sd.parallel=true@1/1/1']
+  const peer = ['llama-server:ar@1', `llama-server:ar@${all}`, 'llama-server:draft@1/1/1', `llama-server:draft@${all}/${all}/1`]
+  return [...new Set([...speclab, ...peer])]
+}
+
+interface PeerBenchOptions {
+  arms?: string
+  target?: string
+  draft?: string
+  gamma: number
+  maxTokens: number
+  limit: number
+  temperature: number
+  topK: number
+  seed: number
+  repeats: number
+  contextSize: number
+  json?: boolean
+}
+
+export function peerBenchCommand(): Command {
+  return new Command('peer-bench')
+    .description("SpecLab's methods against llama.cpp's own llama-server on the same prompts and models, interleaved, with 95 % intervals")
+    .option(
+      '--arms <list>',
+      'comma-separated arms METHOD[+key=value…]@T[/B[/D]]: T target threads for one token, B for a batch (default T), D the draft\'s (default 1); ' +
+        `for llama-server:* these are -t, -tb, -td. Default: ${defaultArms().join(',')}`
+    )
+    .option('--target <file>', 'target GGUF (default: $SPECLAB_MODELS/family/stories-target5M-inflated-78M-f16.gguf)')
+    .option('--draft <file>', 'draft GGUF (default: $SPECLAB_MODELS/stories260K-f32.gguf)')
+    .option('--gamma <g>', 'draft length γ (llama-server: --spec-draft-n-max)', parseInteger, 5)
+    .option('--max-tokens <n>', 'tokens per prompt', parseInteger, 128)
+    .option('--limit <n>', 'built-in story prompts to use', parseInteger, 8)
+    .option('--temperature <t>', 'sampling temperature (0 = greedy; the outputs are then checked against ar)', parseNumber, 0)
+    .option('--top-k <k>', 'top-k warping', parseInteger, 64)
+    .option('--seed <s>', 'PRNG seed', parseInteger, 1)
+    .option('--repeats <n>', 'timed repeats of every (prompt, arm), interleaved (≥ 5 for the intervals the README quotes)', LIMITS.repeats, 5)
+    .option('--context-size <n>', 'context of every model and server', parseInteger, 512)
+    .option('--json', 'print JSON on stdout')
+    .action(peerBenchAction)
+}
+
+/** What the report compares: each a ratio of two arms' tok/s, paired per (prompt, repeat). */
+interface Comparison {
+  name: string
+  numerator: string
+  denominator: string
+  ratio: Interval | null
+  /** The issue's target for this ratio, if it has one. */
+  target?: string
+}
+
+interface Efficiency {
+  arm: string
+  ar: string
+  speedup: Interval | null
+  bound: number
+  efficiency: number | null
+  raw: RawTimings
+}
+
+async function peerBenchAction(options: PeerBenchOptions): Promise<void> {
+  const specs = (options.arms ?? defaultArms().join(',')).split(',').map((s) => s.trim()).filter(Boolean).map(parseArm)
+  const arms = prepareArms(specs, options.gamma)
+  if (!arms.some((a) => a.spec.method === 'ar' && a.side === 'speclab')) throw new UserInputError('peer-bench needs at least one SpecLab ar arm (the reference of the greedy check)')
+  const shared = sharedModelsDirectory()
+  const files = {
+    target: options.target ?? path.join(shared, 'family/stories-target5M-inflated-78M-f16.gguf'),
+    draft: options.draft ?? path.join(shared, 'stories260K-f32.gguf')
+  }
+  const needsDraft = arms.some((a) => a.method.definition.needs.draft)
+  const trio = await loadTrio(needsDraft ? files : { target: files.target }, {
+    threads: 1,
+    contextSize: options.contextSize,
+    sequences: Math.max(...arms.map((a) => a.method.sessions)),
+    sharedVocabulary: arms.some((a) => a.method.definition.needs.draft && (a.method.definition.vocabulary ?? 'shared') === 'shared')
+  })
+  try {
+    const prompts = loadPrompts({ dataset: 'stories', limit: options.limit })
+    const promptTokens = tokenizePrompts(trio.models, prompts, { maxTokens: options.maxTokens, contextSize: options.contextSize })
+    const warp = { temperature: options.temperature, topK: options.topK, topP: 1 }
+    const machine = machineBefore()
+    const progress = createProgressBar(arms.length * prompts.length * options.repeats)
+    let results: ArmResult[]
+    try {
+      results = await runPeerBench(arms, {
+        models: trio.models,
+        promptTokens,
+        maxTokens: options.maxTokens,
+        warp,
+        seed: options.seed,
+        repeats: options.repeats,
+        onCell: (p) =>
+          progress.update({ promptIndex: p.prompt, promptCount: prompts.length, method: p.label, repeat: p.repeat, repeats: options.repeats, tokens: 0, cellsDone: p.done, cellsTotal: p.total })
+      })
+    } finally {
+      progress.stop()
+    }
+    const after = machineAfter(machine)
+    process.stderr.write('measuring raw evaluation times for the physical bound…\n')
+    const efficiencies = await measureEfficiencies(arms, results, trio.models, promptTokens[0]!, options)
+    const report = {
+      config: { ...options, models: files, arms: arms.map((a) => a.label), prompts: prompts.length },
+      machine: after,
+      arms: results.map(({ outputs: _outputs, ...rest }) => rest),
+      greedy: options.temperature === 0 ? greedyCheck(results) : null,
+      comparisons: comparisons(results),
+      efficiencies
+    }
+    if (options.json) process.stdout.write(`${JSON.stringify(report)}\n`)
+    else process.stdout.write(`${printable(report, describeMachine(after))}\n`)
+  } finally {
+    await trio.dispose()
+  }
+}
+
+const speclab = (r: ArmResult) => r.side === 'speclab'
+const peer = (r: ArmResult) => r.side === 'llama.cpp'
+const isAr = (r: ArmResult) => r.method === 'ar' || r.method === 'llama-server:ar'
+
+/** The ratios the issue sets targets for, from whichever arms this run measured. */
+function comparisons(results: readonly ArmResult[]): Comparison[] {
+  const out: Comparison[] = []
+  const add = (name: string, a: ArmResult | null, b: ArmResult | null, target?: string) => {
+    if (a && b && a !== b) out.push({ name, numerator: a.label, denominator: b.label, ratio: pairedRatio(a, b), target })
+  }
+  const bestSpeclab = best(results, speclab)
+  const bestPeer = best(results, peer)
+  add('best SpecLab / best llama-server', bestSpeclab, bestPeer, '≥ 1.2×')
+  add('best SpecLab speculative / best SpecLab ar', best(results, (r) => speclab(r) && !isAr(r)), best(results, (r) => speclab(r) && isAr(r)))
+  add('SpecLab sd (best threads) / SpecLab ar (best threads)', best(results, (r) => speclab(r) && r.method === 'sd' && !r.label.includes('parallel')), best(results, (r) => speclab(r) && isAr(r)), '≥ 1.3×')
+  add('best llama-server speculative / best llama-server ar', best(results, (r) => peer(r) && !isAr(r)), best(results, (r) => peer(r) && isAr(r)))
+  // ar against ar at the same single-token threads (SpecLab's batch threads only touch its prefill).
+  for (const ours of results.filter((r) => speclab(r) && isAr(r) && r.threads.batchThreads === r.threads.threads)) {
+    const theirs = results.find((r) => peer(r) && isAr(r) && r.threads.threads === ours.threads.threads)
+    add(`SpecLab ar / llama-server ar, ${ours.threads.threads} thread${ours.threads.threads > 1 ? 's' : ''}`, ours, theirs ?? null, 'within 10 %')
+  }
+  return out
+}
+
+/** Every arm's repeat-0 outputs against SpecLab's ar (the first ar arm): greedy outputs of lossless methods match. */
+function greedyCheck(results: readonly ArmResult[]): { arm: string; same: number; prompts: number; differing: number[] }[] {
+  const reference = results.find((r) => speclab(r) && r.method === 'ar')!
+  return results.filter((r) => r !== reference).map((r) => {
+    const { same, prompts, first } = sameOutputs(r, reference)
+    return { arm: r.label, same, prompts, differing: first }
+  })
+}
+
+/**
+ * For every plain `sd` arm: its speedup over the SpecLab ar arm with the same target threads, against the physical
+ * bound tokens-per-round × t1 / (γ·t_draft + t_verify(γ+1)) from raw timings taken with that arm's threads.
+ */
+async function measureEfficiencies(
+  arms: readonly PeerArm[],
+  results: readonly ArmResult[],
+  models: Parameters<typeof applyThreads>[0],
+  promptTokens: readonly number[],
+  options: PeerBenchOptions
+): Promise<Efficiency[]> {
+  const out: Efficiency[] = []
+  const reference = results.find((r) => speclab(r) && r.method === 'ar')
+  if (!models.draft || !reference) return out
+  for (const [i, arm] of arms.entries()) {
+    const result = results[i]!
+    if (arm.spec.method !== 'sd' || arm.spec.params['sd.parallel'] === true || result.tokensPerCall === null) continue
+    const ar = results.find((r) => speclab(r) && r.method === 'ar' && r.threads.threads === arm.spec.threads.threads && r.threads.batchThreads === arm.spec.threads.batchThreads)
+    if (!ar) continue
+    applyThreads(models, arm.spec.threads)
+    const sequence = [...promptTokens, ...(reference.outputs[0] ?? [])]
+    const raw = await measureRawTimings(models.target as never, models.draft as never, sequence, promptTokens.length, options.gamma, options.topK)
+    const cells = result.cells
+    const calls = cells.reduce((n, c) => n + c.targetCalls, 0)
+    const meanGamma = cells.reduce((n, c) => n + c.proposed, 0) / calls
+    const bound = speedupBound(result.tokensPerCall, meanGamma, raw)
+    const speedup = pairedRatio(result, ar)
+    out.push({ arm: result.label, ar: ar.label, speedup, bound, efficiency: speedup ? speedup.median / bound : null, raw })
+  }
+  return out
+}
+
+function printable(
+  report: { config: { maxTokens: number; prompts: number; repeats: number; gamma: number; temperature: number; models: { target: string; draft: string } }; arms: Omit<ArmResult, 'outputs'>[]; greedy: ReturnType<typeof greedyCheck> | null; comparisons: Comparison[]; efficiencies: Efficiency[] },
+  machine: string
+): string {
+  const { config } = report
+  const greedy = new Map((report.greedy ?? []).map((g) => [g.arm, g]))
+  const lines = [
+    `peer-bench: ${config.models.target} ← ${config.models.draft}`,
+    `γ ${config.gamma}, temperature ${config.temperature}, ${config.maxTokens} tokens × ${config.prompts} prompts × ${config.repeats} interleaved repeats; ${machine}`,
+    '',
+    formatTable(
+      ['arm', 'engine', 'threads T/B/D', 'tok/s [95% CI]', 'acceptance', 'tokens/call', 'greedy = ar'],
+      report.arms.map((a) => {
+        const g = greedy.get(a.label)
+        return [
+          a.label,
+          a.side,
+          `${a.threads.threads}/${a.threads.batchThreads}/${a.threads.draftThreads}`,
+          formatInterval(a.tokensPerSecond, null, 1),
+          formatNumber(a.acceptance, 3),
+          formatNumber(a.tokensPerCall, 2),
+          g ? `${g.same}/${g.prompts}` : 'reference'
+        ]
+      })
+    ),
+    '',
+    formatTable(
+      ['ratio (median of paired cells)', 'arms', 'value [95% CI]', 'target'],
+      report.comparisons.map((c) => [c.name, `${c.numerator} / ${c.denominator}`, formatInterval(c.ratio, null, 3, '×'), c.target ?? ''])
+    )
+  ]
+  if (report.efficiencies.length > 0)
+    lines.push(
+      '',
+      formatTable(
+        ['engine efficiency', 'speedup [95% CI]', 'bound', 'efficiency', 't1', 't_draft', `t_verify(γ+1)`],
+        report.efficiencies.map((e) => [
+          `${e.arm} vs ${e.ar}`,
+          formatInterval(e.speedup, null, 3, '×'),
+          `${formatFixed(e.bound, 3)}×`,
+          formatFixed(e.efficiency, 3),
+          `${formatFixed(e.raw.t1Ms, 2)} ms`,
+          `${formatFixed(e.raw.tDraftMs, 2)} ms`,
+          `${formatFixed(e.raw.tVerifyMs, 2)} ms`
+        ])
+      )
+    )
+  const differing = (report.greedy ?? []).filter((g) => g.same < g.prompts)
+  if (differing.length > 0)
+    lines.push('', `greedy outputs that differ from ar (prompt indices): ${differing.map((g) => `${g.arm}: ${g.differing.join(' ')}`).join('; ')}`)
+  return lines.join('\n')
+}
