@@ -4,11 +4,14 @@
  * models, each at the thread settings it runs best with, interleaved, with 95 % intervals on every ratio
  * (experiments/peer-bench.ts). Prints the table the README quotes; `--json` for the numbers.
  */
+import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { Command } from 'commander'
 import type { Interval } from '../engine/stats/bootstrap'
 import { UserInputError } from '../engine/errors'
+import { stopLocalServers } from '../engine/peers/llama-server-process'
+import { nativeBackend } from '../engine/model/llama-cpp-model'
 import { loadTrio } from '../experiments/models'
 import { describeMachine, machineAfter, machineBefore } from '../experiments/machine-state'
 import {
@@ -36,12 +39,17 @@ import { LIMITS, parseInteger, parseNumber } from './run-command'
  */
 const BEST_POLICY = 'sd-pmin'
 
-/** One core for everything, every core for the target, and (for draft methods) one core each — on this machine's cores. */
+/**
+ * ar and sd at one thread, one thread per token with every core for batches, and every core; the policy at the
+ * setting sd runs best with here; PEARL and sd.parallel at one core each (draft ‖ target); llama-server's AR and
+ * draft SD at one thread and at every core (draft on one, as llama.cpp's docs advise for a tiny draft).
+ */
 export function defaultArms(cores = Math.max(1, os.availableParallelism?.() ?? os.cpus().length)): string[] {
   const all = String(cores)
-  const speclab = ['ar@1', `ar@1/${all}`, `ar@${all}`, 'sd@1', `sd@1/${all}`, `sd@${all}`, `${BEST_POLICY}@1/${all}`, 'pearl@1/1/1', 'sd+sd.parallel=true@1/1/1']
-  const peer = ['llama-server:ar@1', `llama-server:ar@${all}`, 'llama-server:draft@1/1/1', `llama-server:draft@${all}/${all}/1`]
-  return [...new Set([...speclab, ...peer])]
+  const settings = cores > 1 ? ['1', `1/${all}`, all] : ['1']
+  const speclab = [...settings.map((t) => `ar@${t}`), ...settings.map((t) => `sd@${t}`), `${BEST_POLICY}@${settings[1] ?? '1'}`, 'pearl@1/1/1', 'sd+sd.parallel=true@1/1/1']
+  const peer = cores > 1 ? ['llama-server:ar@1', `llama-server:ar@${all}`, 'llama-server:draft@1/1/1', `llama-server:draft@${all}/${all}/1`] : ['llama-server:ar@1', 'llama-server:draft@1/1/1']
+  return [...speclab, ...peer]
 }
 
 interface PeerBenchOptions {
@@ -57,6 +65,7 @@ interface PeerBenchOptions {
   repeats: number
   contextSize: number
   json?: boolean
+  save?: string
 }
 
 export function peerBenchCommand(): Command {
@@ -78,6 +87,7 @@ export function peerBenchCommand(): Command {
     .option('--repeats <n>', 'timed repeats of every (prompt, arm), interleaved (≥ 5 for the intervals the README quotes)', LIMITS.repeats, 5)
     .option('--context-size <n>', 'context of every model and server', parseInteger, 512)
     .option('--json', 'print JSON on stdout')
+    .option('--save <file>', 'also write the JSON report to this file')
     .action(peerBenchAction)
 }
 
@@ -143,14 +153,17 @@ async function peerBenchAction(options: PeerBenchOptions): Promise<void> {
     const report = {
       config: { ...options, models: files, arms: arms.map((a) => a.label), prompts: prompts.length },
       machine: after,
+      native: await nativeBackend(),
       arms: results.map(({ outputs: _outputs, ...rest }) => rest),
       greedy: options.temperature === 0 ? greedyCheck(results) : null,
       comparisons: comparisons(results),
       efficiencies
     }
+    if (options.save) fs.writeFileSync(options.save, `${JSON.stringify(report, null, 1)}\n`)
     if (options.json) process.stdout.write(`${JSON.stringify(report)}\n`)
     else process.stdout.write(`${printable(report, describeMachine(after))}\n`)
   } finally {
+    stopLocalServers()
     await trio.dispose()
   }
 }
@@ -221,7 +234,7 @@ async function measureEfficiencies(
 }
 
 function printable(
-  report: { config: { maxTokens: number; prompts: number; repeats: number; gamma: number; temperature: number; models: { target: string; draft: string } }; arms: Omit<ArmResult, 'outputs'>[]; greedy: ReturnType<typeof greedyCheck> | null; comparisons: Comparison[]; efficiencies: Efficiency[] },
+  report: { config: { maxTokens: number; prompts: number; repeats: number; gamma: number; temperature: number; models: { target: string; draft: string } }; native: { build: string; openmp: boolean | null }; arms: Omit<ArmResult, 'outputs'>[]; greedy: ReturnType<typeof greedyCheck> | null; comparisons: Comparison[]; efficiencies: Efficiency[] },
   machine: string
 ): string {
   const { config } = report
@@ -229,6 +242,7 @@ function printable(
   const lines = [
     `peer-bench: ${config.models.target} ← ${config.models.draft}`,
     `γ ${config.gamma}, temperature ${config.temperature}, ${config.maxTokens} tokens × ${config.prompts} prompts × ${config.repeats} interleaved repeats; ${machine}`,
+    `node-llama-cpp binary: ${report.native.build}${report.native.openmp === null ? '' : report.native.openmp ? ' (OpenMP threads)' : ' (no OpenMP: ggml threads per graph; `npm run build:native` builds one with OpenMP)'}`,
     '',
     formatTable(
       ['arm', 'engine', 'threads T/B/D', 'tok/s [95% CI]', 'acceptance', 'tokens/call', 'greedy = ar'],

@@ -20,6 +20,7 @@ import { RunDraftSelection } from './draft-selection'
 import type { PromptItem } from './prompts'
 import { machineAfter, machineBefore } from './machine-state'
 import { warpOf } from './runner-config'
+import { stopLocalServers } from '../engine/peers/llama-server-process'
 
 export interface RunProgress {
   promptIndex: number
@@ -249,6 +250,10 @@ export async function executeRun(
   } catch (error) {
     store.finishRun(runId, 'failed', error instanceof Error ? error.message : String(error))
     throw error
+  } finally {
+    // The llama-server:* methods' servers live for their run (pooled across its prompts and repeats), not longer:
+    // their stderr pipes would keep a finished CLI alive, and the app's process would collect idle servers.
+    if (prepared.methods.some((m) => m.definition.namespace === 'llamaserver')) stopLocalServers()
   }
   return buildRunReport(store, runId)!
 }

@@ -97,13 +97,17 @@ withModels('speclab CLI', () => {
     ['a method without its draft', ['run', '--target', target, '--methods', 'sd'], /method 'sd' needs a draft model/],
     ['a duplicate method', ['run', '--target', target, '--methods', 'ar,ar'], /method 'ar' is listed twice/],
     ['a misspelled parameter', ['run', '--target', target, '--draft', draft, '--methods', 'svip', '--set', 'svp.h=0.2'], /svp\.h is not a parameter of svip \(svip takes svip\.h, svip\.c, svip\.maxDraft, svip\.warpedEntropy\)/],
-    ['a parameter of a method not in the run', ['run', '--target', target, '--draft', draft, '--methods', 'ar,sd', '--set', 'svip.h=0.2'], /svip\.h is not a parameter of ar or sd \(ar takes no parameters; sd takes no parameters\): it belongs to svip, which is not in this run/],
+    ['a parameter of a method not in the run', ['run', '--target', target, '--draft', draft, '--methods', 'ar,sd', '--set', 'svip.h=0.2'], /svip\.h is not a parameter of ar or sd \(ar takes no parameters; sd takes sd\.parallel\): it belongs to svip, which is not in this run/],
     ['a non-numeric nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.minConfidence=abc'], /nlc\.minConfidence \(nlc-draft\) must be a number in \[0, 1\], got "abc"/],
     ['an out-of-range nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.minTokens=1e9'], /nlc\.minTokens \(nlc-draft\) must be an integer in \[0, 1024\], got 1000000000/],
     ['an unknown nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.typo=1'], /nlc\.typo is not a parameter of nlc-draft \(nlc-draft takes nlc\.minConfidence, nlc\.minTokens\)/],
     ['a missing prompt file', ['run', '--target', target, '--methods', 'ar', '--prompts', '/no/prompts.jsonl'], /prompt file not found/],
     ['an unknown run id', ['show', '999'], /no run with id 999/],
     ['a missing --target', ['run'], /required option '--target/],
+    // llama-server peers: a URL where no llama-server answers, or that is not http(s), refused before any prompt.
+    ['a --llama-server-url where nothing listens', ['run', '--target', target, '--methods', 'llama-server:ar', '--llama-server-url', 'http://127.0.0.1:9'], /--llama-server-url http:\/\/127\.0\.0\.1:9: no llama-server answers \/props/],
+    ['a --llama-server-url that is not http', ['run', '--target', target, '--methods', 'llama-server:ar', '--llama-server-url', 'ftp://gpu-box/'], /llamaserver\.url \(llama-server:ar\) must be an http:\/\/ or https:\/\/ URL/],
+    ['--llama-server-url and --set llamaserver.url that disagree', ['run', '--target', target, '--methods', 'llama-server:ar', '--llama-server-url', 'http://a:1', '--set', 'llamaserver.url=http://b:1'], /--llama-server-url and --set llamaserver\.url disagree/],
     // Bad prompt lines, a BOM, a file that is not a model as --target, a huge numeric option: one line, exit 2.
     ...((promptFile: (name: string, content: string) => string) => [
       ['a prompt line that is null', ['run', '--target', target, '--methods', 'ar', '--prompts', promptFile('null.jsonl', '{"text": "ok"}\nnull\n')], /null\.jsonl:2: expected a JSON object with a "turns", "question", "prompt" or "text" field, got null/],
@@ -127,6 +131,13 @@ withModels('speclab CLI', () => {
     const lines = stderr.trim().split('\n').filter((l) => l.startsWith('speclab:'))
     expect(lines).toHaveLength(1)
     expect(lines[0]).toMatch(message as RegExp)
+  })
+
+  it('peer-bench refuses a bad arm in one line, exit 2, before loading anything', () => {
+    const result = spawnSync(tsx, [cli, 'peer-bench', '--arms', 'ar@1,sd+sd.parallel=perhaps@1'], { cwd: root, encoding: 'utf8' })
+    expect(result.status).toBe(2)
+    const lines = result.stderr.trim().split('\n').filter((l) => l.startsWith('speclab:'))
+    expect(lines).toEqual(["speclab: arm 'sd+sd.parallel=perhaps@1': sd.parallel (sd) must be true or false, got \"perhaps\""])
   })
 
   it('a run killed mid-way is marked interrupted and keeps its finished rows', async () => {

@@ -23,11 +23,14 @@ import { localServer, remoteServer, stopLocalServers } from '../../electron/engi
 import { isProcessAlive } from '../../electron/store/owner'
 import { decode, makeRequest } from '../helpers/decode'
 import { copyingPrompt, describeWithModels, expectSameOrNearTie, GREEDY_64, modelPath } from '../helpers/gguf'
+import { until } from '../helpers/until'
 
 const TARGET = 'family/stories-target5M-f32.gguf'
 const DRAFT = 'stories260K-f32.gguf'
 const MAX_TOKENS = 48
 const OPENINGS = ['Once upon a time, there was a little dog named Max.', 'Lily went to the park with her mom. She saw a big red ball']
+/** `ps` is a process of its own: poll it every 200 ms, not every 10. */
+const PS_INTERVAL = 200
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 
 /** The server's n-gram defaults (n = 12 and more) rarely recur in 48 tokens of a 5M model: short n-grams do. */
@@ -139,7 +142,7 @@ describeWithLlamaServer()('llama-server peer methods on GGUF (target5M ← 260K)
 
   it('a model process killed mid-run (SIGKILL: no exit hook runs) leaves no llama-server behind', async () => {
     stopLocalServers()
-    await polled(() => (serverProcesses().length === 0 ? true : undefined), 15_000)
+    await until(() => (serverProcesses().length === 0 ? true : undefined), 15_000, PS_INTERVAL)
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-llama-server-kill-'))
     const cli = path.join(root, 'electron/cli.ts')
     const parent = spawn(
@@ -149,32 +152,21 @@ describeWithLlamaServer()('llama-server peer methods on GGUF (target5M ← 260K)
     )
     try {
       // The server is a child of the watchdog shell, itself a child of the CLI's model process.
-      const servers = await polled(() => {
+      const servers = await until(() => {
         const found = serverProcesses()
         return found.length > 0 ? found : undefined
-      }, 60_000)
+      }, 60_000, PS_INTERVAL)
       // The CLI's model process (its supervised child) dies at once; only the watchdog can stop its server.
       const worker = Number(execFileSync('pgrep', ['-P', String(parent.pid)], { encoding: 'utf8' }).trim().split('\n')[0])
       process.kill(worker, 'SIGKILL')
       await new Promise((resolve) => parent.once('exit', resolve))
-      await polled(() => (servers.some(isProcessAlive) ? undefined : true), 15_000)
+      await until(() => (servers.some(isProcessAlive) ? undefined : true), 15_000, PS_INTERVAL)
     } finally {
       if (parent.exitCode === null && parent.signalCode === null) parent.kill('SIGKILL')
       fs.rmSync(dir, { recursive: true, force: true })
     }
   }, 120_000)
 })
-
-/** `until` at a pace that suits `ps` (every 200 ms). */
-async function polled<T>(find: () => T | undefined, timeout: number): Promise<T> {
-  const deadline = Date.now() + timeout
-  for (;;) {
-    const found = find()
-    if (found !== undefined) return found
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeout} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-}
 
 /** Pids of the llama-server processes this machine runs on the target (started by the CLI under test). */
 function serverProcesses(): number[] {

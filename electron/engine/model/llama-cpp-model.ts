@@ -28,6 +28,7 @@
  *   what a drafter proposes next (any proposal is exact, since q is what the token was drawn from) or the target's
  *   distributions after a token it rejects anyway (p = 0 for ids it lacks).
  */
+import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import {
@@ -77,9 +78,43 @@ export function targetBatchThreadsFor(threads: number | undefined): number | und
 let llamaInstance: Promise<Llama> | undefined
 /** One llama.cpp runtime per process (it owns the backend and its threads). */
 export function sharedLlama(): Promise<Llama> {
+  if (!llamaInstance) preferSpinningOpenMpThreads()
   // maxThreads 0: each context uses the threads it is told (no splitting between contexts, no wait per decode).
   llamaInstance ??= getLlama({ logLevel: LlamaLogLevel.error, maxThreads: 0 })
   return llamaInstance
+}
+
+/** OMP_WAIT_POLICY as this process found it, before preferSpinningOpenMpThreads (what child processes get). */
+export const inheritedOmpWaitPolicy = process.env.OMP_WAIT_POLICY
+
+/**
+ * OMP_WAIT_POLICY=active unless the user chose a policy; it matters only to a llama.cpp built with OpenMP (`npm run
+ * build:native`) and must be set before the runtime loads libgomp. node-llama-cpp evaluates on libuv's worker
+ * threads, each of which becomes an OpenMP master of its own, so libgomp sees more threads than cores and by default
+ * barely spins: the second thread of a token then sleeps and wakes at every op. Measured (2 cores, inflated target,
+ * `ar`, 3 prompts × 128 tokens × 3 rounds, medians): 2 threads 132 tok/s by default, 150–154 active, 88 passive
+ * (1 thread: 107–111 in all three); an idle process still uses no CPU (3 s idle after a decode: 0.00 s of CPU).
+ */
+function preferSpinningOpenMpThreads(): void {
+  process.env.OMP_WAIT_POLICY ??= 'active'
+}
+
+/**
+ * Which llama.cpp binary node-llama-cpp loaded, and whether its CPU backend runs its threads on OpenMP. This decides
+ * what a second thread is worth (issue 16, measured on 2 cores, inflated target): node-llama-cpp's prebuilt binaries
+ * are built with GGML_OPENMP=OFF and it attaches no ggml threadpool, so every graph spins up threads of its own — one
+ * token costs 8.2 ms on 1 thread and 10–16 ms on 2; a source build (`npm run build:native`) links OpenMP, as
+ * llama-server does, and one token then costs 6.5–6.7 ms on 2. Linux tells through /proc/self/maps; elsewhere null.
+ */
+export async function nativeBackend(): Promise<{ build: string; openmp: boolean | null }> {
+  const llama = await sharedLlama()
+  let openmp: boolean | null = null
+  try {
+    openmp = /lib(g|i)?omp/.test(fs.readFileSync('/proc/self/maps', 'utf8'))
+  } catch {
+    // Not Linux.
+  }
+  return { build: llama.buildType, openmp }
 }
 
 /**

@@ -12,6 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { basename } from 'node:path'
 import { UserInputError } from '../errors'
+import { inheritedOmpWaitPolicy } from '../model/llama-cpp-model'
 
 /** What a local server is started with; equal specs share one server. */
 export interface LocalServerSpec {
@@ -89,8 +90,11 @@ const WATCHDOG = 'parent=$1; shift; "$@" & child=$!; trap \'kill $child 2>/dev/n
   'while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 1 & wait $!; done; kill $child 2>/dev/null; wait $child'
 
 function spawnServer(binary: string, args: readonly string[]): ChildProcess {
-  if (process.platform === 'win32') return spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'], windowsHide: true })
-  return spawn('sh', ['-c', WATCHDOG, 'speclab-llama-server', String(process.pid), binary, ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
+  // The server runs as the user would run it: without the OpenMP wait policy SpecLab chose for its own runtime.
+  const env = { ...process.env }
+  if (inheritedOmpWaitPolicy === undefined) delete env.OMP_WAIT_POLICY
+  if (process.platform === 'win32') return spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'], windowsHide: true, env })
+  return spawn('sh', ['-c', WATCHDOG, 'speclab-llama-server', String(process.pid), binary, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env })
 }
 
 class LocalServer implements PeerServer {
