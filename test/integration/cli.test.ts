@@ -9,6 +9,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { METHOD_IDS } from '../../electron/engine/methods/ids'
 import { RunStore } from '../../electron/store/run-store'
 import { killCli } from '../helpers/kill-cli'
 import { describeWithModels, modelPath } from '../helpers/gguf'
@@ -47,7 +48,7 @@ withModels('speclab CLI', () => {
     const report = JSON.parse(stdout)
     expect(report.runId).toBe(1)
     // The record holds the resolved parameters of the run's methods (defaults filled in), not the raw --set.
-    expect(report.config.params).toEqual({ 'nlc.minConfidence': 0.6, 'nlc.minTokens': 1 })
+    expect(report.config.params).toEqual({ 'sd.parallel': false, 'nlc.minConfidence': 0.6, 'nlc.minTokens': 1 })
     expect(report.config.seed).toBe(3)
     expect(report.config.models.target).toBe(target)
     expect(report.methods.map((m: { method: string }) => m.method)).toEqual(['ar', 'sd', 'nlc-draft'])
@@ -96,7 +97,7 @@ withModels('speclab CLI', () => {
     ['an unknown method', ['run', '--target', target, '--methods', 'ar,warp-drive'], /unknown method 'warp-drive'/],
     ['a method without its draft', ['run', '--target', target, '--methods', 'sd'], /method 'sd' needs a draft model/],
     ['a duplicate method', ['run', '--target', target, '--methods', 'ar,ar'], /method 'ar' is listed twice/],
-    ['a misspelled parameter', ['run', '--target', target, '--draft', draft, '--methods', 'svip', '--set', 'svp.h=0.2'], /svp\.h is not a parameter of svip \(svip takes svip\.h, svip\.c, svip\.maxDraft, svip\.warpedEntropy\)/],
+    ['a misspelled parameter', ['run', '--target', target, '--draft', draft, '--methods', 'svip', '--set', 'svp.h=0.2'], /svp\.h is not a parameter of svip \(svip takes svip\.parallel, svip\.h, svip\.c, svip\.maxDraft, svip\.warpedEntropy\)/],
     ['a parameter of a method not in the run', ['run', '--target', target, '--draft', draft, '--methods', 'ar,sd', '--set', 'svip.h=0.2'], /svip\.h is not a parameter of ar or sd \(ar takes no parameters; sd takes sd\.parallel\): it belongs to svip, which is not in this run/],
     ['a non-numeric nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.minConfidence=abc'], /nlc\.minConfidence \(nlc-draft\) must be a number in \[0, 1\], got "abc"/],
     ['an out-of-range nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.minTokens=1e9'], /nlc\.minTokens \(nlc-draft\) must be an integer in \[0, 1024\], got 1000000000/],
@@ -264,10 +265,17 @@ withModels('speclab CLI', () => {
   it('run --help aligns the method list to the longest id', () => {
     const { code, stdout } = speclab('run', '--help')
     expect(code).toBe(0)
-    const summary = stdout.split('\n').find((l) => l.startsWith('  adaptive-cache-fsm '))!
-    const facts = stdout.split('\n')[stdout.split('\n').indexOf(summary) + 1]
-    expect(summary).toMatch(/^ {2}adaptive-cache-fsm {2}\S/)
-    expect(facts.search(/\S/)).toBe(summary.indexOf('on-the-fly'))
+    const lines = stdout.split('\n')
+    // The longest id is followed by exactly two spaces; every summary and its facts line start in that column.
+    const longest = [...METHOD_IDS].sort((a, b) => b.length - a.length)[0]!
+    const column = 2 + longest.length + 2
+    const widest = lines.find((l) => l.startsWith(`  ${longest}  `))!
+    expect(widest[column - 1]).toBe(' ')
+    expect(widest[column]).not.toBe(' ')
+    const summary = lines.find((l) => l.startsWith('  adaptive-cache-fsm '))!
+    const facts = lines[lines.indexOf(summary) + 1]
+    expect(summary.indexOf('on-the-fly')).toBe(column)
+    expect(facts.search(/\S/)).toBe(column)
   })
 
   it('a prompt the tokenizer cannot encode is one line, exit 2 — not a llama.cpp abort', () => {
