@@ -80,6 +80,12 @@ export const RunConfig = z.object({
    * as loaded; runs before per-phase threads read null = `threads`.
    */
   batchThreads: z.number().int().positive().max(256).nullable().default(null),
+  /**
+   * The target's threads for single tokens as loaded (added in issue 16: with a llama.cpp built with OpenMP, every
+   * core on ≤ 2-core machines when `threads` is the default; llama-cpp-model.ts targetThreadsFor). null: `threads`
+   * (every run before this field, and models without threads).
+   */
+  targetThreads: z.number().int().positive().max(256).nullable().default(null),
   contextSize: z.number().int().positive(),
   /** Adaptive draft-model selection (004 §5) among models.drafts; null = always models.draft. */
   draftSelection: z.object({ warmupPrompts: z.number().int().min(3).max(1000) }).nullable().default(null),

@@ -91,7 +91,7 @@ export function addModelOptions(command: Command): Command {
     .requiredOption('--target <file>', 'target model M_p (GGUF)')
     .option('--mid <file>', 'mid draft model M_q2 (GGUF, same vocabulary)')
     .option('--draft <file>', 'small draft model M_q1 (GGUF, same vocabulary); repeat with --select-draft', collect, [])
-    .option('--threads <n>', 'CPU threads per model (default: 1 on ≤ 2 cores, else llama.cpp default)', LIMITS.threads)
+    .option('--threads <n>', "CPU threads per model (default: 1 on ≤ 2 cores, else llama.cpp default; the target's single tokens on every core of ≤ 2 when node-llama-cpp's llama.cpp has OpenMP, npm run build:native)", LIMITS.threads)
     .option('--batch-threads <n>', "the target's threads for batched evaluations (verification, prefill; default: every core on ≤ 2 cores when --threads is the default, else --threads)", LIMITS.threads)
     .option('--context-size <n>', 'context size per sequence (capped by the model)', LIMITS.contextSize, 2048)
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')

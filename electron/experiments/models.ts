@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto'
 import { open } from 'node:fs/promises'
 import type { ModelFingerprint, ModelPaths } from '../api/contract'
-import { loadLlamaModel, targetBatchThreadsFor, type LlamaCppModel, type LlamaLoadOptions } from '../engine/model/llama-cpp-model'
+import { loadLlamaModel, nativeBackend, targetBatchThreadsFor, targetThreadsFor, type LlamaCppModel, type LlamaLoadOptions } from '../engine/model/llama-cpp-model'
 import { assertSameVocabulary } from '../engine/model/vocabulary-check'
 import type { DecoderModels } from '../engine/decoders/types'
 import { crossVocabularyAdvice, DEFAULT_SEQUENCES } from '../engine/methods/prepare'
@@ -71,6 +71,8 @@ export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Pro
     gpuLayers: loadOptions.gpuLayers ?? 'auto'
   })
   try {
+    // The target's single-token threads depend on how node-llama-cpp's llama.cpp was built (targetThreadsFor).
+    const targetThreads = targetThreadsFor(loadOptions.threads, (await nativeBackend()).openmp)
     for (const [index, { role, file }] of files.entries()) {
       const progress = onProgress
         ? (fraction: number) => onProgress({ role, file, index, count: files.length, fraction: Math.min(1, Math.max(0, fraction)) })
@@ -78,7 +80,7 @@ export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Pro
       progress?.(0)
       // A tiny draft on two threads is ~35× slower (llama-cpp-model.ts): only the target batches on more.
       const batchThreads = role === 'target' ? (loadOptions.batchThreads ?? targetBatchThreadsFor(loadOptions.threads)) : loadOptions.threads
-      const modelOptions = { ...loadOptions, batchThreads }
+      const modelOptions = { ...loadOptions, batchThreads, ...(role === 'target' ? { threads: targetThreads } : {}) }
       loaded.push(await loadLlamaModel(file, progress ? { ...modelOptions, onLoadProgress: progress } : modelOptions))
       progress?.(1)
     }

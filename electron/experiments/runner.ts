@@ -178,6 +178,12 @@ export async function runInterleaved<A extends Arm>(arms: readonly A[], input: S
   }
 }
 
+/** The single-token threads a GGUF model was loaded with (LlamaCppModel.phaseThreads); null for models without threads. */
+function threadsOf(model: LanguageModel): number | null {
+  const phases = (model as { phaseThreads?: { threads?: unknown } }).phaseThreads
+  return typeof phases?.threads === 'number' ? phases.threads : null
+}
+
 /** The batch threads a GGUF model was loaded with (LlamaCppModel.phaseThreads); null for models without threads. */
 function batchThreadsOf(model: LanguageModel): number | null {
   const phases = (model as { phaseThreads?: { batchThreads?: unknown } }).phaseThreads
@@ -194,7 +200,12 @@ export async function executeRun(
   const prepared = options.prepared ?? prepareConfig(config).prepared
   const promptTokens = tokenizePrompts(models, prompts, config)
   // The target's batch threads as loaded (null for toy models): what the timings were measured with.
-  const runId = store.createRun({ ...config, batchThreads: config.batchThreads ?? batchThreadsOf(models.target), params: prepared.params })
+  const runId = store.createRun({
+    ...config,
+    batchThreads: config.batchThreads ?? batchThreadsOf(models.target),
+    targetThreads: config.targetThreads ?? threadsOf(models.target),
+    params: prepared.params
+  })
   options.onRunCreated?.(runId)
   const machine = machineBefore()
   const repeats = config.repeats

@@ -71,6 +71,7 @@ function report(runId: number, methods: MethodSummary[], config: Partial<RunRepo
       params: {},
       threads: 2,
       batchThreads: null,
+      targetThreads: null,
       contextSize: 2048,
       draftSelection: null,
       repeats: 1,

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { UserInputError } from '../../electron/engine/errors'
 import { defaultArms } from '../../electron/cli/peer-bench-command'
 import { applyThreads, best, pairedRatio, parseArm, prepareArms, runPeerBench, sameOutputs, type ArmResult } from '../../electron/experiments/peer-bench'
+import { defaultThreads, targetThreadsFor } from '../../electron/engine/model/llama-cpp-model'
 import { TOY_BOS, toyDraftClose, toyTarget } from '../helpers/toy-models'
 
 const refusal = (fn: () => unknown): string => {
@@ -60,6 +61,19 @@ describe('peer-bench arms', () => {
     expect(target.phaseThreads).toEqual({ threads: 2, batchThreads: 3 })
     expect(draft.phaseThreads).toEqual({ threads: 4, batchThreads: 4 })
     expect(() => applyThreads({ target: {} } as never, { threads: 2, batchThreads: 2, draftThreads: 1 })).not.toThrow()
+  })
+})
+
+describe('the target’s single-token threads per binary (targetThreadsFor)', () => {
+  it('every core of a ≤ 2-core machine with an OpenMP build and default threads; otherwise the threads given', () => {
+    const defaultCount = defaultThreads()
+    expect(targetThreadsFor(undefined, true, 2)).toBe(2)
+    expect(targetThreadsFor(defaultCount, true, 2)).toBe(2)
+    expect(targetThreadsFor(undefined, false, 2)).toBeUndefined()
+    expect(targetThreadsFor(1, null, 2)).toBe(1)
+    expect(targetThreadsFor(undefined, true, 8)).toBeUndefined()
+    // An explicit count that is not the default is kept.
+    expect(targetThreadsFor(3, true, 2)).toBe(3)
   })
 })
 

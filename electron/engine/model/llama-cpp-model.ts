@@ -75,6 +75,18 @@ export function targetBatchThreadsFor(threads: number | undefined): number | und
   return os.cpus().length <= 2 && (threads === undefined || threads === defaultThreads()) ? os.cpus().length : threads
 }
 
+/**
+ * A target's threads for single tokens when none are given. With node-llama-cpp's prebuilt binary (no OpenMP) a
+ * second thread makes a token slower, so `threads` (1 on ≤ 2 cores); with a llama.cpp built with OpenMP (`npm run
+ * build:native`) every core on ≤ 2-core machines when `threads` is the default — measured on 2 cores, inflated target,
+ * peer-bench: `ar` 145 tok/s on 2 threads vs 103 on 1 (prebuilt: 61 vs 99). Drafts keep `threads` (a tiny draft on
+ * two threads is slower in every build). An explicit --threads N means N everywhere.
+ */
+export function targetThreadsFor(threads: number | undefined, openmp: boolean | null, cores = os.cpus().length): number | undefined {
+  const isDefault = threads === undefined || threads === defaultThreads()
+  return openmp === true && cores <= 2 && isDefault ? cores : threads
+}
+
 let llamaInstance: Promise<Llama> | undefined
 /** One llama.cpp runtime per process (it owns the backend and its threads). */
 export function sharedLlama(): Promise<Llama> {
