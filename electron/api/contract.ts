@@ -524,8 +524,11 @@ export interface LoadedTrio {
   contextSize: number
   /** KV sequences per model (4; more after a beam / DSBD run asked for them). */
   sequences: number
-  /** Threads in effect: single-token evaluations of every model, and the target's batched evaluations. */
-  threads: { single: number; targetBatch: number } | null
+  /**
+   * Threads in effect: the target's single-token evaluations, its batched evaluations, and the drafts' (mid and
+   * draft; null without one). The target's single tokens take more than the drafts' with an OpenMP llama.cpp.
+   */
+  threads: { single: number; targetBatch: number; drafts?: number | null } | null
   /**
    * Why the trio's vocabularies differ (the vocabulary check's reason), null when they pass: then only the methods
    * that draft with another tokenizer (catalog `vocabulary: 'any'`: sd-tli, sd-uad) run on it.

@@ -91,7 +91,8 @@ export class LoadedModels {
     if (!this.held) return null
     const { entries, settings, contextSize, sequences, vocabularyMismatch, models } = this.held
     const phases = (models.target as { phaseThreads?: { threads: number; batchThreads: number } }).phaseThreads
-    const threads = phases ? { single: phases.threads, targetBatch: phases.batchThreads } : null
+    const draftPhases = ((models.draft ?? models.mid) as { phaseThreads?: { threads: number } } | undefined)?.phaseThreads
+    const threads = phases ? { single: phases.threads, targetBatch: phases.batchThreads, drafts: draftPhases?.threads ?? null } : null
     return { target: entries.target, mid: entries.mid, draft: entries.draft, settings, contextSize, sequences, threads, vocabularyMismatch }
   }
 

@@ -279,7 +279,7 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await waitForText(page.getByTestId('trio-memory'), memory)
     await page.getByTestId('trio-load').click()
     await waitForText(page.getByTestId('trio-loaded'), /Loaded: stories-target5M-f32\.gguf · stories-mid1M-f32\.gguf · stories260K-f32\.gguf/)
-    await waitForText(page.getByTestId('trio-loaded'), /context \d+ tokens, 4 KV sequences, GPU layers \S+, \d+ thread\(s\) per token, \d+ for the target's batches/)
+    await waitForText(page.getByTestId('trio-loaded'), /context \d+ tokens, 4 KV sequences, GPU layers \S+, target \d+ thread\(s\) per token and \d+ per batch, drafts \d+/)
     await waitForText(page.getByTestId('loaded-trio'), /stories260K-f32\.gguf/)
     await page.getByRole('button', { name: 'Inspect' }).first().click()
     await waitForText(page.getByTestId('inspection'), /llama · 6 layers/)
