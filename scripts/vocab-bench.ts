@@ -23,6 +23,12 @@ import { loadLlamaModel, type LlamaCppModel } from '../electron/engine/model/lla
 import { sharedModelsDirectory } from '../electron/experiments/shared-paths'
 import { writePaddedGguf } from '../test/helpers/gguf-pad'
 
+/**
+ * Pad rows at 2 % of the real rows' scale: their logits sit near 0, below the real top tokens, as a real padded
+ * vocabulary's never-produced entries do — at full scale the two models' independent random rows win their argmaxes
+ * and acceptance collapses, which measures the padding, not the engine.
+ */
+const PAD_SCALE = 0.02
 const GAMMA = 5
 const REPEATS = 15
 const WARP = { temperature: 0, topK: 64, topP: 1 }
@@ -132,7 +138,7 @@ try {
     if (size > 512) {
       for (const [role, file] of Object.entries(files)) {
         const padded = path.join(dir, `${role}-${size}.gguf`)
-        writePaddedGguf(file, padded, { size, seed: role === 'target' ? 1 : 2 })
+        writePaddedGguf(file, padded, { size, seed: role === 'target' ? 1 : 2, scale: PAD_SCALE })
         files[role as keyof typeof files] = padded
       }
     }
