@@ -20,6 +20,22 @@ import { DEFAULT_REPEATS } from '../engine/methods/limits'
 import { formatInterval, formatNumber, formatTable, methodTable } from './format'
 import { createProgressBar, LIMITS, parseInteger, parseNumber, REPEATS_HELP, reportNotes } from './run-command'
 
+/** The benchmarks' default pair: the inflated target (a 78M model's compute, realistic cost ratios) and the 260K draft. */
+const BENCH_PAIR = { target: 'family/stories-target5M-inflated-78M-f16.gguf', draft: 'stories260K-f32.gguf' } as const
+
+/** --target and --draft with the benchmarks' defaults (bench, peer-bench). */
+export function withBenchPair(command: Command): Command {
+  return command
+    .option('--target <file>', `target GGUF (default: $SPECLAB_MODELS/${BENCH_PAIR.target})`)
+    .option('--draft <file>', `draft GGUF (default: $SPECLAB_MODELS/${BENCH_PAIR.draft})`)
+}
+
+/** The pair a benchmark runs: the files given, else the defaults in the shared models folder. */
+export function benchPair(options: { target?: string; draft?: string }): { target: string; draft: string } {
+  const models = sharedModelsDirectory()
+  return { target: options.target ?? path.join(models, BENCH_PAIR.target), draft: options.draft ?? path.join(models, BENCH_PAIR.draft) }
+}
+
 /** Every draft-length policy of the catalog — `--policies` benchmarks them against sd (γ = --gamma) and ar. */
 export const POLICY_METHODS = CATALOG.filter((m) => m.family === 'policy').map((m) => m.id)
 
@@ -40,12 +56,12 @@ interface BenchOptions {
 }
 
 export function benchCommand(): Command {
-  return new Command('bench')
-    .description('measure ar, sd and nlc-draft (or every policy) in one run; hold sd against the physical speedup bound')
-    .option('--methods <ids>', 'methods to measure (ar and sd are always included)', 'ar,sd,nlc-draft')
-    .option('--policies', `measure every draft-length policy (${POLICY_METHODS.join(', ')}) against sd and ar`)
-    .option('--target <file>', 'target GGUF (default: $SPECLAB_MODELS/family/stories-target5M-inflated-78M-f16.gguf)')
-    .option('--draft <file>', 'draft GGUF (default: $SPECLAB_MODELS/stories260K-f32.gguf)')
+  return withBenchPair(
+    new Command('bench')
+      .description('measure ar, sd and nlc-draft (or every policy) in one run; hold sd against the physical speedup bound')
+      .option('--methods <ids>', 'methods to measure (ar and sd are always included)', 'ar,sd,nlc-draft')
+      .option('--policies', `measure every draft-length policy (${POLICY_METHODS.join(', ')}) against sd and ar`)
+  )
     .option('--gamma <g>', 'draft length γ', parseInteger, 5)
     .option('--max-tokens <n>', 'tokens per prompt', parseInteger, 128)
     .option('--limit <n>', 'built-in story prompts to use', parseInteger, 4)
@@ -64,14 +80,10 @@ function benchMethods(options: BenchOptions): string[] {
 }
 
 async function benchAction(options: BenchOptions): Promise<void> {
-  const models = sharedModelsDirectory()
   const parsed = RunConfig.parse({
     suite: 'bench',
     methods: benchMethods(options),
-    models: {
-      target: options.target ?? path.join(models, 'family/stories-target5M-inflated-78M-f16.gguf'),
-      draft: options.draft ?? path.join(models, 'stories260K-f32.gguf')
-    },
+    models: benchPair(options),
     prompts: { dataset: 'stories', limit: options.limit },
     maxTokens: options.maxTokens,
     sampling: { temperature: options.temperature, topK: options.topK, topP: 1, fullVocabulary: false },

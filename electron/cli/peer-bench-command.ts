@@ -6,7 +6,6 @@
  */
 import fs from 'node:fs'
 import os from 'node:os'
-import path from 'node:path'
 import { Command } from 'commander'
 import type { Interval } from '../engine/stats/bootstrap'
 import { UserInputError } from '../engine/errors'
@@ -28,10 +27,10 @@ import {
 import { loadPrompts } from '../experiments/prompts'
 import { measureRawTimings, speedupBound, type RawTimings } from '../experiments/raw-timings'
 import { tokenizePrompts } from '../experiments/runner'
-import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { formatFixed, formatInterval, formatNumber, formatTable } from './format'
 import { createProgressBar } from './progress'
 import { LIMITS, parseInteger, parseNumber } from './run-command'
+import { benchPair, withBenchPair } from './bench-command'
 
 /**
  * The policy `bench --policies` measured best here (README, Performance: sd-pmin 1.47× ar, svip 1.45×); any other
@@ -69,15 +68,15 @@ interface PeerBenchOptions {
 }
 
 export function peerBenchCommand(): Command {
-  return new Command('peer-bench')
-    .description("SpecLab's methods against llama.cpp's own llama-server on the same prompts and models, interleaved, with 95 % intervals")
-    .option(
-      '--arms <list>',
-      'comma-separated arms METHOD[+key=value…]@T[/B[/D]]: T target threads for one token, B for a batch (default T), D the draft\'s (default 1); ' +
-        `for llama-server:* these are -t, -tb, -td. Default: ${defaultArms().join(',')}`
-    )
-    .option('--target <file>', 'target GGUF (default: $SPECLAB_MODELS/family/stories-target5M-inflated-78M-f16.gguf)')
-    .option('--draft <file>', 'draft GGUF (default: $SPECLAB_MODELS/stories260K-f32.gguf)')
+  return withBenchPair(
+    new Command('peer-bench')
+      .description("SpecLab's methods against llama.cpp's own llama-server on the same prompts and models, interleaved, with 95 % intervals")
+      .option(
+        '--arms <list>',
+        'comma-separated arms METHOD[+key=value…]@T[/B[/D]]: T target threads for one token, B for a batch (default T), D the draft\'s (default 1); ' +
+          `for llama-server:* these are -t, -tb, -td. Default: ${defaultArms().join(',')}`
+      )
+  )
     .option('--gamma <g>', 'draft length γ (llama-server: --spec-draft-n-max)', parseInteger, 5)
     .option('--max-tokens <n>', 'tokens per prompt', parseInteger, 128)
     .option('--limit <n>', 'built-in story prompts to use', parseInteger, 8)
@@ -114,11 +113,7 @@ async function peerBenchAction(options: PeerBenchOptions): Promise<void> {
   const specs = (options.arms ?? defaultArms().join(',')).split(',').map((s) => s.trim()).filter(Boolean).map(parseArm)
   const arms = prepareArms(specs, options.gamma)
   if (!arms.some((a) => a.spec.method === 'ar' && a.side === 'speclab')) throw new UserInputError('peer-bench needs at least one SpecLab ar arm (the reference of the greedy check)')
-  const shared = sharedModelsDirectory()
-  const files = {
-    target: options.target ?? path.join(shared, 'family/stories-target5M-inflated-78M-f16.gguf'),
-    draft: options.draft ?? path.join(shared, 'stories260K-f32.gguf')
-  }
+  const files = benchPair(options)
   const needsDraft = arms.some((a) => a.method.definition.needs.draft)
   const trio = await loadTrio(needsDraft ? files : { target: files.target }, {
     threads: 1,
