@@ -11,6 +11,7 @@ import type { Interval } from '../engine/stats/bootstrap'
 import { UserInputError } from '../engine/errors'
 import { stopLocalServers } from '../engine/peers/llama-server-process'
 import { nativeBackend } from '../engine/model/llama-cpp-model'
+import { needsSharedVocabulary } from '../engine/methods/prepare'
 import { loadTrio } from '../experiments/models'
 import { describeMachine, machineAfter, machineBefore } from '../experiments/machine-state'
 import {
@@ -119,7 +120,7 @@ async function peerBenchAction(options: PeerBenchOptions): Promise<void> {
     threads: 1,
     contextSize: options.contextSize,
     sequences: Math.max(...arms.map((a) => a.method.sessions)),
-    sharedVocabulary: arms.some((a) => a.method.definition.needs.draft && (a.method.definition.vocabulary ?? 'shared') === 'shared')
+    sharedVocabulary: arms.some((a) => needsSharedVocabulary(a.method.definition))
   })
   try {
     const prompts = loadPrompts({ dataset: 'stories', limit: options.limit })

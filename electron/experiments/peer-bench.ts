@@ -16,6 +16,7 @@
  */
 import type { DecoderModels } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
+import { isLlamaServerMethod } from '../engine/methods/catalog'
 import { prepare, type PreparedMethod } from '../engine/methods/prepare'
 import type { RawParams } from '../engine/methods/param-spec'
 import type { DecodeOutcome } from '../engine/methods/decode-once'
@@ -79,8 +80,6 @@ export function parseArm(label: string): ArmSpec {
   return { label, method: method!, params, threads: parseThreads(label, label.slice(at + 1)) }
 }
 
-export const isPeer = (method: string): boolean => method.startsWith('llama-server:')
-
 /**
  * Runs `decoder` with the arm's threads: set on the models just before it starts, so the warm-up and every cell run
  * with them, and a llama-server arm starts its server with them (its pool key includes them).
@@ -129,7 +128,7 @@ export function prepareArms(specs: readonly ArmSpec[], gamma: number): PeerArm[]
       if (error instanceof UserInputError) throw new UserInputError(`arm '${spec.label}': ${error.message}`)
       throw error
     }
-    return { label: spec.label, spec, side: isPeer(spec.method) ? 'llama.cpp' : 'speclab', method: withThreads(method, spec.threads) }
+    return { label: spec.label, spec, side: isLlamaServerMethod(method.definition) ? 'llama.cpp' : 'speclab', method: withThreads(method, spec.threads) }
   })
 }
 

@@ -21,6 +21,7 @@ import type { PromptItem } from './prompts'
 import { machineAfter, machineBefore } from './machine-state'
 import { warpOf } from './runner-config'
 import { stopLocalServers } from '../engine/peers/llama-server-process'
+import { isLlamaServerMethod } from '../engine/methods/catalog'
 
 export interface RunProgress {
   promptIndex: number
@@ -264,7 +265,7 @@ export async function executeRun(
   } finally {
     // The llama-server:* methods' servers live for their run (pooled across its prompts and repeats), not longer:
     // their stderr pipes would keep a finished CLI alive, and the app's process would collect idle servers.
-    if (prepared.methods.some((m) => m.definition.namespace === 'llamaserver')) stopLocalServers()
+    if (prepared.methods.some((m) => isLlamaServerMethod(m.definition))) stopLocalServers()
   }
   return buildRunReport(store, runId)!
 }

@@ -15,9 +15,9 @@ import path from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
 import type { DecoderModels } from '../../electron/engine/decoders/types'
-import { CATALOG } from '../../electron/engine/methods/catalog'
+import { CATALOG, isLlamaServerMethod } from '../../electron/engine/methods/catalog'
 import type { RawParams as MethodParams } from '../../electron/engine/methods/param-spec'
-import { prepare } from '../../electron/engine/methods/prepare'
+import { needsSharedVocabulary, prepare } from '../../electron/engine/methods/prepare'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import { assertSameVocabulary } from '../../electron/engine/model/vocabulary-check'
 import { ModelLibrary, readGgufSummary, vocabularyCompatibility } from '../../electron/host/model-library'
@@ -147,7 +147,7 @@ withModels('padded vocabularies (512 → 600 tokens) on the stories family: ever
     // Model-free drafters (they draft from the target's own tokens) and methods that map between vocabularies
     // themselves (catalog `vocabulary: 'any'`) have no draft vocabulary to pad. The llama-server peers decode in
     // llama.cpp's own process, under its own vocabulary check (test/integration/llama-server-gguf.test.ts).
-    const byId = CATALOG.filter((m) => (m.needs.draft || m.needs.mid) && (m.vocabulary ?? 'shared') === 'shared' && m.namespace !== 'llamaserver')
+    const byId = CATALOG.filter((m) => needsSharedVocabulary(m) && !isLlamaServerMethod(m))
     expect(byId.filter((m) => !covered.has(m.id)).map((m) => m.id)).toEqual([])
   })
 

@@ -9,7 +9,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { UserInputError } from '../../electron/engine/errors'
-import { CATALOG, checkCatalog } from '../../electron/engine/methods/catalog'
+import { CATALOG, checkCatalog, isLlamaServerMethod } from '../../electron/engine/methods/catalog'
 import { idsModule, methodHelp, methodInfos, methodTable, withMethodTable } from '../../electron/engine/methods/docs'
 import { METHOD_IDS } from '../../electron/engine/methods/ids'
 import { keysOf, prepare, prepareRun } from '../../electron/engine/methods/prepare'
@@ -55,7 +55,7 @@ describe('method catalog', () => {
   it('every schema round-trips its defaults: resolving the resolved settings changes nothing', () => {
     for (const definition of CATALOG) {
       // A peer method needs llama-server: built, or a server's URL (refused without both — see below).
-      const start: Record<string, string> = definition.namespace === 'llamaserver' ? { 'llamaserver.url': 'http://127.0.0.1:8080' } : {}
+      const start: Record<string, string> = isLlamaServerMethod(definition) ? { 'llamaserver.url': 'http://127.0.0.1:8080' } : {}
       const first = prepare(definition.id, { gamma: 5, params: start })
       expect(Object.keys(first.params).sort(), definition.id).toEqual(keysOf(definition).sort())
       const again = prepare(definition.id, { gamma: 5, params: first.params })

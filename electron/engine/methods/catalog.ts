@@ -278,6 +278,12 @@ function serverArguments(type: ServerType, { params }: Settings<LlamaServerParam
 /** llama.cpp's ngram-mod defaults (common/common.h common_params_speculative_ngram_mod): n_min 48, n_max 64. */
 const SERVER_NGRAM_MOD_DEFAULTS = { nMin: 48, nMax: 64 }
 
+/** The namespace every `llama-server:*` method shares (their parameters are one set: LLAMA_SERVER_PARAMS). */
+const LLAMA_SERVER_NAMESPACE = 'llamaserver'
+
+/** Whether a method runs in llama.cpp's own server (a peer engine) rather than in SpecLab's. */
+export const isLlamaServerMethod = (definition: Pick<MethodDefinition, 'namespace'>): boolean => definition.namespace === LLAMA_SERVER_NAMESPACE
+
 const llamaServerMethod = (id: MethodId, type: ServerType, summary: string, description: string): MethodDefinition =>
   method({
     id,
@@ -291,7 +297,7 @@ const llamaServerMethod = (id: MethodId, type: ServerType, summary: string, desc
     needs: SERVER_DRAFT_TYPES.has(type) ? DRAFT : TARGET_ONLY,
     lossless: true,
     gamma: SERVER_DRAFT_TYPES.has(type) ? 'the default of `llamaserver.nMax`' : null,
-    namespace: 'llamaserver',
+    namespace: LLAMA_SERVER_NAMESPACE,
     params: LLAMA_SERVER_PARAMS,
     check: ({ params }) => {
       const modMin = params.ngramModMin || SERVER_NGRAM_MOD_DEFAULTS.nMin
