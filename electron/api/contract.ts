@@ -7,6 +7,7 @@ import type { StepRecord } from '../engine/decoders/types'
 
 import { METHOD_IDS } from '../engine/methods/ids'
 import { GAMMA_RANGE, MAX_REPEATS } from '../engine/methods/limits'
+import { ModelThreadCalibration } from '../engine/model/thread-calibration'
 import type { MethodInfo } from '../engine/methods/docs'
 import { IntervalSummary as IntervalSummarySchema, MethodSummary, type IntervalSummary } from '../engine/metrics/summary'
 
@@ -86,6 +87,14 @@ export const RunConfig = z.object({
    * (every run before this field, and models without threads).
    */
   targetThreads: z.number().int().positive().max(256).nullable().default(null),
+  /** The draft's (else the mid model's) single-token threads as loaded; null: `threads` (runs before this field). */
+  draftThreads: z.number().int().positive().max(256).nullable().default(null),
+  /**
+   * How the threads were chosen when they were measured at load (engine/model/thread-calibration.ts): per model its
+   * timings per thread count and phase, and the counts chosen; null when `threads` was given or calibration was off
+   * (then the rule of llama-cpp-model.ts targetThreadsFor), and for every run before calibration existed.
+   */
+  threadCalibration: z.array(ModelThreadCalibration).nullable().default(null),
   contextSize: z.number().int().positive(),
   /** Adaptive draft-model selection (004 §5) among models.drafts; null = always models.draft. */
   draftSelection: z.object({ warmupPrompts: z.number().int().min(3).max(1000) }).nullable().default(null),
@@ -529,6 +538,8 @@ export interface LoadedTrio {
    * draft; null without one). The target's single tokens take more than the drafts' with an OpenMP llama.cpp.
    */
   threads: { single: number; targetBatch: number; drafts?: number | null } | null
+  /** How those threads were chosen: per model its calibration (measured now or cached); null when given or by rule. */
+  threadCalibration?: ModelThreadCalibration[] | null
   /**
    * Why the trio's vocabularies differ (the vocabulary check's reason), null when they pass: then only the methods
    * that draft with another tokenizer (catalog `vocabulary: 'any'`: sd-tli, sd-uad) run on it.
@@ -754,6 +765,8 @@ export const API = {
   /** retryFailed: load files whose last load killed the engine process anyway (the user chose "Try again"). */
   'models:load': channel(z.object({ trio: TrioSelection, settings: LoadSettings, retryFailed: z.boolean().optional() }), returns<LoadedTrio>()),
   'models:unload': channel(z.object({}), returns<{ unloaded: boolean }>()),
+  /** Measures the loaded trio's threads per model and phase again (the cache is replaced) and applies them. */
+  'models:calibrate': channel(z.object({}), returns<LoadedTrio>()),
   'models:catalog': channel(z.object({}), returns<CatalogTrio[]>()),
   'models:download': channel(z.object({ uri: ModelUri }), returns<DownloadState>()),
   'models:download-cancel': channel(z.object({ downloadId: Text(100).min(1) }), returns<{ cancelled: boolean }>()),

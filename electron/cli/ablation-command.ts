@@ -97,7 +97,7 @@ async function ablationAction(options: AblationOptions): Promise<void> {
   const prompts = loadPrompts(configA.prompts)
   const store = RunStore.open(options.db ?? defaultDatabasePath())
   const trio = await loadTrio(configA.models, {
-    threads: configA.threads,
+    // Threads per model and phase measured at load (cached); the run records them.
     contextSize: configA.contextSize,
     sharedVocabulary: runA.prepared.sharedVocabulary || runB.prepared.sharedVocabulary
   })

@@ -9,7 +9,7 @@ import { Command } from 'commander'
 import { RunConfig, type MethodSummary, type RunReport } from '../api/contract'
 import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { CATALOG } from '../engine/methods/catalog'
-import { loadTrio } from '../experiments/models'
+import { loadTrio, type CalibrationMode } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
 import { measureRawTimings, speedupBound, type RawTimings } from '../experiments/raw-timings'
 import { executeRun, prepareConfig, tokenizePrompts } from '../experiments/runner'
@@ -18,7 +18,7 @@ import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
 import { DEFAULT_REPEATS } from '../engine/methods/limits'
 import { formatInterval, formatNumber, formatTable, methodTable } from './format'
-import { createProgressBar, LIMITS, parseInteger, parseNumber, REPEATS_HELP, reportNotes } from './run-command'
+import { calibrationOption, createProgressBar, LIMITS, parseInteger, parseNumber, REPEATS_HELP, reportNotes } from './run-command'
 
 /** The benchmarks' default pair: the inflated target (a 78M model's compute, realistic cost ratios) and the 260K draft. */
 const BENCH_PAIR = { target: 'family/stories-target5M-inflated-78M-f16.gguf', draft: 'stories260K-f32.gguf' } as const
@@ -51,6 +51,7 @@ interface BenchOptions {
   topK: number
   seed: number
   repeats: number
+  calibration: CalibrationMode
   db?: string
   json?: boolean
 }
@@ -69,6 +70,7 @@ export function benchCommand(): Command {
     .option('--top-k <k>', 'top-k warping', parseInteger, 64)
     .option('--seed <s>', 'PRNG seed', parseInteger, 1)
     .option('--repeats <n>', REPEATS_HELP, LIMITS.repeats, DEFAULT_REPEATS)
+    .addOption(calibrationOption())
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
     .option('--json', 'print JSON on stdout')
     .action(benchAction)
@@ -99,7 +101,8 @@ async function benchAction(options: BenchOptions): Promise<void> {
   const prompts = loadPrompts(config.prompts)
   const store = RunStore.open(options.db ?? defaultDatabasePath())
   const trio = await loadTrio(config.models, {
-    threads: config.threads,
+    // Measured threads per model and phase (cached): the decoders and the raw timings of the bound use the same.
+    calibration: options.calibration,
     contextSize: config.contextSize,
     sequences: prepared.sessions,
     sharedVocabulary: prepared.sharedVocabulary

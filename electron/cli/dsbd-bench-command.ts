@@ -155,9 +155,8 @@ async function dsbdBenchAction(options: DsbdBenchOptions): Promise<void> {
   const draftPath = path.resolve(options.draft ?? path.join(models, 'stories260K-f32.gguf'))
   const warp: WarpConfig = { temperature: options.temperature, topK: options.topK, topP: options.topP }
   const sequences = Math.min(MAX_SEQUENCES, Math.max(9, ...configs.map((c) => c.prepared.sessions)))
-  const threads = defaultThreads()
   const prompts = loadPrompts({ dataset: 'stories', limit: options.limit })
-  const trio = await loadTrio({ target: targetPath, draft: draftPath }, { threads, contextSize: options.contextSize, sequences })
+  const trio = await loadTrio({ target: targetPath, draft: draftPath }, { contextSize: options.contextSize, sequences })
   const { target, draft } = trio.models
   try {
     const promptTokens = tokenizePrompts(trio.models, prompts, { maxTokens: options.maxTokens, contextSize: options.contextSize })

@@ -5,6 +5,7 @@
  * fits. Reads headers only (after the bounded GGUF scan); nothing is loaded. The first file is the target, then the
  * mid draft and the small draft (two files: target and draft).
  */
+import os from 'node:os'
 import path from 'node:path'
 import { Command, InvalidArgumentError } from 'commander'
 import type { MemoryEstimate } from '../api/contract'
@@ -14,7 +15,11 @@ import { assertTrioFits, describeMemory, estimateTrioMemory, size, type TrioFile
 import { describeCompatible } from '../engine/model/vocabulary-check'
 import { readGgufSummary, vocabularyCompatibility, type GgufSummary } from '../host/model-library'
 import { formatTable } from './format'
-import { integerIn, LIMITS } from './run-command'
+import { calibrationOption, integerIn, LIMITS } from './run-command'
+import { loadTrio } from '../experiments/models'
+import { nativeBackend } from '../engine/model/llama-cpp-model'
+import { TIE_TOLERANCE } from '../engine/model/thread-calibration'
+import { timingsText } from '../api/thread-summary'
 
 interface InspectOptions {
   contextSize: number
@@ -46,7 +51,58 @@ export function modelsCommand(): Command {
     .option('--gpu-layers <n>', 'layers to offload to the GPU: auto or a number (0 = CPU only)', parseGpuLayers, 'auto')
     .option('--json', 'print one JSON object on stdout')
     .action(inspectAction)
-  return new Command('models').description('inspect GGUF files before loading them').addCommand(inspect)
+  const calibrate = new Command('calibrate')
+    .description('load a trio and show the threads each model gets per phase: measured (or cached) timings per thread count')
+    .argument('<gguf...>', 'the target, then the mid and small drafts (one to three files)')
+    .addOption(calibrationOption().default('refresh').choices(['auto', 'refresh']))
+    .option('--context-size <n>', 'context size per sequence (capped by each model)', LIMITS.contextSize, 512)
+    .option('--json', 'print one JSON object on stdout')
+    .action(calibrateAction)
+  return new Command('models').description('inspect GGUF files before loading them; measure their threads').addCommand(inspect).addCommand(calibrate)
+}
+
+interface CalibrateOptions {
+  calibration: 'auto' | 'refresh'
+  contextSize: number
+  json?: boolean
+}
+
+/** `speclab models calibrate`: what loadTrio measures (or finds cached) for these files on this machine. */
+async function calibrateAction(files: string[], options: CalibrateOptions): Promise<void> {
+  const roles = rolesOf(files.length)
+  const absolute = files.map((f) => path.resolve(f))
+  const file = (role: TrioFileRole) => absolute[roles.indexOf(role)]
+  const trio = await loadTrio(
+    { target: absolute[0]!, mid: file('mid'), draft: file('draft') },
+    { contextSize: options.contextSize, sharedVocabulary: false, calibration: options.calibration }
+  )
+  try {
+    const native = await nativeBackend()
+    const calibrations = trio.threadCalibration ?? []
+    if (options.json) {
+      process.stdout.write(`${JSON.stringify({ native, cores: os.cpus().length, calibrations })}
+`)
+      return
+    }
+    const lines = [
+      `node-llama-cpp ${native.build} binary${native.openmp === null ? '' : native.openmp ? ' (OpenMP threads)' : ' (no OpenMP)'}, ${native.gpu}, ${os.cpus().length} cores`,
+      formatTable(
+        ['role', 'file', 'source', 'one token, per thread count', `batch of ${calibrations[0]?.batchTokens ?? 6}, per thread count`, 'chosen token/batch'],
+        calibrations.map((c) => [
+          c.role,
+          path.basename(c.path),
+          c.source === 'cached' ? `cached ${c.measuredAt.slice(0, 10)}` : 'measured now',
+          timingsText(c.single, c.chosen.threads),
+          timingsText(c.batch, c.chosen.batchThreads),
+          `${c.chosen.threads}/${c.chosen.batchThreads}`
+        ])
+      ),
+      `mean ms per evaluation at ${calibrations[0]?.contextTokens ?? 0} tokens of context, ${calibrations[0]?.rounds ?? 0} interleaved rounds after a warm-up; * = chosen: the fewest threads within ${TIE_TOLERANCE * 100} % of the fastest`
+    ]
+    process.stdout.write(`${lines.join('\n')}\n`)
+  } finally {
+    await trio.dispose()
+  }
 }
 
 async function inspectAction(files: string[], options: InspectOptions): Promise<void> {

@@ -5,7 +5,7 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import { RunConfig, type RunReport } from '../api/contract'
 import type { TheorySummary } from '../engine/metrics/summary'
 import { loadPrompts } from '../experiments/prompts'
-import { loadTrio } from '../experiments/models'
+import { loadTrio, type CalibrationMode } from '../experiments/models'
 import { executeRun, prepareConfig, type RunProgress } from '../experiments/runner'
 import { assertGgufFile, defaultThreads } from '../engine/model/llama-cpp-model'
 import { DEFAULT_REPEATS, defaultRepeats, GAMMA_RANGE, MAX_REPEATS } from '../engine/methods/limits'
@@ -17,6 +17,7 @@ import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
 import { formatFixed, methodTable } from './format'
 import { describeMachine } from '../experiments/machine-state'
+import { describeRunThreads } from '../api/thread-summary'
 import { createProgressBar } from './progress'
 
 export { createProgressBar }
@@ -85,14 +86,30 @@ function parseSetting(value: string, previous: Record<string, string | number | 
 
 const collect = (value: string, previous: string[]) => [...previous, value]
 
+/**
+ * `--calibration auto|refresh|off` (run, bench, models calibrate): how the threads are chosen when --threads is not
+ * given (experiments/models.ts loadTrio `calibration`).
+ */
+export function calibrationOption(): Option {
+  return new Option(
+    '--calibration <mode>',
+    'threads per model and phase when --threads is not given: auto = measured at load and cached per model file, machine ' +
+      "and llama.cpp binary; refresh = measure again; off = the rule (1 on ≤ 2 cores; the target's batches on every core, " +
+      'its single tokens too with an OpenMP llama.cpp)'
+  )
+    .choices(['auto', 'refresh', 'off'])
+    .default('auto')
+}
+
 /** Model and database options shared by `run` and (later) `suite`. */
 export function addModelOptions(command: Command): Command {
   return command
     .requiredOption('--target <file>', 'target model M_p (GGUF)')
     .option('--mid <file>', 'mid draft model M_q2 (GGUF, same vocabulary)')
     .option('--draft <file>', 'small draft model M_q1 (GGUF, same vocabulary); repeat with --select-draft', collect, [])
-    .option('--threads <n>', "CPU threads per model (default: 1 on ≤ 2 cores, else llama.cpp default; the target's single tokens on every core of ≤ 2 when node-llama-cpp's llama.cpp has OpenMP, npm run build:native)", LIMITS.threads)
-    .option('--batch-threads <n>', "the target's threads for batched evaluations (verification, prefill; default: every core on ≤ 2 cores when --threads is the default, else --threads)", LIMITS.threads)
+    .option('--threads <n>', 'CPU threads for every model and phase (default: measured per model and phase at load, see --calibration)', LIMITS.threads)
+    .option('--batch-threads <n>', "the target's threads for batched evaluations (verification, prefill; default: measured, else --threads)", LIMITS.threads)
+    .addOption(calibrationOption())
     .option('--context-size <n>', 'context size per sequence (capped by the model)', LIMITS.contextSize, 2048)
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
     .option('--json', 'print one JSON object on stdout; progress stays on stderr')
@@ -122,6 +139,7 @@ interface RunOptions {
   llamaServerUrl?: string
   threads?: number
   batchThreads?: number
+  calibration: CalibrationMode
   contextSize: number
   db?: string
   json?: boolean
@@ -230,7 +248,9 @@ async function runAction(options: RunOptions): Promise<void> {
   const prompts = loadPrompts(config.prompts)
   const store = RunStore.open(options.db ?? defaultDatabasePath())
   const trio = await loadTrio(config.models, {
-    threads: config.threads,
+    // An explicit --threads is used everywhere; without it each model's threads are measured (--calibration).
+    threads: options.threads,
+    calibration: options.threads === undefined ? options.calibration : 'off',
     batchThreads: config.batchThreads ?? undefined,
     contextSize: config.contextSize,
     fullVocabulary: config.sampling.fullVocabulary,
@@ -312,6 +332,7 @@ export function reportNotes(report: RunReport): string[] {
       (report.methods.some((m) => m.method === 'ar') ? '; speedups paired with ar on the same prompt and repeat' : '; add ar to --methods to measure speedups')
   )
   if (report.machine) notes.push(`machine: ${describeMachine(report.machine)}`)
+  notes.push(`threads: ${describeRunThreads(report.config)}`)
   for (const m of report.methods) {
     if (m.acceptanceByPosition.length === 0) continue
     const positions = m.acceptanceByPosition.slice(0, 12).map((p) => `${p.position}: ${formatFixed(p.rate, 2)} (${formatFixed(p.conditionalRate, 2)})`)

@@ -60,7 +60,7 @@ export function suiteCommand(): Command {
     .option('--limit <n>', 'prompts per dataset', LIMITS.prompts)
     .option('--max-tokens <n>', 'tokens per prompt (cells that sweep the generation length keep theirs)', LIMITS.maxTokens)
     .option('--seed <s>', 'PRNG seed of every cell', LIMITS.seed)
-    .option('--threads <n>', 'CPU threads per model', LIMITS.threads)
+    .option('--threads <n>', 'CPU threads for every model and phase (default: measured per model and phase at load, cached)', LIMITS.threads)
     .option('--context-size <n>', 'context size per sequence', LIMITS.contextSize)
     .option('--repeats <n>', `timed repeats of every (prompt, method), interleaved (default ${suiteRepeats(false)}, ${suiteRepeats(true)} with --quick)`, LIMITS.repeats)
     .option('--resume [suiteRunId]', 'continue a suite run (alone: the newest unfinished one of this suite); finished cells are kept', parseResume)

@@ -14,6 +14,8 @@ import type { DecoderModels } from '../engine/decoders/types'
 import { crossVocabularyAdvice, DEFAULT_SEQUENCES } from '../engine/methods/prepare'
 import { UserInputError } from '../engine/errors'
 import { checkTrioFits } from './memory-estimate'
+import { calibrateThreads, setThreads, type ModelThreadCalibration } from '../engine/model/thread-calibration'
+import { cachedCalibration, calibrationKey, storeCalibration } from './thread-calibration-cache'
 
 export type TrioRole = 'target' | 'mid' | 'draft'
 
@@ -38,13 +40,25 @@ export interface TrioLoadOptions extends Omit<LlamaLoadOptions, 'onLoadProgress'
    * the check still runs, and its reason is returned as `vocabularyMismatch` instead of thrown.
    */
   sharedVocabulary?: boolean
+  /**
+   * Threads per model and phase measured at load (engine/model/thread-calibration.ts), cached per model file +
+   * machine + binary (thread-calibration-cache.ts): 'auto' reads the cache and measures what is not there, 'refresh'
+   * measures again, 'off' uses the rule (targetThreadsFor / targetBatchThreadsFor). Default: 'auto' unless `threads`
+   * is given (an explicit count is used for every model and phase). An explicit `batchThreads` overrides the
+   * target's calibrated batch count.
+   */
+  calibration?: CalibrationMode
 }
+
+export type CalibrationMode = 'auto' | 'refresh' | 'off'
 
 export interface LoadedTrio {
   models: DecoderModels & { target: LlamaCppModel; mid?: LlamaCppModel; draft?: LlamaCppModel }
   /** Every draft given (several when the run selects a draft per prompt); models.draft is the first. */
   drafts: LlamaCppModel[]
   fingerprints: ModelFingerprint[]
+  /** Each model's thread calibration (target, mid, drafts in load order); null when calibration was off. */
+  threadCalibration: ModelThreadCalibration[] | null
   /**
    * Why the trio's vocabularies differ (the vocabulary check's message), or null when they pass; only methods with
    * catalog `vocabulary: 'any'` can run on a trio that has one. Absent = null.
@@ -54,7 +68,7 @@ export interface LoadedTrio {
 }
 
 export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Promise<LoadedTrio> {
-  const { onProgress, sharedVocabulary = true, ...loadOptions } = options
+  const { onProgress, sharedVocabulary = true, calibration, ...loadOptions } = options
   const files: { role: TrioRole; file: string }[] = [
     { role: 'target', file: paths.target },
     ...(paths.mid ? [{ role: 'mid' as const, file: paths.mid }] : []),
@@ -89,11 +103,46 @@ export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Pro
     const drafts = loaded.slice(paths.mid ? 2 : 1)
     const vocabularyMismatch = checkVocabulary(loaded, sharedVocabulary)
     const fingerprints = await Promise.all(loaded.map(fingerprintModel))
-    return { models: { target, mid, draft: drafts[0] }, drafts, fingerprints, vocabularyMismatch, dispose: disposeAll }
+    const mode = calibration ?? (loadOptions.threads === undefined ? 'auto' : 'off')
+    const threadCalibration =
+      mode === 'off'
+        ? null
+        : await calibrateLoaded(
+            loaded.map((model, i) => ({ model, role: files[i]!.role, fingerprint: fingerprints[i]!.fingerprint })),
+            mode,
+            loadOptions.batchThreads
+          )
+    return { models: { target, mid, draft: drafts[0] }, drafts, fingerprints, vocabularyMismatch, threadCalibration, dispose: disposeAll }
   } catch (error) {
     await disposeAll()
     throw error
   }
+}
+
+/**
+ * Each model's threads per phase from its cached calibration, or measured now (and cached); `targetBatchThreads`,
+ * when given, overrides the target's batch count. Models are measured one at a time, so none competes with another.
+ */
+export async function calibrateLoaded(
+  models: readonly { model: LlamaCppModel; role: TrioRole; fingerprint: string }[],
+  mode: Exclude<CalibrationMode, 'off'>,
+  targetBatchThreads: number | undefined
+): Promise<ModelThreadCalibration[]> {
+  const native = await nativeBackend()
+  const calibrations: ModelThreadCalibration[] = []
+  for (const { model, role, fingerprint } of models) {
+    const key = calibrationKey({ fingerprint, role, gpuLayers: model.model.gpuLayers, native })
+    let calibration = mode === 'auto' ? cachedCalibration(key, model.info.path) : null
+    if (!calibration) {
+      calibration = await calibrateThreads(model, { role, contextSize: model.context.contextSize })
+      storeCalibration(key, calibration)
+    }
+    const batchThreads = role === 'target' && targetBatchThreads !== undefined ? targetBatchThreads : calibration.chosen.batchThreads
+    setThreads(model, { threads: calibration.chosen.threads, batchThreads })
+    model.threadCalibration = calibration
+    calibrations.push(calibration)
+  }
+  return calibrations
 }
 
 /**

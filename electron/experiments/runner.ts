@@ -14,6 +14,7 @@ import { UserInputError } from '../engine/errors'
 import { decodeOnce, type DecodeOutcome } from '../engine/methods/decode-once'
 import { prepareRun, type PreparedMethod, type PreparedRun } from '../engine/methods/prepare'
 import type { LanguageModel } from '../engine/model/types'
+import type { ModelThreadCalibration } from '../engine/model/thread-calibration'
 import type { WarpConfig } from '../engine/sampling/warp'
 import type { RunStore } from '../store/run-store'
 import { RunDraftSelection } from './draft-selection'
@@ -180,9 +181,18 @@ export async function runInterleaved<A extends Arm>(arms: readonly A[], input: S
 }
 
 /** The single-token threads a GGUF model was loaded with (LlamaCppModel.phaseThreads); null for models without threads. */
-function threadsOf(model: LanguageModel): number | null {
-  const phases = (model as { phaseThreads?: { threads?: unknown } }).phaseThreads
+function threadsOf(model: LanguageModel | undefined): number | null {
+  const phases = (model as { phaseThreads?: { threads?: unknown } } | undefined)?.phaseThreads
   return typeof phases?.threads === 'number' ? phases.threads : null
+}
+
+/** The thread calibrations of the models that have one (LlamaCppModel.threadCalibration); null when none has. */
+function calibrationsOf(models: readonly (LanguageModel | undefined)[]): ModelThreadCalibration[] | null {
+  const calibrations = models.flatMap((model) => {
+    const calibration = (model as { threadCalibration?: ModelThreadCalibration | null } | undefined)?.threadCalibration
+    return calibration ? [calibration] : []
+  })
+  return calibrations.length > 0 ? calibrations : null
 }
 
 /** The batch threads a GGUF model was loaded with (LlamaCppModel.phaseThreads); null for models without threads. */
@@ -205,6 +215,8 @@ export async function executeRun(
     ...config,
     batchThreads: config.batchThreads ?? batchThreadsOf(models.target),
     targetThreads: config.targetThreads ?? threadsOf(models.target),
+    draftThreads: config.draftThreads ?? threadsOf(models.draft ?? models.mid),
+    threadCalibration: config.threadCalibration ?? calibrationsOf([models.target, models.mid, ...(options.draftCandidates ?? [models.draft])]),
     params: prepared.params
   })
   options.onRunCreated?.(runId)

@@ -61,7 +61,13 @@ export interface SuiteRunOptions {
   limit: number | null
   maxTokens: number | null
   seed: number
+  /** Threads per model when given (calibrated false); the nominal default otherwise, the models' own measured. */
   threads: number
+  /**
+   * True when no thread count was given: the trio's threads were measured per model and phase at load (absent in
+   * suite runs stored before calibration: those resume with `threads` everywhere).
+   */
+  calibrated?: boolean
   contextSize: number
   /** Timed repeats per (prompt, method); absent in suite runs stored before repeats (read as 1). */
   repeats?: number
@@ -124,7 +130,7 @@ export interface SuiteRunHooks {
    * Loads the suite's models (default: loadTrio). The app passes one that lends the trio it already holds when it
    * is the same files with compatible settings, so a suite never keeps a second copy of the weights in memory.
    */
-  loadModels?(paths: ModelPaths, options: LlamaLoadOptions & { sequences: number; threads: number; sharedVocabulary: boolean }): Promise<LoadedTrio>
+  loadModels?(paths: ModelPaths, options: LlamaLoadOptions & { sequences: number; threads?: number; sharedVocabulary: boolean }): Promise<LoadedTrio>
 }
 
 export interface SuiteRunResult {
@@ -319,6 +325,7 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
     maxTokens: request.maxTokens ?? null,
     seed: request.seed ?? 1,
     threads: request.threads ?? defaultThreads() ?? 4,
+    calibrated: request.threads === undefined,
     contextSize: request.contextSize ?? 512,
     repeats: request.repeats ?? suiteRepeats(request.quick),
     machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', platform: `${os.platform()} ${os.arch()}`, node: process.version }
@@ -354,7 +361,7 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
 
   const trio = await (hooks.loadModels ?? loadTrio)(
     { target: options.models.target, mid: options.models.mid ?? undefined, draft: options.models.draft },
-    { threads: options.threads, contextSize: options.contextSize, sequences, sharedVocabulary }
+    { threads: options.calibrated ? undefined : options.threads, contextSize: options.contextSize, sequences, sharedVocabulary }
   )
   let suiteRunId = resumed?.id ?? 0
   try {

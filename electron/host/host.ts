@@ -163,7 +163,7 @@ export class EngineHost {
 
   private modelHandlers(): Pick<
     ApiService,
-    Extract<ApiChannel, 'models:list' | 'models:add' | 'models:remove' | 'models:inspect' | 'models:check-trio' | 'models:load' | 'models:unload' | 'models:catalog'>
+    Extract<ApiChannel, 'models:list' | 'models:add' | 'models:remove' | 'models:inspect' | 'models:check-trio' | 'models:load' | 'models:unload' | 'models:calibrate' | 'models:catalog'>
   > {
     return {
       'models:list': async () => ({ models: await this.library.list(), loaded: this.loaded.describe(), loading: this.loaded.loading }),
@@ -199,6 +199,16 @@ export class EngineHost {
           this.emit({ type: 'models:changed' })
         }
         return this.loaded.describe()!
+      },
+      'models:calibrate': async () => {
+        const release = this.lock.acquire('measuring threads')
+        try {
+          await this.loaded.recalibrate()
+          return this.loaded.describe()!
+        } finally {
+          release()
+          this.emit({ type: 'models:changed' })
+        }
       },
       'models:unload': async () => {
         const release = this.lock.acquire('unloading models')

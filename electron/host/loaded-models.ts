@@ -9,7 +9,8 @@ import { UserInputError } from '../engine/errors'
 import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'
 import { defaultThreads, type LlamaCppModel } from '../engine/model/llama-cpp-model'
-import { loadTrio, type LoadedTrio as SuiteTrio, type TrioRole } from '../experiments/models'
+import { calibrateLoaded, loadTrio, type LoadedTrio as SuiteTrio, type TrioRole } from '../experiments/models'
+import type { ModelThreadCalibration } from '../engine/model/thread-calibration'
 
 export type Role = TrioRole
 
@@ -42,6 +43,8 @@ export interface HeldTrio {
    * compares token ids (engine/methods/prepare.ts assertVocabularyFits) and run sd-tli / sd-uad.
    */
   vocabularyMismatch: string | null
+  /** How the models' threads were chosen (loadTrio's threadCalibration): null when Threads was set. */
+  threadCalibration: ModelThreadCalibration[] | null
 }
 
 const sameSettings = (a: LoadSettings, b: LoadSettings) =>
@@ -89,11 +92,11 @@ export class LoadedModels {
 
   describe(): LoadedTrio | null {
     if (!this.held) return null
-    const { entries, settings, contextSize, sequences, vocabularyMismatch, models } = this.held
+    const { entries, settings, contextSize, sequences, vocabularyMismatch, models, threadCalibration } = this.held
     const phases = (models.target as { phaseThreads?: { threads: number; batchThreads: number } }).phaseThreads
     const draftPhases = ((models.draft ?? models.mid) as { phaseThreads?: { threads: number } } | undefined)?.phaseThreads
     const threads = phases ? { single: phases.threads, targetBatch: phases.batchThreads, drafts: draftPhases?.threads ?? null } : null
-    return { target: entries.target, mid: entries.mid, draft: entries.draft, settings, contextSize, sequences, threads, vocabularyMismatch }
+    return { target: entries.target, mid: entries.mid, draft: entries.draft, settings, contextSize, sequences, threads, threadCalibration, vocabularyMismatch }
   }
 
   /**
@@ -167,7 +170,8 @@ export class LoadedModels {
         fingerprints: trio.fingerprints,
         contextSize: Math.min(...[target, mid, draft].flatMap((m) => (m ? [m.context.contextSize] : []))),
         sequences,
-        vocabularyMismatch: trio.vocabularyMismatch ?? null
+        vocabularyMismatch: trio.vocabularyMismatch ?? null,
+        threadCalibration: trio.threadCalibration
       }
       return this.held
     } finally {
@@ -182,7 +186,7 @@ export class LoadedModels {
    * every model. Its dispose does nothing: the Models screen still owns it. Anything else frees the held trio first
    * and returns null, so the suite's own copy never sits in memory beside it.
    */
-  async lendOrFree(paths: ModelPaths, needs: { threads: number; sequences: number; sharedVocabulary?: boolean }): Promise<SuiteTrio | null> {
+  async lendOrFree(paths: ModelPaths, needs: { threads?: number; sequences: number; sharedVocabulary?: boolean }): Promise<SuiteTrio | null> {
     const held = this.held
     if (!held) return null
     const sameFiles =
@@ -193,17 +197,42 @@ export class LoadedModels {
     const models = [held.models.target, held.models.mid, held.models.draft].filter((m): m is LlamaCppModel => m !== undefined)
     const compatible =
       !held.settings.fullVocabulary &&
-      (held.settings.threads ?? defaultThreads()) === needs.threads &&
+      // Threads given on both sides and equal, or measured on both (undefined: the suite calibrates).
+      (held.settings.threads ?? undefined) === needs.threads &&
       models.every((model) => model.sessionsLeft() >= needs.sequences) &&
       // A trio of different vocabularies is lent only to suites whose methods all map between vocabularies; the
       // suite's own load then refuses the mismatch with the check's line.
       (held.vocabularyMismatch === null || needs.sharedVocabulary === false)
     if (sameFiles && compatible) {
       const drafts = held.models.draft ? [held.models.draft] : []
-      return { models: held.models, drafts, fingerprints: held.fingerprints, vocabularyMismatch: held.vocabularyMismatch, dispose: async () => {} }
+      const { models, fingerprints, vocabularyMismatch, threadCalibration } = held
+      return { models, drafts, fingerprints, vocabularyMismatch, threadCalibration, dispose: async () => {} }
     }
     await this.unload()
     return null
+  }
+
+  /**
+   * Measures the held trio's threads again (calibration 'refresh': the cache entries are replaced) and applies them;
+   * refused when Threads was set (then the given count is used everywhere, nothing is measured).
+   */
+  async recalibrate(): Promise<HeldTrio> {
+    const held = this.held
+    if (!held) throw new UserInputError('no models are loaded: load a trio first')
+    if (held.settings.threads !== null)
+      throw new UserInputError(`Threads is set to ${held.settings.threads}: clear it (load with the default) to use measured threads`)
+    const roles: { model: LlamaCppModel | undefined; role: Role }[] = [
+      { model: held.models.target, role: 'target' },
+      { model: held.models.mid, role: 'mid' },
+      { model: held.models.draft, role: 'draft' }
+    ]
+    const present = roles.filter((r): r is { model: LlamaCppModel; role: Role } => r.model !== undefined)
+    held.threadCalibration = await calibrateLoaded(
+      present.map(({ model, role }, i) => ({ model, role, fingerprint: held.fingerprints[i]!.fingerprint })),
+      'refresh',
+      held.settings.batchThreads ?? undefined
+    )
+    return held
   }
 
   async unload(): Promise<boolean> {

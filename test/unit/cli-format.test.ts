@@ -72,6 +72,8 @@ function report(runId: number, methods: MethodSummary[], config: Partial<RunRepo
       threads: 2,
       batchThreads: null,
       targetThreads: null,
+      draftThreads: null,
+      threadCalibration: null,
       contextSize: 2048,
       draftSelection: null,
       repeats: 1,

@@ -47,6 +47,7 @@ import { warp, type WarpConfig } from '../sampling/warp'
 import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
 import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
+import type { ModelThreadCalibration } from './thread-calibration'
 
 export interface LlamaLoadOptions {
   /** Threads of single-token evaluations (default: defaultThreads()). */
@@ -118,7 +119,7 @@ function preferSpinningOpenMpThreads(): void {
  * token costs 8.2 ms on 1 thread and 10–16 ms on 2; a source build (`npm run build:native`) links OpenMP, as
  * llama-server does, and one token then costs 6.5–6.7 ms on 2. Linux tells through /proc/self/maps; elsewhere null.
  */
-export async function nativeBackend(): Promise<{ build: string; openmp: boolean | null }> {
+export async function nativeBackend(): Promise<NativeBackend> {
   const llama = await sharedLlama()
   let openmp: boolean | null = null
   try {
@@ -126,7 +127,18 @@ export async function nativeBackend(): Promise<{ build: string; openmp: boolean 
   } catch {
     // Not Linux.
   }
-  return { build: llama.buildType, openmp }
+  return { build: llama.buildType, openmp, release: llama.llamaCppRelease.release, gpu: llama.gpu === false ? 'cpu' : llama.gpu }
+}
+
+export interface NativeBackend {
+  /** node-llama-cpp's 'prebuilt' binary or a 'localBuild' (npm run build:native). */
+  build: string
+  /** Whether its CPU backend runs threads on OpenMP; null where this cannot be told. */
+  openmp: boolean | null
+  /** The llama.cpp release it was built from. */
+  release: string
+  /** 'cpu', or the GPU backend it loaded (cuda, vulkan, metal). */
+  gpu: string
 }
 
 /**
@@ -194,6 +206,8 @@ export class LlamaCppModel implements LanguageModel {
   private readonly tokenTypes: ArrayLike<number>
   /** What an id beyond this vocabulary is evaluated as (see the file comment). */
   private readonly standIn: number
+  /** How `phaseThreads` were chosen when measured at load (thread-calibration.ts); null when given or by rule. */
+  threadCalibration: ModelThreadCalibration | null = null
 
   constructor(
     readonly model: LlamaModel,

@@ -1,0 +1,32 @@
+/**
+ * The threads a run or a loaded trio used, in words — one wording for the CLI's reports, `speclab models calibrate`
+ * and the app (Models screen, run details). Pure (the renderer imports it).
+ */
+import type { ModelThreadCalibration, ThreadTiming } from '../engine/model/thread-calibration'
+import type { RunConfig } from './contract'
+
+type ThreadFields = Pick<RunConfig, 'threads' | 'targetThreads' | 'batchThreads' | 'draftThreads' | 'threadCalibration' | 'models'>
+
+/** "target 2 per token, 2 per batch; draft 1 — measured at load (cached)". */
+export function describeRunThreads(config: ThreadFields): string {
+  const hasDraft = Boolean(config.models.draft || config.models.mid || config.models.drafts?.length)
+  const parts = [
+    `target ${config.targetThreads ?? config.threads} per token, ${config.batchThreads ?? config.threads} per batch`,
+    ...(hasDraft ? [`draft ${config.draftThreads ?? config.threads}`] : [])
+  ]
+  return `${parts.join('; ')} — ${howChosen(config.threadCalibration)}`
+}
+
+/** How threads were chosen: measured now, at an earlier load (cached), or given / by rule (no calibration). */
+export function howChosen(calibrations: readonly ModelThreadCalibration[] | null | undefined): string {
+  if (!calibrations || calibrations.length === 0) return 'given or by rule (not measured)'
+  const cached = calibrations.filter((c) => c.source === 'cached').length
+  if (cached === calibrations.length) return 'measured at an earlier load (cached)'
+  return cached === 0 ? 'measured at load' : 'measured at load (some cached)'
+}
+
+/** "1: 7.10 · 2: 8.42 ms" with the chosen count marked "*". */
+export function timingsText(timings: readonly ThreadTiming[] | null, chosen: number): string {
+  if (!timings || timings.length === 0) return '–'
+  return `${timings.map((t) => `${t.threads}${t.threads === chosen ? '*' : ''}: ${t.ms.toFixed(2)}`).join(' · ')} ms`
+}

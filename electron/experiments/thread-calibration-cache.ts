@@ -1,0 +1,105 @@
+/**
+ * Thread calibrations (engine/model/thread-calibration.ts) cached per model file + machine + llama.cpp binary, so a
+ * model is measured once, not at every load. One JSON file in the user cache directory; a calibration is found again
+ * only when everything that changes what a thread is worth is the same: the file's fingerprint (size, first and last
+ * MiB), the CPU (model name, logical cores, platform, architecture), node-llama-cpp's binary (prebuilt or local
+ * build, OpenMP or not, llama.cpp release, GPU backend), OMP_WAIT_POLICY, the GPU layers the model got, the phases
+ * measured and the calibration's protocol version.
+ * The cache is only a shortcut: an unreadable, foreign or corrupt file reads as empty (and is replaced at the next
+ * write), and a failed write costs only the next load's measurement — neither may fail a load.
+ */
+import { createHash } from 'node:crypto'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { z } from 'zod'
+import { ModelThreadCalibration } from '../engine/model/thread-calibration'
+import { userCacheDir } from '../engine/peers/llama-server-binary'
+import type { NativeBackend } from '../engine/model/llama-cpp-model'
+
+/** Bump when what calibrateThreads measures changes: older entries are then measured again. */
+const PROTOCOL_VERSION = 2
+const MAX_ENTRIES = 200
+
+const CacheEntry = ModelThreadCalibration.extend({ usedAt: z.string() })
+type CacheEntry = z.infer<typeof CacheEntry>
+/** Entries are checked one by one: an entry another version wrote is dropped, the rest kept. */
+const CacheFile = z.object({ version: z.literal(1), entries: z.record(z.string(), z.unknown()) })
+type CacheFile = { version: 1; entries: Record<string, CacheEntry> }
+
+export interface CalibrationKeyParts {
+  fingerprint: string
+  role: ModelThreadCalibration['role']
+  gpuLayers: number
+  native: NativeBackend
+}
+
+export function calibrationCachePath(): string {
+  return path.join(userCacheDir(), 'thread-calibration.json')
+}
+
+/** What must be equal for a cached calibration to hold (see the file comment). */
+export function calibrationKey(parts: CalibrationKeyParts): string {
+  const cpus = os.cpus()
+  const key = {
+    protocol: PROTOCOL_VERSION,
+    model: parts.fingerprint,
+    phases: parts.role === 'draft' ? 'single' : 'single+batch',
+    gpuLayers: parts.gpuLayers,
+    cpu: cpus[0]?.model ?? 'unknown',
+    cores: cpus.length,
+    platform: process.platform,
+    arch: process.arch,
+    native: [parts.native.build, parts.native.openmp, parts.native.release, parts.native.gpu],
+    ompWaitPolicy: process.env.OMP_WAIT_POLICY ?? null
+  }
+  return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32)
+}
+
+function readCache(file: string): CacheFile {
+  try {
+    const { entries } = CacheFile.parse(JSON.parse(fs.readFileSync(file, 'utf8')))
+    const valid = Object.entries(entries).flatMap(([key, entry]) => {
+      const parsed = CacheEntry.safeParse(entry)
+      return parsed.success ? [[key, parsed.data] as const] : []
+    })
+    return { version: 1, entries: Object.fromEntries(valid) }
+  } catch {
+    return { version: 1, entries: {} }
+  }
+}
+
+/** The cached calibration for `key` (source 'cached', path as given now), or null. */
+export function cachedCalibration(key: string, modelPath: string, file = calibrationCachePath()): ModelThreadCalibration | null {
+  const entry = readCache(file).entries[key]
+  if (!entry) return null
+  const { usedAt: _usedAt, ...calibration } = entry
+  return { ...calibration, path: modelPath, source: 'cached' }
+}
+
+/**
+ * Stores `calibration` under `key` (written to a temporary file and renamed, so a concurrent reader sees the old or
+ * the new file, never half of one); the least recently stored entries go beyond MAX_ENTRIES. Returns false when the
+ * cache cannot be written (read-only home, full disk): the load goes on with the measured calibration.
+ */
+export function storeCalibration(key: string, calibration: ModelThreadCalibration, file = calibrationCachePath()): boolean {
+  const cache = readCache(file)
+  cache.entries[key] = { ...calibration, usedAt: new Date().toISOString() }
+  const newest = Object.entries(cache.entries)
+    .sort(([, a], [, b]) => b.usedAt.localeCompare(a.usedAt))
+    .slice(0, MAX_ENTRIES)
+  const temporary = `${file}.${process.pid}.tmp`
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true })
+    fs.writeFileSync(temporary, JSON.stringify({ version: 1, entries: Object.fromEntries(newest) }))
+    fs.renameSync(temporary, file)
+    return true
+  } catch {
+    try {
+      fs.rmSync(temporary, { force: true })
+    } catch {
+      // nothing was written
+    }
+    return false
+  }
+}
