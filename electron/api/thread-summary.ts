@@ -2,7 +2,7 @@
  * The threads a run or a loaded trio used, in words — one wording for the CLI's reports, `speclab models calibrate`
  * and the app (Models screen, run details). Pure (the renderer imports it).
  */
-import type { ModelThreadCalibration, ThreadTiming } from '../engine/model/thread-calibration'
+import { TIE_TOLERANCE, type ModelThreadCalibration, type ThreadTiming } from '../engine/model/thread-calibration'
 import type { RunConfig } from './contract'
 
 type ThreadFields = Pick<RunConfig, 'threads' | 'targetThreads' | 'batchThreads' | 'draftThreads' | 'threadCalibration' | 'models'>
@@ -29,4 +29,13 @@ export function howChosen(calibrations: readonly ModelThreadCalibration[] | null
 export function timingsText(timings: readonly ThreadTiming[] | null, chosen: number): string {
   if (!timings || timings.length === 0) return '–'
   return `${timings.map((t) => `${t.threads}${t.threads === chosen ? '*' : ''}: ${t.ms.toFixed(2)}`).join(' · ')} ms`
+}
+
+/** What the timings of a calibration are and how the choice was made (under the table, CLI and app). */
+export function calibrationNote(calibration: ModelThreadCalibration | undefined): string {
+  if (!calibration) return ''
+  return (
+    `mean ms per evaluation at ${calibration.contextTokens} tokens of context, ${calibration.rounds} interleaved rounds after a ` +
+    `warm-up; * = chosen: the fewest threads within ${TIE_TOLERANCE * 100} % of the fastest`
+  )
 }

@@ -18,8 +18,7 @@ import { formatTable } from './format'
 import { calibrationOption, integerIn, LIMITS } from './run-command'
 import { loadTrio } from '../experiments/models'
 import { nativeBackend } from '../engine/model/llama-cpp-model'
-import { TIE_TOLERANCE } from '../engine/model/thread-calibration'
-import { timingsText } from '../api/thread-summary'
+import { calibrationNote, timingsText } from '../api/thread-summary'
 
 interface InspectOptions {
   contextSize: number
@@ -97,7 +96,7 @@ async function calibrateAction(files: string[], options: CalibrateOptions): Prom
           `${c.chosen.threads}/${c.chosen.batchThreads}`
         ])
       ),
-      `mean ms per evaluation at ${calibrations[0]?.contextTokens ?? 0} tokens of context, ${calibrations[0]?.rounds ?? 0} interleaved rounds after a warm-up; * = chosen: the fewest threads within ${TIE_TOLERANCE * 100} % of the fastest`
+      calibrationNote(calibrations[0])
     ]
     process.stdout.write(`${lines.join('\n')}\n`)
   } finally {

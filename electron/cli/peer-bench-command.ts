@@ -12,7 +12,7 @@ import { UserInputError } from '../engine/errors'
 import { stopLocalServers } from '../engine/peers/llama-server-process'
 import { nativeBackend } from '../engine/model/llama-cpp-model'
 import { needsSharedVocabulary } from '../engine/methods/prepare'
-import { loadTrio } from '../experiments/models'
+import { loadTrio, type LoadedTrio } from '../experiments/models'
 import { describeMachine, machineAfter, machineBefore } from '../experiments/machine-state'
 import {
   applyThreads,
@@ -22,7 +22,9 @@ import {
   prepareArms,
   runPeerBench,
   sameOutputs,
+  withCalibratedThreads,
   type ArmResult,
+  type ArmThreads,
   type PeerArm
 } from '../experiments/peer-bench'
 import { loadPrompts } from '../experiments/prompts'
@@ -75,7 +77,7 @@ export function peerBenchCommand(): Command {
       .option(
         '--arms <list>',
         'comma-separated arms METHOD[+key=value…]@T[/B[/D]]: T target threads for one token, B for a batch (default T), D the draft\'s (default 1); ' +
-          `for llama-server:* these are -t, -tb, -td. Default: ${defaultArms().join(',')}`
+          `for llama-server:* these are -t, -tb, -td; @auto = the threads SpecLab measured for these models (its default). Default: ${defaultArms().join(',')}`
       )
   )
     .option('--gamma <g>', 'draft length γ (llama-server: --spec-draft-n-max)', parseInteger, 5)
@@ -89,6 +91,12 @@ export function peerBenchCommand(): Command {
     .option('--json', 'print JSON on stdout')
     .option('--save <file>', 'also write the JSON report to this file')
     .action(peerBenchAction)
+}
+
+/** The threads the trio's calibration chose, as an arm's T/B/D. */
+function calibratedArmThreads(trio: LoadedTrio): ArmThreads {
+  const target = trio.models.target.phaseThreads
+  return { threads: target.threads, batchThreads: target.batchThreads, draftThreads: trio.models.draft?.phaseThreads.threads ?? 1 }
 }
 
 /** What the report compares: each a ratio of two arms' tok/s, paired per (prompt, repeat). */
@@ -112,17 +120,20 @@ interface Efficiency {
 
 async function peerBenchAction(options: PeerBenchOptions): Promise<void> {
   const specs = (options.arms ?? defaultArms().join(',')).split(',').map((s) => s.trim()).filter(Boolean).map(parseArm)
-  const arms = prepareArms(specs, options.gamma)
+  let arms = prepareArms(specs, options.gamma)
   if (!arms.some((a) => a.spec.method === 'ar' && a.side === 'speclab')) throw new UserInputError('peer-bench needs at least one SpecLab ar arm (the reference of the greedy check)')
   const files = benchPair(options)
   const needsDraft = arms.some((a) => a.method.definition.needs.draft)
+  const calibrated = specs.some((spec) => spec.calibrated)
   const trio = await loadTrio(needsDraft ? files : { target: files.target }, {
-    threads: 1,
+    // Every arm sets its own threads; an `@auto` arm takes the ones measured at this load (cached per model).
+    threads: calibrated ? undefined : 1,
     contextSize: options.contextSize,
     sequences: Math.max(...arms.map((a) => a.method.sessions)),
     sharedVocabulary: arms.some((a) => needsSharedVocabulary(a.method.definition))
   })
   try {
+    if (calibrated) arms = prepareArms(withCalibratedThreads(specs, calibratedArmThreads(trio)), options.gamma)
     const prompts = loadPrompts({ dataset: 'stories', limit: options.limit })
     const promptTokens = tokenizePrompts(trio.models, prompts, { maxTokens: options.maxTokens, contextSize: options.contextSize })
     const warp = { temperature: options.temperature, topK: options.topK, topP: 1 }

@@ -6,6 +6,7 @@
  * load through it.
  */
 import { createHash } from 'node:crypto'
+import os from 'node:os'
 import { open } from 'node:fs/promises'
 import type { ModelFingerprint, ModelPaths } from '../api/contract'
 import { loadLlamaModel, nativeBackend, targetBatchThreadsFor, targetThreadsFor, type LlamaCppModel, type LlamaLoadOptions } from '../engine/model/llama-cpp-model'
@@ -134,7 +135,7 @@ export async function calibrateLoaded(
     const key = calibrationKey({ fingerprint, role, gpuLayers: model.model.gpuLayers, native })
     let calibration = mode === 'auto' ? cachedCalibration(key, model.info.path) : null
     if (!calibration) {
-      calibration = await calibrateThreads(model, { role, contextSize: model.context.contextSize })
+      calibration = await calibrateThreads(model, { role, cores: os.cpus().length, contextSize: model.context.contextSize })
       storeCalibration(key, calibration)
     }
     const batchThreads = role === 'target' && targetBatchThreads !== undefined ? targetBatchThreads : calibration.chosen.batchThreads

@@ -5,9 +5,11 @@
  * alike. An ARM is a method with its parameters and its threads:
  *
  *     METHOD[+key=value…]@T[/B[/D]]     e.g.  ar@1  sd@1/2  sd+sd.parallel=true@1/1/1  llama-server:draft@2/2/1
+ *     METHOD[+key=value…]@auto          e.g.  sd@auto
  *
  * T = the target's threads for one token, B = its threads for a batch (verification, prefill; default T), D = the
- * draft's threads (default 1). For a llama-server arm they are the server's `-t`, `-tb` and `-td`/`-tbd`.
+ * draft's threads (default 1). For a llama-server arm they are the server's `-t`, `-tb` and `-td`/`-tbd`. `auto` =
+ * what SpecLab runs by default: the counts the thread calibration measured for these models (cached).
  *
  * Every ratio pairs the cells of one (prompt, repeat) — decoded next to each other — and is the median of those
  * per-cell ratios with its 95 % hierarchical bootstrap interval (stats/bootstrap.ts), as every speedup in SpecLab.
@@ -40,6 +42,8 @@ export interface ArmSpec {
   method: string
   params: RawParams
   threads: ArmThreads
+  /** `@auto`: the threads loadTrio measured for these models (withCalibratedThreads); `threads` is a stand-in until then. */
+  calibrated?: boolean
 }
 
 export type Side = 'speclab' | 'llama.cpp'
@@ -77,7 +81,14 @@ export function parseArm(label: string): ArmSpec {
     if (eq <= 0) throw new UserInputError(`arm '${label}': '${setting}' is not key=value`)
     params[setting.slice(0, eq)] = parseValue(setting.slice(eq + 1))
   }
-  return { label, method: method!, params, threads: parseThreads(label, label.slice(at + 1)) }
+  const threadsText = label.slice(at + 1)
+  if (threadsText === 'auto') return { label, method: method!, params, threads: { threads: 1, batchThreads: 1, draftThreads: 1 }, calibrated: true }
+  return { label, method: method!, params, threads: parseThreads(label, threadsText) }
+}
+
+/** The `@auto` arms with the threads the trio's calibration chose (target: one token / batch; the draft's). */
+export function withCalibratedThreads(specs: readonly ArmSpec[], threads: ArmThreads): ArmSpec[] {
+  return specs.map((spec) => (spec.calibrated ? { ...spec, threads } : spec))
 }
 
 /**

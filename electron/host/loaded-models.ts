@@ -8,7 +8,7 @@ import type { LoadedTrio, LoadSettings, ModelEntry, ModelFingerprint, ModelPaths
 import { UserInputError } from '../engine/errors'
 import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'
-import { defaultThreads, type LlamaCppModel } from '../engine/model/llama-cpp-model'
+import type { LlamaCppModel } from '../engine/model/llama-cpp-model'
 import { calibrateLoaded, loadTrio, type LoadedTrio as SuiteTrio, type TrioRole } from '../experiments/models'
 import type { ModelThreadCalibration } from '../engine/model/thread-calibration'
 

@@ -114,7 +114,7 @@ function startServer(): Promise<URL> {
   server = spawn(
     path.join(root, 'node_modules/.bin/tsx'),
     ['electron/serve.ts', '--port', '0', '--db', path.join(dir, 'runs.sqlite'), '--download-dir', path.join(dir, 'downloads')],
-    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SPECLAB_DB: '' } }
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SPECLAB_DB: '', SPECLAB_CACHE_DIR: path.join(dir, 'cache') } }
   )
   let stderr = ''
   server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
@@ -281,6 +281,22 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await waitForText(page.getByTestId('trio-loaded'), /Loaded: stories-target5M-f32\.gguf · stories-mid1M-f32\.gguf · stories260K-f32\.gguf/)
     await waitForText(page.getByTestId('trio-loaded'), /context \d+ tokens, 4 KV sequences, GPU layers \S+, target \d+ thread\(s\) per token and \d+ per batch, drafts \d+/)
     await waitForText(page.getByTestId('loaded-trio'), /stories260K-f32\.gguf/)
+    // Threads left empty: each model's threads were measured at load (a fresh cache), shown per phase; measured again on demand.
+    const calibration = page.getByTestId('thread-calibration')
+    await waitForText(calibration, /Threads per model and phase — measured at load/)
+    expect(await calibration.locator('tbody tr').allTextContents()).toEqual([
+      expect.stringMatching(/^target\s*stories-target5M-f32\.gguf.*1\*?: [\d.]+.*ms.*\d+ \/ \d+$/),
+      expect.stringMatching(/^mid\s*stories-mid1M-f32\.gguf/),
+      expect.stringMatching(/^draft\s*stories260K-f32\.gguf.*uses its one-token count/)
+    ])
+    await waitForText(calibration, /mean ms per evaluation at \d+ tokens of context/)
+    const before = await calibration.locator('tbody tr').first().textContent()
+    await page.getByTestId('recalibrate').click()
+    await page.waitForFunction(
+      (previous) => document.querySelector('[data-testid="thread-calibration"] tbody tr')?.textContent !== previous,
+      before
+    )
+    await waitForText(page.getByTestId('recalibrate'), /^Measure again$/)
     await page.getByRole('button', { name: 'Inspect' }).first().click()
     await waitForText(page.getByTestId('inspection'), /llama · 6 layers/)
     await shot('models')

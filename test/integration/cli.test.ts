@@ -28,8 +28,11 @@ const cli = path.join(root, 'electron/cli.ts')
 let dir: string
 let db: string
 
+/** Thread calibrations go to the test's own cache directory, not the user's. */
+const env = () => ({ ...process.env, SPECLAB_CACHE_DIR: path.join(dir, 'cache') })
+
 function speclab(...args: string[]) {
-  const result = spawnSync(tsx, [cli, ...args, '--db', db], { cwd: root, encoding: 'utf8' })
+  const result = spawnSync(tsx, [cli, ...args, '--db', db], { cwd: root, encoding: 'utf8', env: env() })
   return { code: result.status, stdout: result.stdout, stderr: result.stderr }
 }
 
@@ -285,6 +288,34 @@ withModels('speclab CLI', () => {
     const { code, stderr } = speclab('run', '--target', modelPath(OTHER_VOCABULARY), '--methods', 'ar', '--prompts', prompts, '--max-tokens', '4', '--seed', '1')
     expect(code).toBe(2)
     expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/tinystories-656k-f32\.gguf: its tokenizer has no token for "~" and no byte fallback/)])
+  })
+
+  it('models calibrate measures each model per phase, then finds it cached; run records it; a bad mode is one line', () => {
+    const calibrate = (...args: string[]) => {
+      const result = spawnSync(tsx, [cli, 'models', 'calibrate', target, draft, ...args], { cwd: root, encoding: 'utf8', env: env() })
+      return { code: result.status, stdout: result.stdout, stderr: result.stderr }
+    }
+    const measured = calibrate()
+    expect(measured.code).toBe(0)
+    expect(measured.stdout).toMatch(/^role\s+file\s+source\s+one token, per thread count\s+batch of 6, per thread count\s+chosen token\/batch$/m)
+    expect(measured.stdout).toMatch(/^target\s+stories260K-f32\.gguf\s+measured now\s+1\*?: [\d.]+.* ms\s+1\*?: [\d.]+.* ms\s+\d+\/\d+$/m)
+    expect(measured.stdout).toMatch(/^draft\s+stories260K-q4_0\.gguf\s+measured now\s+.* ms\s+–\s+\d+\/\d+$/m)
+    expect(measured.stdout).toMatch(/mean ms per evaluation at 128 tokens of context, \d+ interleaved rounds/)
+    const cached = JSON.parse(calibrate('--calibration', 'auto', '--json').stdout)
+    expect(cached.calibrations.map((c: { role: string; source: string }) => `${c.role} ${c.source}`)).toEqual(['target cached', 'draft cached'])
+    expect(cached.cores).toBe(os.cpus().length)
+
+    const run = JSON.parse(speclab(...smallRun, '--methods', 'ar,sd', '--temperature', '0', '--json').stdout)
+    expect(run.config.threadCalibration.map((c: { source: string }) => c.source)).toEqual(['cached', 'cached'])
+    expect(run.config.targetThreads).toBe(cached.calibrations[0].chosen.threads)
+    expect(run.config.draftThreads).toBe(cached.calibrations[1].chosen.threads)
+    const given = JSON.parse(speclab(...smallRun, '--methods', 'ar', '--threads', '1', '--json').stdout)
+    expect(given.config.threadCalibration).toBeNull()
+    expect(speclab(...smallRun, '--methods', 'ar').stdout).toMatch(/^threads: target \d+ per token, \d+ per batch; draft \d+ — measured at an earlier load \(cached\)$/m)
+
+    const bad = speclab(...smallRun, '--methods', 'ar', '--calibration', 'sometimes')
+    expect(bad.code).toBe(2)
+    expect(bad.stderr.trim().split('\n')).toEqual([expect.stringMatching(/--calibration.*'sometimes' is invalid.*auto, refresh, off/)])
   })
 
   it('models inspect says what a load would take and whether the drafts share the vocabulary, without loading', () => {

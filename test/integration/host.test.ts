@@ -16,7 +16,6 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { HostEvent, type ApiChannel, type ApiRequest, type ApiResponses, type ChatMessage, type WorkbenchProgress } from '../../electron/api/contract'
 import { DEFAULT_SEQUENCES, prepare, prepareRun } from '../../electron/engine/methods/prepare'
-import { defaultThreads } from '../../electron/engine/model/llama-cpp-model'
 import { EngineHost } from '../../electron/host/host'
 import { runUtilityHost, type PortLike } from '../../electron/host/utility-entry'
 import { CHATML_TEMPLATE } from '../helpers/chat-templates'
@@ -78,6 +77,7 @@ const settings = (overrides: Partial<ApiRequest<'chat:send'>['settings']> = {}):
 describe.skipIf(!haveModels)('engine host', () => {
   beforeAll(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-host-'))
+    process.env.SPECLAB_CACHE_DIR = path.join(dir, 'cache') // thread calibrations stay in the test's directory
     host = EngineHost.open(
       { databasePath: path.join(dir, 'db.sqlite'), nativeBinding: null, downloadDirectory: path.join(dir, 'downloads'), version: 'test', mode: 'browser' },
       (event) => events.push(event)
@@ -169,6 +169,23 @@ describe.skipIf(!haveModels)('engine host', () => {
     expect(progress.at(-1)).toMatchObject({ role: 'draft', index: 2, count: 3, fraction: 1 })
     expect((await call('models:list', {})).loaded?.draft?.fileName).toBe('stories260K-f32.gguf')
     await expect(call('models:remove', { modelId: ids.draft })).rejects.toThrow(/unload it before removing/)
+  })
+
+  it('measures the loaded trio\'s threads again on request; refuses when Threads was given', async () => {
+    await expect(call('models:calibrate', {})).rejects.toThrow(/Threads is set to 1: clear it/)
+    const trio = { target: ids.target, mid: ids.mid, draft: ids.draft }
+    const measured = await call('models:load', { trio, settings: { ...LOAD, threads: null } })
+    expect(measured.threadCalibration!.map((c) => c.role)).toEqual(['target', 'mid', 'draft'])
+    const again = await call('models:calibrate', {})
+    expect(again.threadCalibration!.map((c) => c.source)).toEqual(['measured', 'measured', 'measured'])
+    expect(again.threads).toEqual({
+      single: again.threadCalibration![0]!.chosen.threads,
+      targetBatch: again.threadCalibration![0]!.chosen.batchThreads,
+      drafts: again.threadCalibration![2]!.chosen.threads
+    })
+    await call('models:unload', {})
+    await expect(call('models:calibrate', {})).rejects.toThrow(/no models are loaded/)
+    await call('models:load', { trio, settings: LOAD }) // as the tests below expect
   })
 
   let conversationId = 0
@@ -477,8 +494,8 @@ describe.skipIf(!haveModels)('engine host', () => {
 
   it('lends the loaded trio to a suite on the same files; frees it for one that needs more KV sequences', async () => {
     const trio = { target: ids.target, mid: ids.mid, draft: ids.draft }
-    // The suite's own threads (its default) — a trio loaded with other threads is freed, not lent.
-    await call('models:load', { trio, settings: { ...LOAD, threads: defaultThreads() ?? 4 } })
+    // Measured threads on both sides (the suite gives none) — a trio loaded with a thread count is freed, not lent.
+    await call('models:load', { trio, settings: { ...LOAD, threads: null } })
     const loadsBefore = events.filter((e) => e.type === 'models:load-progress').length
 
     const lent = await call('suites:start', { suite: 'hierarchy-theory', quick: true, resume: null, models: trio })

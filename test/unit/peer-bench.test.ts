@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest'
 import { UserInputError } from '../../electron/engine/errors'
 import { defaultArms } from '../../electron/cli/peer-bench-command'
-import { applyThreads, best, pairedRatio, parseArm, prepareArms, runPeerBench, sameOutputs, type ArmResult } from '../../electron/experiments/peer-bench'
+import { applyThreads, best, pairedRatio, parseArm,
+  withCalibratedThreads, prepareArms, runPeerBench, sameOutputs, type ArmResult } from '../../electron/experiments/peer-bench'
 import { defaultThreads, targetThreadsFor } from '../../electron/engine/model/llama-cpp-model'
 import { TOY_BOS, toyDraftClose, toyTarget } from '../helpers/toy-models'
 
@@ -33,6 +34,12 @@ describe('peer-bench arms', () => {
     expect(parseArm('sd+sd.parallel=true@1/2/1').params).toEqual({ 'sd.parallel': true })
     expect(parseArm('llama-server:draft+llamaserver.nMax=8@2/2/1')).toMatchObject({ method: 'llama-server:draft', params: { 'llamaserver.nMax': 8 }, threads: { threads: 2, batchThreads: 2, draftThreads: 1 } })
     expect(parseArm('sd-pmin+pmin.p=0.6@1/2').threads).toEqual({ threads: 1, batchThreads: 2, draftThreads: 1 })
+    // @auto: the calibrated threads, filled in after the load.
+    const auto = parseArm('sd@auto')
+    expect(auto).toMatchObject({ method: 'sd', calibrated: true })
+    const [resolved, kept] = withCalibratedThreads([auto, parseArm('ar@2')], { threads: 1, batchThreads: 2, draftThreads: 1 })
+    expect(resolved!.threads).toEqual({ threads: 1, batchThreads: 2, draftThreads: 1 })
+    expect(kept!.threads).toEqual({ threads: 2, batchThreads: 2, draftThreads: 1 })
   })
 
   it('refuses a malformed arm, a bad thread count, an unknown method, a bad parameter and a duplicate — naming the arm', () => {

@@ -27,8 +27,8 @@
  * 11.2–11.6 ms, 2 threads 12.3–16.9; a batch of 6 46.7–47.1 vs 30.6–33.5 → 1 per token, 2 per batch (what
  * `run --threads 1 --batch-threads 2` confirms end to end: sd 130–136 tok/s vs 113 with 1 per batch); 260K draft
  * 0.5 ms on 1 thread, 27 on 2.
+ * No Node imports: the app's renderer reads TIE_TOLERANCE and the record's schema from here.
  */
-import os from 'node:os'
 import { z } from 'zod'
 import { argmax } from '../sampling/distribution'
 import type { WarpConfig } from '../sampling/warp'
@@ -78,7 +78,8 @@ export interface CalibrationOptions {
   rounds?: number
   /** Stop starting new rounds once this much time is spent (after at least one counted round). */
   budgetMs?: number
-  cores?: number
+  /** Logical cores of the machine (candidates: threadCandidates). */
+  cores: number
   /** The model's context size (the measurements stay within it). */
   contextSize?: number
   now?: () => number
@@ -114,7 +115,7 @@ export function fewestThreadsNearFastest(timings: readonly ThreadTiming[]): numb
 
 /** Measures `model` (see the file comment) and returns its calibration; the model's threads are left as they were. */
 export async function calibrateThreads(model: CalibratableModel, options: CalibrationOptions): Promise<ModelThreadCalibration> {
-  const { role, batchTokens = 6, cores = os.cpus().length } = options
+  const { role, batchTokens = 6, cores } = options
   const measureBatch = role !== 'draft'
   const before = { ...model.phaseThreads }
   const session = await model.createSession(CALIBRATION_WARP)
