@@ -540,6 +540,8 @@ export interface LoadedTrio {
   threads: { single: number; targetBatch: number; drafts?: number | null } | null
   /** How those threads were chosen: per model its calibration (measured now or cached); null when given or by rule. */
   threadCalibration?: ModelThreadCalibration[] | null
+  /** node-llama-cpp's llama.cpp binary (what a second thread is worth depends on it; llama-cpp-model.ts nativeBackend). */
+  native?: { build: string; openmp: boolean | null; gpu: string }
   /**
    * Why the trio's vocabularies differ (the vocabulary check's reason), null when they pass: then only the methods
    * that draft with another tokenizer (catalog `vocabulary: 'any'`: sd-tli, sd-uad) run on it.

@@ -8,7 +8,7 @@ import type { LoadedTrio, LoadSettings, ModelEntry, ModelFingerprint, ModelPaths
 import { UserInputError } from '../engine/errors'
 import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'
-import type { LlamaCppModel } from '../engine/model/llama-cpp-model'
+import { nativeBackend, type LlamaCppModel, type NativeBackend } from '../engine/model/llama-cpp-model'
 import { calibrateLoaded, loadTrio, type LoadedTrio as SuiteTrio, type TrioRole } from '../experiments/models'
 import type { ModelThreadCalibration } from '../engine/model/thread-calibration'
 
@@ -45,6 +45,7 @@ export interface HeldTrio {
   vocabularyMismatch: string | null
   /** How the models' threads were chosen (loadTrio's threadCalibration): null when Threads was set. */
   threadCalibration: ModelThreadCalibration[] | null
+  native: NativeBackend
 }
 
 const sameSettings = (a: LoadSettings, b: LoadSettings) =>
@@ -92,11 +93,22 @@ export class LoadedModels {
 
   describe(): LoadedTrio | null {
     if (!this.held) return null
-    const { entries, settings, contextSize, sequences, vocabularyMismatch, models, threadCalibration } = this.held
+    const { entries, settings, contextSize, sequences, vocabularyMismatch, models, threadCalibration, native } = this.held
     const phases = (models.target as { phaseThreads?: { threads: number; batchThreads: number } }).phaseThreads
     const draftPhases = ((models.draft ?? models.mid) as { phaseThreads?: { threads: number } } | undefined)?.phaseThreads
     const threads = phases ? { single: phases.threads, targetBatch: phases.batchThreads, drafts: draftPhases?.threads ?? null } : null
-    return { target: entries.target, mid: entries.mid, draft: entries.draft, settings, contextSize, sequences, threads, threadCalibration, vocabularyMismatch }
+    return {
+      target: entries.target,
+      mid: entries.mid,
+      draft: entries.draft,
+      settings,
+      contextSize,
+      sequences,
+      threads,
+      threadCalibration,
+      native: { build: native.build, openmp: native.openmp, gpu: native.gpu },
+      vocabularyMismatch
+    }
   }
 
   /**
@@ -171,7 +183,8 @@ export class LoadedModels {
         contextSize: Math.min(...[target, mid, draft].flatMap((m) => (m ? [m.context.contextSize] : []))),
         sequences,
         vocabularyMismatch: trio.vocabularyMismatch ?? null,
-        threadCalibration: trio.threadCalibration
+        threadCalibration: trio.threadCalibration,
+        native: await nativeBackend()
       }
       return this.held
     } finally {
