@@ -539,7 +539,46 @@ const modelFree: SuiteDefinition = {
   estimate: { full: '~2 h', quick: '~15 s' }
 }
 
-export const SUITES: readonly SuiteDefinition[] = [smoke, hsddwAblation, svip, adaptiveWindow, hierarchyTheory, dsbd, modelFree]
+// ─── peer ───────────────────────────────────────────────────────────────────────────────────────────────────────
+/** SpecLab's side of the peer suite: the baseline, draft-model SD, its best policy on this box, PEARL. */
+export const PEER_SPECLAB_METHODS: readonly MethodId[] = ['ar', 'sd', 'sd-pmin', 'pearl']
+/** llama.cpp's side: its server without and with the same draft model (npm run build:llama-server). */
+export const PEER_LLAMA_METHODS: readonly MethodId[] = ['llama-server:ar', 'llama-server:draft']
+
+const peer: SuiteDefinition = {
+  id: 'peer',
+  name: 'SpecLab against llama.cpp (llama-server) on the same box',
+  description:
+    "SpecLab's ar, sd, sd-pmin and pearl next to llama.cpp's own llama-server (the commit node-llama-cpp ships, built " +
+    'with npm run build:llama-server) without and with the same draft model, on the same prompts, models and threads, ' +
+    'interleaved, greedy: tokens/s with 95 % intervals, every ratio paired per (prompt, repeat), and whether the ' +
+    "server's outputs equal SpecLab's ar (same llama.cpp, same tokens). Both engines run the threads SpecLab measured for " +
+    'these models (or --threads); `speclab peer-bench` compares each side at several thread settings.',
+  preset: { methods: [...PEER_SPECLAB_METHODS, ...PEER_LLAMA_METHODS], dataset: 'stories', limit: 8, maxTokens: 128, temperature: 0, topK: 64, gamma: 5 },
+  paper: null,
+  models: PAIR,
+  datasets: (quick) => [builtin('stories', { limit: quick ? 1 : 8 })],
+  cells: (context) =>
+    context.datasets.map((dataset) => ({
+      key: `peer/${dataset.id}`,
+      methods: [...PEER_SPECLAB_METHODS, ...PEER_LLAMA_METHODS],
+      dataset,
+      gamma: 5,
+      maxTokens: tokens(context, 128, 12),
+      sampling: { temperature: 0, topK: 64 },
+      labels: { dataset: dataset.label }
+    })),
+  tables: [
+    { id: 'summary', title: 'Every method on the same prompts and threads' },
+    { id: 'ratios', title: 'SpecLab against llama-server, paired per prompt and repeat' },
+    { id: 'greedy', title: "Greedy outputs against SpecLab's ar" }
+  ],
+  charts: [{ id: 'throughput', title: 'Tokens per second per method' }],
+  // 8 prompts × 128 tokens × 3 repeats × 6 methods on the inflated target, 2 cores (peer-bench's arms ran ~110–190 tok/s).
+  estimate: { full: '~3 min', quick: '~10 s' }
+}
+
+export const SUITES: readonly SuiteDefinition[] = [smoke, hsddwAblation, svip, adaptiveWindow, hierarchyTheory, dsbd, modelFree, peer]
 
 export function findSuite(id: string): SuiteDefinition | undefined {
   return SUITES.find((suite) => suite.id === id)

@@ -34,8 +34,9 @@ export interface CalibrationKeyParts {
   native: NativeBackend
 }
 
+/** The cache file: SPECLAB_THREAD_CALIBRATION_CACHE, else thread-calibration.json in the user cache directory. */
 export function calibrationCachePath(): string {
-  return path.join(userCacheDir(), 'thread-calibration.json')
+  return process.env.SPECLAB_THREAD_CALIBRATION_CACHE || path.join(userCacheDir(), 'thread-calibration.json')
 }
 
 /** What must be equal for a cached calibration to hold (see the file comment). */

@@ -114,7 +114,7 @@ function startServer(): Promise<URL> {
   server = spawn(
     path.join(root, 'node_modules/.bin/tsx'),
     ['electron/serve.ts', '--port', '0', '--db', path.join(dir, 'runs.sqlite'), '--download-dir', path.join(dir, 'downloads')],
-    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SPECLAB_DB: '', SPECLAB_CACHE_DIR: path.join(dir, 'cache') } }
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SPECLAB_DB: '', SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'thread-calibration.json') } }
   )
   let stderr = ''
   server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))

@@ -29,7 +29,7 @@ let dir: string
 let db: string
 
 /** Thread calibrations go to the test's own cache directory, not the user's. */
-const env = () => ({ ...process.env, SPECLAB_CACHE_DIR: path.join(dir, 'cache') })
+const env = () => ({ ...process.env, SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'thread-calibration.json') })
 
 function speclab(...args: string[]) {
   const result = spawnSync(tsx, [cli, ...args, '--db', db], { cwd: root, encoding: 'utf8', env: env() })

@@ -77,7 +77,7 @@ const settings = (overrides: Partial<ApiRequest<'chat:send'>['settings']> = {}):
 describe.skipIf(!haveModels)('engine host', () => {
   beforeAll(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-host-'))
-    process.env.SPECLAB_CACHE_DIR = path.join(dir, 'cache') // thread calibrations stay in the test's directory
+    process.env.SPECLAB_THREAD_CALIBRATION_CACHE = path.join(dir, 'thread-calibration.json') // not the user's
     host = EngineHost.open(
       { databasePath: path.join(dir, 'db.sqlite'), nativeBinding: null, downloadDirectory: path.join(dir, 'downloads'), version: 'test', mode: 'browser' },
       (event) => events.push(event)

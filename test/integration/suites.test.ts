@@ -17,7 +17,8 @@ import { renderSuiteReport } from '../../electron/experiments/reports/index'
 import type { ReportChart, ReportSection, ReportTable, SuiteReport } from '../../electron/experiments/reports/model'
 import { runSuite, type PlannedCell } from '../../electron/experiments/suite-runner'
 import { loadBuiltinDataset } from '../../electron/experiments/prompts'
-import { MODEL_FILES, MODEL_FREE_METHODS, MODEL_FREE_SHORT_KEYS, SUITES, findSuite } from '../../electron/experiments/suites'
+import { MODEL_FILES, MODEL_FREE_METHODS, MODEL_FREE_SHORT_KEYS, PEER_LLAMA_METHODS, PEER_SPECLAB_METHODS, SUITES, findSuite } from '../../electron/experiments/suites'
+import { findLlamaServer } from '../../electron/engine/peers/llama-server-binary'
 import { loadLlamaModel } from '../../electron/engine/model/llama-cpp-model'
 import { RunStore } from '../../electron/store/run-store'
 import { SuiteStore } from '../../electron/store/suite-store'
@@ -86,7 +87,8 @@ function raw(db: Database.Database, runId: number, method: string, where: Where 
 }
 
 const tps = (r: Raw) => (r.tokens * 1000) / r.wallMs
-const speedup = (db: Database.Database, runId: number, method: string, where: Where = {}) => tps(raw(db, runId, method, where)) / tps(raw(db, runId, 'ar', where))
+const speedup = (db: Database.Database, runId: number, method: string, where: Where = {}, baseline = 'ar') =>
+  tps(raw(db, runId, method, where)) / tps(raw(db, runId, baseline, where))
 
 /** tok/s of every timed decode, keyed `<prompt>/<repeat>`: result_repeats' rows, or prompt_results' one decode. */
 function timedDecodes(db: Database.Database, runId: number, method: string, where: Where = {}): Map<string, number> {
@@ -103,10 +105,10 @@ const medianOf = (values: number[]) => {
   const mid = v.length >> 1
   return v.length % 2 === 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2
 }
-/** Speedup of every timed decode over ar's decode of the same prompt and repeat. */
-function pairedSpeedups(db: Database.Database, runId: number, method: string, where: Where = {}): number[] {
-  const ar = timedDecodes(db, runId, 'ar', where)
-  return [...timedDecodes(db, runId, method, where)].flatMap(([key, v]) => (ar.get(key) ? [v / ar.get(key)!] : []))
+/** Speedup of every timed decode over the baseline's (ar's) decode of the same prompt and repeat. */
+function pairedSpeedups(db: Database.Database, runId: number, method: string, where: Where = {}, baseline = 'ar'): number[] {
+  const base = timedDecodes(db, runId, baseline, where)
+  return [...timedDecodes(db, runId, method, where)].flatMap(([key, v]) => (base.get(key) ? [v / base.get(key)!] : []))
 }
 const sigma = (r: Raw) => 1 - r.acceptedDraftTokens / r.draftTokens
 const eta = (r: Raw) => r.targetCalls / r.emitted
@@ -158,8 +160,8 @@ function closeTimed(actual: unknown, decodes: number[], aggregate: number): void
   expect(interval.low).toBeLessThanOrEqual(interval.median)
   expect(interval.high).toBeGreaterThanOrEqual(interval.median)
 }
-const closeSpeedup = (actual: unknown, db: Database.Database, runId: number, method: string, where: Where = {}) =>
-  closeTimed(actual, pairedSpeedups(db, runId, method, where), speedup(db, runId, method, where))
+const closeSpeedup = (actual: unknown, db: Database.Database, runId: number, method: string, where: Where = {}, baseline = 'ar') =>
+  closeTimed(actual, pairedSpeedups(db, runId, method, where, baseline), speedup(db, runId, method, where, baseline))
 const closeTps = (actual: unknown, db: Database.Database, runId: number, method: string, where: Where = {}) =>
   closeTimed(actual, [...timedDecodes(db, runId, method, where).values()], tps(raw(db, runId, method, where)))
 
@@ -404,7 +406,52 @@ const CHECKS: Record<string, Check> = {
     // The Spec-Bench stand-in of --quick has its tables too.
     expect(tableOf(report, 'speedup', 'speedup-mixed').rows.length).toBeGreaterThan(0)
     expect(chartOf(report, 'speedup-chart', 'speedup-chart-copy').series.map((s) => s.name)).toEqual(MODEL_FREE_METHODS.filter((m) => m !== 'ar'))
+  },
+
+  peer: (db, report, runOf) => {
+    const run = runOf('peer/stories')
+    const methods = [...PEER_SPECLAB_METHODS, ...PEER_LLAMA_METHODS]
+    const summary = tableOf(report, 'summary', 'summary')
+    expect(summary.rows.map((r) => r[0])).toEqual(methods)
+    for (const method of methods) {
+      const row = rowOf(summary, method)
+      expect(row[colOf(summary, 'engine')]).toBe(method.startsWith('llama-server:') ? 'llama.cpp' : 'SpecLab')
+      closeTps(row[colOf(summary, 'tok/s')], db, run, method)
+      if (method === 'ar') close(row[colOf(summary, 'speedup vs ar')], 1)
+      else closeSpeedup(row[colOf(summary, 'speedup vs ar')], db, run, method)
+    }
+    // Ratios between engines, paired per (prompt, repeat) like every speedup.
+    const ratios = tableOf(report, 'ratios', 'ratios')
+    for (const [a, b] of [['sd', 'llama-server:draft'], ['pearl', 'llama-server:draft'], ['ar', 'llama-server:ar'], ['llama-server:draft', 'llama-server:ar']])
+      closeSpeedup(rowOf(ratios, `${a} / ${b}`)[1], db, run, a, {}, b)
+    const fastest = String(ratios.rows.at(-1)![0])
+    const match = /^fastest SpecLab \((\S+)\) \/ fastest llama-server \((llama-server:\S+)\)$/.exec(fastest)
+    expect(match).not.toBeNull()
+    closeSpeedup(ratios.rows.at(-1)![1], db, run, match![1]!, {}, match![2]!)
+    // The greedy table says, per method, how many outputs equal ar's: the stored texts decide.
+    const greedy = tableOf(report, 'greedy', 'greedy')
+    const texts = (method: string) =>
+      new Map(resultsOf(db, run, method, {}).map((r) => [r.prompt_index, (db.prepare('SELECT output_text FROM prompt_results WHERE id = ?').get(r.id) as { output_text: string }).output_text]))
+    const ar = texts('ar')
+    for (const method of methods.filter((m) => m !== 'ar')) {
+      const mine = texts(method)
+      const same = [...mine].filter(([prompt, text]) => text === ar.get(prompt)).length
+      expect(rowOf(greedy, method).slice(1, 3)).toEqual([same, mine.size])
+    }
+    expect(chartOf(report, 'throughput', 'throughput').series[0]!.points.map((p) => p.x)).toEqual(methods)
   }
+}
+
+/**
+ * The peer suite runs llama-server: without a build (npm run build:llama-server) its test is skipped with a banner,
+ * unless SPECLAB_REQUIRE_LLAMA_SERVER=1 (CI builds it first), where it runs and fails.
+ */
+function itUnlessPeerMissing(suite: string): typeof it | typeof it.skip {
+  if (suite !== 'peer' || process.env.SPECLAB_REQUIRE_LLAMA_SERVER === '1') return it
+  const found = findLlamaServer()
+  if (found.path !== null) return it
+  console.warn(`\n${'!'.repeat(100)}\n!! SKIPPING the peer suite in test/integration/suites.test.ts: ${found.reason}\n${'!'.repeat(100)}\n`)
+  return it.skip
 }
 
 withModels('experiment suites (--quick, shared models)', () => {
@@ -414,6 +461,7 @@ withModels('experiment suites (--quick, shared models)', () => {
 
   beforeAll(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-suites-'))
+    process.env.SPECLAB_THREAD_CALIBRATION_CACHE = path.join(dir, 'thread-calibration.json') // not the user's
     db = path.join(dir, 'runs.sqlite')
     store = RunStore.open(db)
   })
@@ -427,7 +475,7 @@ withModels('experiment suites (--quick, shared models)', () => {
   })
 
   for (const suite of SUITES)
-    it(`${suite.id}: runs end to end, its report has every table and chart, and its numbers are the stored rows'`, async () => {
+    itUnlessPeerMissing(suite.id)(`${suite.id}: runs end to end, its report has every table and chart, and its numbers are the stored rows'`, async () => {
       const result = await runSuite(store, { suite: suite.id, quick: true })
       expect(result.status).toBe('done')
       expect(result.skipped).toEqual([])

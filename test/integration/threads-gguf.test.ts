@@ -93,7 +93,7 @@ withModels('threads per phase', () => {
 
 withModels('thread calibration at load', () => {
   const cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-calibration-'))
-  const savedCacheDir = process.env.SPECLAB_CACHE_DIR
+  const savedCache = process.env.SPECLAB_THREAD_CALIBRATION_CACHE
   const paths = { target: modelPath(TARGET), draft: modelPath(DRAFT) }
   const loaded: LoadedTrio[] = []
   const load = async (options: Parameters<typeof loadTrio>[1]) => {
@@ -102,12 +102,12 @@ withModels('thread calibration at load', () => {
     return trio
   }
   beforeAll(() => {
-    process.env.SPECLAB_CACHE_DIR = cacheDir
+    process.env.SPECLAB_THREAD_CALIBRATION_CACHE = path.join(cacheDir, 'thread-calibration.json')
   })
   afterAll(async () => {
     for (const trio of loaded) await trio.dispose()
-    if (savedCacheDir === undefined) delete process.env.SPECLAB_CACHE_DIR
-    else process.env.SPECLAB_CACHE_DIR = savedCacheDir
+    if (savedCache === undefined) delete process.env.SPECLAB_THREAD_CALIBRATION_CACHE
+    else process.env.SPECLAB_THREAD_CALIBRATION_CACHE = savedCache
   })
 
   it('measures every model per phase when no threads are given, applies the choice, caches it, and a run records it', async () => {

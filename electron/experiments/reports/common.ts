@@ -1,6 +1,7 @@
 /** Pieces every suite report uses: table/column constructors, the setup block, method labels. */
 import path from 'node:path'
 import type { MethodSummary } from '../../api/contract'
+import { describeRunThreads } from '../../api/thread-summary'
 import type { SuiteDefinition } from '../suites'
 import type { SuiteData } from './data'
 import type { IntervalValue, ReportChart, ReportTable, TableColumn, TableValue } from './model'
@@ -73,10 +74,9 @@ export function setupRows(data: SuiteData, suite: SuiteDefinition): [string, str
   })
   const lengths = [...new Set(plan.map((c) => c.maxTokens))].sort((a, b) => a - b)
   const machine = options.machine
-  // The target's batch threads as its runs recorded them (config.batchThreads; null in runs before per-phase threads).
-  const batch = [...new Set([...data.cells.values()].map((c) => c.report.config.batchThreads).filter((b): b is number => b !== null))]
-  const threads =
-    batch.length > 0 ? `${options.threads} thread(s) per token, ${batch.join(' / ')} for the target's batches` : `${options.threads} thread(s) per model`
+  // The threads per phase as the cells' runs recorded them (runs before per-phase threads record one count).
+  const recorded = [...new Set([...data.cells.values()].map((c) => describeRunThreads(c.report.config)))]
+  const threads = recorded.length > 0 ? `threads: ${recorded.join(' / ')}` : `${options.threads} thread(s) per model`
   return [
     ['target M_p', fingerprint(options.models.target)],
     ['mid M_q2', fingerprint(options.models.mid)],

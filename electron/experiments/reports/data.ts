@@ -94,11 +94,25 @@ export function methodOf(cell: CellData | undefined, method: string): MethodSumm
 export function summaryWhere(cell: CellData | undefined, method: string, keep: (r: ResultRecord) => boolean): MethodSummary | null {
   if (!cell) return null
   const rows = cell.results.filter((r) => keep(r))
-  const outcomes = (m: string) => rows.filter((r) => r.method === m).map((r) => r.outcome)
-  const mine = outcomes(method)
+  const mine = outcomesOf(rows, method)
   if (mine.length === 0) return null
-  const ar = outcomes('ar')
+  const ar = outcomesOf(rows, 'ar')
   return summarizeMethod(method, mine, ar.length > 0 ? ar : null)
+}
+
+/**
+ * `method` summarised against `baseline`, another method of the same run, instead of ar: its `speedup` is the ratio
+ * of their throughputs and `speedupInterval` pairs every (prompt, repeat) of the two. Null when either is missing.
+ */
+export function summaryAgainst(cell: CellData | undefined, method: string, baseline: string): MethodSummary | null {
+  if (!cell) return null
+  const mine = outcomesOf(cell.results, method)
+  const base = outcomesOf(cell.results, baseline)
+  return mine.length > 0 && base.length > 0 ? summarizeMethod(method, mine, base) : null
+}
+
+function outcomesOf(rows: readonly ResultRecord[], method: string): PromptOutcome[] {
+  return rows.filter((r) => r.method === method).map((r) => r.outcome)
 }
 
 export function stepsOf(cell: CellData | undefined, method: string, keep: (r: ResultRecord) => boolean = () => true): StepRecord[] {

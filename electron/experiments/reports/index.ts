@@ -17,6 +17,7 @@ import { dsbdReport } from './suites/dsbd'
 import { hierarchyTheoryReport } from './suites/hierarchy-theory'
 import { hsddwAblationReport } from './suites/hsddw-ablation'
 import { modelFreeReport } from './suites/model-free'
+import { peerReport } from './suites/peer'
 import { smokeReport } from './suites/smoke'
 import { svipReport } from './suites/svip'
 
@@ -29,7 +30,8 @@ const BUILDERS: Record<string, Builder> = {
   'adaptive-window': adaptiveWindowReport,
   'hierarchy-theory': hierarchyTheoryReport,
   dsbd: dsbdReport,
-  'model-free': modelFreeReport
+  'model-free': modelFreeReport,
+  peer: peerReport
 }
 
 export function buildReportFromData(data: SuiteData, suite: SuiteDefinition = requireSuite(data.suiteRun.suite)): SuiteReport {
