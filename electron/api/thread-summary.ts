@@ -36,6 +36,6 @@ export function calibrationNote(calibration: ModelThreadCalibration | undefined)
   if (!calibration) return ''
   return (
     `mean ms per evaluation at ${calibration.contextTokens} tokens of context, ${calibration.rounds} interleaved rounds after a ` +
-    `warm-up; * = chosen: the fewest threads within ${TIE_TOLERANCE * 100} % of the fastest`
+    `warm-up; * = chosen: the fewest threads that no larger count beats by more than ${TIE_TOLERANCE * 100} % and two standard errors`
   )
 }

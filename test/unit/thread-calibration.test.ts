@@ -4,7 +4,7 @@ import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
   calibrateThreads,
-  fewestThreadsNearFastest,
+  fewestThreadsNotClearlyBeaten,
   threadCandidates,
   type CalibratableModel,
   type ModelThreadCalibration,
@@ -59,11 +59,23 @@ describe('thread calibration: candidates and choice', () => {
     expect(threadCandidates(16)).toEqual([1, 2, 4, 8, 16])
   })
 
-  it('chooses the fewest threads within 3 % of the fastest', () => {
-    expect(fewestThreadsNearFastest([{ threads: 1, ms: 10 }, { threads: 2, ms: 6 }, { threads: 4, ms: 5.9 }])).toBe(2)
-    expect(fewestThreadsNearFastest([{ threads: 1, ms: 10 }, { threads: 2, ms: 6 }, { threads: 4, ms: 5 }])).toBe(4)
-    expect(fewestThreadsNearFastest([{ threads: 1, ms: 10 }, { threads: 2, ms: 10.2 }])).toBe(1)
-    expect(() => fewestThreadsNearFastest([])).toThrow()
+  it('chooses the fewest threads that no larger count beats by more than 3 % and two standard errors', () => {
+    const t = (threads: number, ms: number, sem = 0) => ({ threads, ms, sem })
+    expect(fewestThreadsNotClearlyBeaten([t(1, 10), t(2, 6), t(4, 5.9)])).toBe(2)
+    expect(fewestThreadsNotClearlyBeaten([t(1, 10), t(2, 6), t(4, 5)])).toBe(4)
+    expect(fewestThreadsNotClearlyBeaten([t(1, 10), t(2, 10.2)])).toBe(1)
+    expect(fewestThreadsNotClearlyBeaten([t(1, 10), t(2, 9.6)])).toBe(2) // 4 %, measured without noise
+  })
+
+  it('keeps the fewer threads when the faster mean is within the noise', () => {
+    const t = (threads: number, ms: number, sem: number) => ({ threads, ms, sem })
+    // Two threads 8 % faster on average, but their mean is uncertain (a bimodal count): one thread stays.
+    expect(fewestThreadsNotClearlyBeaten([t(1, 11.4, 0.05), t(2, 10.5, 0.9)])).toBe(1)
+    // The same gap measured tightly is a real gain.
+    expect(fewestThreadsNotClearlyBeaten([t(1, 11.4, 0.05), t(2, 10.5, 0.1)])).toBe(2)
+    // A batch: 47 vs 31 ms, clear despite noise.
+    expect(fewestThreadsNotClearlyBeaten([t(1, 47, 0.3), t(2, 31, 2.5)])).toBe(2)
+    expect(() => fewestThreadsNotClearlyBeaten([])).toThrow()
   })
 })
 
@@ -75,14 +87,14 @@ describe('calibrateThreads', () => {
     const fake = fakeModel((threads, tokens) => (tokens > 1 ? batch[threads] : single[threads]) ?? 1)
     const calibration = await calibrateThreads(fake.model, { role: 'target', cores: 4, now: fake.now, budgetMs: Infinity })
     expect(calibration.single).toEqual([
-      { threads: 1, ms: 10 },
-      { threads: 2, ms: 7 },
-      { threads: 4, ms: 6.95 }
+      { threads: 1, ms: 10, sem: 0 },
+      { threads: 2, ms: 7, sem: 0 },
+      { threads: 4, ms: 6.95, sem: 0 }
     ])
     expect(calibration.batch).toEqual([
-      { threads: 1, ms: 40 },
-      { threads: 2, ms: 30 },
-      { threads: 4, ms: 20 }
+      { threads: 1, ms: 40, sem: 0 },
+      { threads: 2, ms: 30, sem: 0 },
+      { threads: 4, ms: 20, sem: 0 }
     ])
     // 4 threads buy < 3 % on single tokens: 2; on batches 4 is a third faster.
     expect(calibration.chosen).toEqual({ threads: 2, batchThreads: 4 })
@@ -141,8 +153,8 @@ describe('thread calibration cache', () => {
     path: '/a/model.gguf',
     source: 'measured',
     measuredAt: '2026-11-25T00:00:00.000Z',
-    single: [{ threads: 1, ms: 7 }],
-    batch: [{ threads: 1, ms: 20 }],
+    single: [{ threads: 1, ms: 7, sem: 0.1 }],
+    batch: [{ threads: 1, ms: 20, sem: 0.2 }],
     batchTokens: 6,
     contextTokens: 128,
     rounds: 8,
@@ -208,7 +220,7 @@ describe('thread summary', () => {
   })
 
   it('marks the chosen count among the timings', () => {
-    expect(timingsText([{ threads: 1, ms: 7.123 }, { threads: 2, ms: 5 }], 2)).toBe('1: 7.12 · 2*: 5.00 ms')
+    expect(timingsText([{ threads: 1, ms: 7.123, sem: 0.1 }, { threads: 2, ms: 5, sem: 0.2 }], 2)).toBe('1: 7.12 · 2*: 5.00 ms')
     expect(timingsText(null, 1)).toBe('–')
   })
 })

@@ -21,8 +21,11 @@
  * so a median would choose by the fast mode alone. After the first counted round, a candidate slower than 1.5× the
  * best in every measured phase is dropped, and rounds stop once `budgetMs` is spent (a large model on many cores
  * must not make loading slow), after at least one counted round.
- * Choice: the FEWEST threads within `TIE_TOLERANCE` of the fastest mean — a thread that buys less than that is
- * noise on a shared machine and takes a core from the JS thread and the other model.
+ * Choice: the FEWEST threads that no count with more threads beats CLEARLY — by more than `TIE_TOLERANCE` and by more
+ * than two standard errors of the difference of the means. A thread that buys less is noise on a shared machine and
+ * takes a core from the JS thread and the other model; and a bimodal count's mean moves from run to run (the inflated
+ * target's one token on two prebuilt threads: 12.3–16.9 ms in four calibrations against 11.2–11.6 on one; comparing
+ * means alone, one calibration in four chose two threads).
  * Measured on the 2-core machine, prebuilt binary (speclab models calibrate): inflated target one token 1 thread
  * 11.2–11.6 ms, 2 threads 12.3–16.9; a batch of 6 46.7–47.1 vs 30.6–33.5 → 1 per token, 2 per batch (what
  * `run --threads 1 --batch-threads 2` confirms end to end: sd 130–136 tok/s vs 113 with 1 per batch); 260K draft
@@ -34,8 +37,8 @@ import { argmax } from '../sampling/distribution'
 import type { WarpConfig } from '../sampling/warp'
 import type { ModelSession } from './types'
 
-/** Mean milliseconds of one evaluation with `threads` threads. */
-export const ThreadTiming = z.object({ threads: z.number().int().positive(), ms: z.number().nonnegative() })
+/** Mean milliseconds of one evaluation with `threads` threads, and the standard error of that mean. */
+export const ThreadTiming = z.object({ threads: z.number().int().positive(), ms: z.number().nonnegative(), sem: z.number().nonnegative() })
 export type ThreadTiming = z.infer<typeof ThreadTiming>
 
 export const PhaseThreads = z.object({ threads: z.number().int().positive(), batchThreads: z.number().int().positive() })
@@ -105,12 +108,17 @@ export function threadCandidates(cores: number): number[] {
   return candidates
 }
 
-/** The fewest threads whose median is within TIE_TOLERANCE of the fastest. */
-export function fewestThreadsNearFastest(timings: readonly ThreadTiming[]): number {
+/**
+ * The fewest threads than which no candidate with more is CLEARLY faster: faster by more than TIE_TOLERANCE and by
+ * more than two standard errors of the difference of the means (a thread must buy something the noise cannot explain).
+ */
+export function fewestThreadsNotClearlyBeaten(timings: readonly ThreadTiming[]): number {
   if (timings.length === 0) throw new Error('no thread timings to choose from')
-  const fastest = Math.min(...timings.map((t) => t.ms))
-  const near = timings.filter((t) => t.ms <= fastest * (1 + TIE_TOLERANCE))
-  return Math.min(...near.map((t) => t.threads))
+  const ascending = [...timings].sort((a, b) => a.threads - b.threads)
+  const clearlyFaster = (more: ThreadTiming, fewer: ThreadTiming) =>
+    more.ms < fewer.ms * (1 - TIE_TOLERANCE) && fewer.ms - more.ms > 2 * Math.hypot(more.sem, fewer.sem)
+  const chosen = ascending.find((fewer) => !ascending.some((more) => more.threads > fewer.threads && clearlyFaster(more, fewer)))
+  return (chosen ?? ascending[ascending.length - 1]!).threads
 }
 
 /** Measures `model` (see the file comment) and returns its calibration; the model's threads are left as they were. */
@@ -125,7 +133,7 @@ export async function calibrateThreads(model: CalibratableModel, options: Calibr
     const { samples, rounds } = await measureRounds(model, session, context, threadCandidates(cores), measureBatch, options)
     const single = timingsOf(samples, 'single')
     const batch = measureBatch ? timingsOf(samples, 'batch') : null
-    const singleThreads = fewestThreadsNearFastest(single)
+    const singleThreads = fewestThreadsNotClearlyBeaten(single)
     return {
       role,
       path: model.info.path,
@@ -136,7 +144,7 @@ export async function calibrateThreads(model: CalibratableModel, options: Calibr
       batchTokens,
       contextTokens: context.base,
       rounds,
-      chosen: { threads: singleThreads, batchThreads: batch ? fewestThreadsNearFastest(batch) : singleThreads }
+      chosen: { threads: singleThreads, batchThreads: batch ? fewestThreadsNotClearlyBeaten(batch) : singleThreads }
     }
   } finally {
     setThreads(model, before)
@@ -242,7 +250,7 @@ async function timeBatches(session: ModelSession, base: number, probe: readonly 
 }
 
 function timingsOf(samples: Samples, phase: 'single' | 'batch'): ThreadTiming[] {
-  return [...samples].filter(([, s]) => s[phase].length > 0).map(([threads, s]) => ({ threads, ms: round3(mean(s[phase])) }))
+  return [...samples].filter(([, s]) => s[phase].length > 0).map(([threads, s]) => ({ threads, ms: round3(mean(s[phase])), sem: round3(standardError(s[phase])) }))
 }
 
 /** Candidates slower than DROP_FACTOR × the best median in every measured phase are dropped. */
@@ -255,6 +263,14 @@ function withoutSlowCandidates(alive: number[], samples: Samples, measureBatch: 
 
 function mean(values: readonly number[]): number {
   return values.reduce((sum, v) => sum + v, 0) / values.length
+}
+
+/** Standard error of the mean (sample standard deviation / √n); 0 for fewer than two values. */
+function standardError(values: readonly number[]): number {
+  if (values.length < 2) return 0
+  const m = mean(values)
+  const variance = values.reduce((sum, v) => sum + (v - m) ** 2, 0) / (values.length - 1)
+  return Math.sqrt(variance / values.length)
 }
 
 function round3(value: number): number {
