@@ -98,7 +98,8 @@ describe('calibrateThreads', () => {
     ])
     // 4 threads buy < 3 % on single tokens: 2; on batches 4 is a third faster.
     expect(calibration.chosen).toEqual({ threads: 2, batchThreads: 4 })
-    expect(calibration).toMatchObject({ role: 'target', source: 'measured', rounds: 8, batchTokens: 6, path: '/models/fake.gguf' })
+    // More threads won: the rounds ran twice.
+    expect(calibration).toMatchObject({ role: 'target', source: 'measured', rounds: 16, batchTokens: 6, path: '/models/fake.gguf' })
     expect(calibration.contextTokens).toBe(128)
     expect(fake.phaseThreads).toEqual({ threads: 3, batchThreads: 5 })
   })
@@ -119,6 +120,20 @@ describe('calibrateThreads', () => {
     expect(calibration.chosen.threads).toBe(1)
     expect(calibration.single.find((t) => t.threads === 2)!.ms).toBeGreaterThan(15)
     expect(calibration.batch).toBeNull()
+  })
+
+  it('confirms a win of more threads with as many rounds again; a count fast only in a burst loses', async () => {
+    // Two threads: 5 ms for their first 54 single tokens (warm-up + 8 rounds), 40 ms after; one thread: 10 ms.
+    const fake = fakeModel((threads, _tokens, n) => (threads === 1 ? 10 : n < 54 ? 5 : 40))
+    const calibration = await calibrateThreads(fake.model, { role: 'draft', cores: 2, now: fake.now, budgetMs: Infinity })
+    expect(calibration.rounds).toBe(16)
+    expect(calibration.chosen.threads).toBe(1)
+    // Faster on average but not clearly (2 or 16 ms, mean 9, against a steady 10): measured again too.
+    const noisy = fakeModel((threads, _tokens, n) => (threads === 1 ? 10 : n % 2 === 0 ? 2 : 16))
+    expect((await calibrateThreads(noisy.model, { role: 'draft', cores: 2, now: noisy.now, budgetMs: Infinity })).rounds).toBe(16)
+    // Without a win of more threads there is no second pass.
+    const steady = fakeModel((threads) => (threads === 1 ? 10 : 12))
+    expect((await calibrateThreads(steady.model, { role: 'draft', cores: 2, now: steady.now, budgetMs: Infinity })).rounds).toBe(8)
   })
 
   it('drops a candidate far slower in every phase after the first counted round', async () => {

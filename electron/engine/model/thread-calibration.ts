@@ -21,6 +21,9 @@
  * so a median would choose by the fast mode alone. After the first counted round, a candidate slower than 1.5× the
  * best in every measured phase is dropped, and rounds stop once `budgetMs` is spent (a large model on many cores
  * must not make loading slow), after at least one counted round.
+ * When more threads win a phase — or have the lower mean without winning clearly — the rounds run once more (no
+ * warm-up, same budget) and the choice is made again on all samples: a second thread that is fast in bursts must stay
+ * fast for twice as long before it gets the core, and a real gain hidden by noise gets the data to show.
  * Choice: the FEWEST threads that no count with more threads beats CLEARLY — by more than `TIE_TOLERANCE` and by more
  * than two standard errors of the difference of the means. A thread that buys less is noise on a shared machine and
  * takes a core from the JS thread and the other model; and a bimodal count's mean moves from run to run (the inflated
@@ -130,21 +133,27 @@ export async function calibrateThreads(model: CalibratableModel, options: Calibr
   try {
     const contextTokens = Math.min(CONTEXT_TOKENS, Math.max(1, (options.contextSize ?? Infinity) - 2 * batchTokens))
     const context = await prepareContext(session, model.info.bos, batchTokens, contextTokens)
-    const { samples, rounds } = await measureRounds(model, session, context, threadCandidates(cores), measureBatch, options)
-    const single = timingsOf(samples, 'single')
-    const batch = measureBatch ? timingsOf(samples, 'batch') : null
-    const singleThreads = fewestThreadsNotClearlyBeaten(single)
+    const candidates = threadCandidates(cores)
+    const samples: Samples = new Map(candidates.map((threads) => [threads, { single: [], batch: [] }]))
+    const first = await measureRounds(model, session, context, candidates, samples, measureBatch, { ...options, warmUp: true })
+    let rounds = first.rounds
+    let chosen = choose(samples, measureBatch)
+    // More threads won a phase, or were faster without being clearly so: as many rounds again before the choice.
+    if (contested(samples, chosen, measureBatch, candidates[0]!)) {
+      rounds += (await measureRounds(model, session, context, first.alive, samples, measureBatch, { ...options, warmUp: false })).rounds
+      chosen = choose(samples, measureBatch)
+    }
     return {
       role,
       path: model.info.path,
       source: 'measured',
       measuredAt: new Date().toISOString(),
-      single,
-      batch,
+      single: timingsOf(samples, 'single'),
+      batch: measureBatch ? timingsOf(samples, 'batch') : null,
       batchTokens,
       contextTokens: context.base,
       rounds,
-      chosen: { threads: singleThreads, batchThreads: batch ? fewestThreadsNotClearlyBeaten(batch) : singleThreads }
+      chosen
     }
   } finally {
     setThreads(model, before)
@@ -152,23 +161,43 @@ export async function calibrateThreads(model: CalibratableModel, options: Calibr
   }
 }
 
+/** The counts per phase from the samples so far (drafts: their one-token count for batches too). */
+function choose(samples: Samples, measureBatch: boolean): PhaseThreads {
+  const threads = fewestThreadsNotClearlyBeaten(timingsOf(samples, 'single'))
+  return { threads, batchThreads: measureBatch ? fewestThreadsNotClearlyBeaten(timingsOf(samples, 'batch')) : threads }
+}
+
+/** Whether a phase chose more than the fewest threads, or a count other than the one with the lowest mean. */
+function contested(samples: Samples, chosen: PhaseThreads, measureBatch: boolean, fewest: number): boolean {
+  const phases: ['single' | 'batch', number][] = [['single', chosen.threads], ...(measureBatch ? [['batch', chosen.batchThreads] as ['batch', number]] : [])]
+  return phases.some(([phase, threads]) => {
+    const timings = timingsOf(samples, phase)
+    const fastest = timings.reduce((a, b) => (b.ms < a.ms ? b : a))
+    return threads > fewest || fastest.threads !== threads
+  })
+}
+
 type Samples = Map<number, { single: number[]; batch: number[] }>
 
-/** The interleaved rounds of the file comment: every candidate's samples, and how many rounds were counted. */
+/**
+ * Interleaved rounds (the file comment) adding to `samples`: how many were counted, and the candidates still measured
+ * (after the first counted round of a pass that starts with a warm-up, the far slower ones are dropped).
+ */
 async function measureRounds(
   model: CalibratableModel,
   session: ModelSession,
   context: { base: number; probe: number[] },
   candidates: number[],
+  samples: Samples,
   measureBatch: boolean,
-  { rounds = 8, budgetMs = 4000, now = () => performance.now() }: CalibrationOptions
-): Promise<{ samples: Samples; rounds: number }> {
-  const samples: Samples = new Map(candidates.map((threads) => [threads, { single: [], batch: [] }]))
+  { rounds = 8, budgetMs = 4000, now = () => performance.now(), warmUp }: CalibrationOptions & { warmUp: boolean }
+): Promise<{ rounds: number; alive: number[] }> {
   let alive = candidates
   let counted = 0
   const started = now()
-  for (let round = 0; round <= rounds; round++) {
-    if (round >= 2 && now() - started > budgetMs) break
+  const first = warmUp ? 0 : 1
+  for (let round = first; round <= rounds; round++) {
+    if (round >= first + 2 && now() - started > budgetMs) break
     // Rotate the order every round so no candidate always runs right after the same one.
     const order = alive.map((_, i) => alive[(i + round) % alive.length]!)
     for (const threads of order) {
@@ -180,9 +209,9 @@ async function measureRounds(
       samples.get(threads)!.batch.push(...batch)
     }
     if (round > 0) counted++
-    if (round === 1) alive = withoutSlowCandidates(alive, samples, measureBatch)
+    if (round === 1 && warmUp) alive = withoutSlowCandidates(alive, samples, measureBatch)
   }
-  return { samples, rounds: counted }
+  return { rounds: counted, alive }
 }
 
 /** Sets a model's per-phase threads (LlamaCppModel applies them before each evaluation). */
