@@ -250,7 +250,7 @@ async function runAction(options: RunOptions): Promise<void> {
   const trio = await loadTrio(config.models, {
     // An explicit --threads is used everywhere; without it each model's threads are measured (--calibration).
     threads: options.threads,
-    calibration: options.threads === undefined ? options.calibration : 'off',
+    calibration: options.calibration,
     batchThreads: config.batchThreads ?? undefined,
     contextSize: config.contextSize,
     fullVocabulary: config.sampling.fullVocabulary,

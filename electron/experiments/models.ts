@@ -44,9 +44,9 @@ export interface TrioLoadOptions extends Omit<LlamaLoadOptions, 'onLoadProgress'
   /**
    * Threads per model and phase measured at load (engine/model/thread-calibration.ts), cached per model file +
    * machine + binary (thread-calibration-cache.ts): 'auto' reads the cache and measures what is not there, 'refresh'
-   * measures again, 'off' uses the rule (targetThreadsFor / targetBatchThreadsFor). Default: 'auto' unless `threads`
-   * is given (an explicit count is used for every model and phase). An explicit `batchThreads` overrides the
-   * target's calibrated batch count.
+   * measures again, 'off' uses the rule (targetThreadsFor / targetBatchThreadsFor). Default 'auto'. Ignored when
+   * `threads` is given (an explicit count is used for every model and phase); an explicit `batchThreads` overrides
+   * the target's calibrated batch count.
    */
   calibration?: CalibrationMode
 }
@@ -104,7 +104,8 @@ export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Pro
     const drafts = loaded.slice(paths.mid ? 2 : 1)
     const vocabularyMismatch = checkVocabulary(loaded, sharedVocabulary)
     const fingerprints = await Promise.all(loaded.map(fingerprintModel))
-    const mode = calibration ?? (loadOptions.threads === undefined ? 'auto' : 'off')
+    // An explicit thread count wins over any calibration mode.
+    const mode = loadOptions.threads !== undefined ? 'off' : (calibration ?? 'auto')
     const threadCalibration =
       mode === 'off'
         ? null

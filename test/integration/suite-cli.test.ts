@@ -61,7 +61,7 @@ describe.skipIf(!haveModels)('speclab suite / report / suites', () => {
     const list = speclab('suites', '--json')
     expect(list.code).toBe(0)
     const suites = JSON.parse(list.stdout)
-    expect(suites.suites.map((s: { id: string }) => s.id)).toEqual(['smoke', 'hsddw-ablation', 'svip', 'adaptive-window', 'hierarchy-theory', 'dsbd', 'model-free'])
+    expect(suites.suites.map((s: { id: string }) => s.id)).toEqual(['smoke', 'hsddw-ablation', 'svip', 'adaptive-window', 'hierarchy-theory', 'dsbd', 'model-free', 'peer'])
     expect(suites.runs[0]).toMatchObject({ id: result.suiteRunId, suite: 'smoke', status: 'done', cells: 1, finished: 1 })
   })
 
