@@ -18,7 +18,7 @@ import { userCacheDir } from '../engine/peers/llama-server-binary'
 import type { NativeBackend } from '../engine/model/llama-cpp-model'
 
 /** Bump when what calibrateThreads measures changes: older entries are then measured again. */
-const PROTOCOL_VERSION = 3
+const PROTOCOL_VERSION = 4
 const MAX_ENTRIES = 200
 
 const CacheEntry = ModelThreadCalibration.extend({ usedAt: z.string() })
