@@ -199,7 +199,7 @@ function printBench(report: RunReport, raw: RawTimings, a: BenchAnalysis): void 
     policyTable(report.methods),
     '',
     formatTable(
-      ['raw timing (median)', 'value'],
+      ['raw timing (mean)', 'value'],
       [
         ['t1 (target, 1 token)', ms(raw.t1Ms)],
         ['t_draft (draft, 1 token)', ms(raw.tDraftMs)],

@@ -32,7 +32,12 @@ function inputFor(tokens: readonly number[], request: PositionRequest): Controll
   return tokens.map((t) => [t as Token, { generateNext }])
 }
 
-/** Median milliseconds of evaluating `tokens` after `prefix` (rolled back after each repeat). */
+/**
+ * Mean milliseconds of evaluating `tokens` after `prefix` (rolled back after each repeat). The mean, as the thread
+ * calibration uses (engine/model/thread-calibration.ts): a count of threads can be bimodal — the prebuilt binary's
+ * 6-token batch on two threads of the 2-core VM takes 14 ms or 25–55 — and a decode pays the mean, so a median bound
+ * would credit the engine with llama.cpp's fast mode alone (peer-bench's sd@1/2 efficiency read 0.66 against it).
+ */
 async function timeEvaluation(
   model: LlamaCppModel,
   sequence: LlamaContextSequence,
@@ -51,8 +56,7 @@ async function timeEvaluation(
     if (i > 0) samples.push(performance.now() - started) // the first is a warm-up
     await sequence.eraseContextTokenRanges([{ start: prefix.length, end: sequence.nextTokenIndex }])
   }
-  samples.sort((a, b) => a - b)
-  return samples[Math.floor(samples.length / 2)]
+  return samples.reduce((sum, ms) => sum + ms, 0) / samples.length
 }
 
 /**
