@@ -80,10 +80,17 @@ function flatten(value: unknown, prefix = '', out: Record<string, unknown> = {})
   return out
 }
 
+/**
+ * A thread calibration's timings, standard errors, date and source differ between any two loads that measured; what
+ * a diff needs is what they chose (`threadCalibration.N.chosen.*`, and the run's targetThreads / batchThreads /
+ * draftThreads), so the measurement details are left out.
+ */
+const CALIBRATION_DETAIL = /^threadCalibration\.\d+\.(?!chosen\.|role$|path$)/
+
 export function diffConfigs(a: object, b: object): RunDiff['configDifferences'] {
   const flatA = flatten(a)
   const flatB = flatten(b)
-  const keys = [...new Set([...Object.keys(flatA), ...Object.keys(flatB)])].sort()
+  const keys = [...new Set([...Object.keys(flatA), ...Object.keys(flatB)])].filter((key) => !CALIBRATION_DETAIL.test(key)).sort()
   return keys
     .filter((key) => JSON.stringify(flatA[key]) !== JSON.stringify(flatB[key]))
     .map((key) => ({ key, a: flatA[key] ?? null, b: flatB[key] ?? null }))

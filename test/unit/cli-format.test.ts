@@ -274,6 +274,26 @@ describe('speclab diff', () => {
     expect(real).toMatch(/tokens\/s .* \+20\.0 \[\+[\d.]+–\+[\d.]+\]$/m)
   })
 
+  it('shows what two thread calibrations chose, not their timings', () => {
+    const calibration = (ms: number, source: 'measured' | 'cached', threads: number) => ({
+      role: 'target' as const,
+      path: '/models/t.gguf',
+      source,
+      measuredAt: source === 'measured' ? '2026-11-25T00:00:00Z' : '2026-11-24T00:00:00Z',
+      single: [{ threads: 1, ms, sem: 0.1 }],
+      batch: [{ threads: 1, ms: ms * 3, sem: 0.2 }],
+      batchTokens: 6,
+      contextTokens: 128,
+      rounds: 8,
+      chosen: { threads, batchThreads: 2 }
+    })
+    const withCalibration = (runId: number, c: ReturnType<typeof calibration>) => ({ ...a, runId, config: { ...a.config, threadCalibration: [c] } })
+    const same = diffRuns(withCalibration(1, calibration(7, 'measured', 1)), withCalibration(2, calibration(9, 'cached', 1)))
+    expect(same.configDifferences).toEqual([])
+    const other = diffRuns(withCalibration(1, calibration(7, 'measured', 1)), withCalibration(2, calibration(9, 'cached', 2)))
+    expect(other.configDifferences).toEqual([{ key: 'threadCalibration.0.chosen.threads', a: 1, b: 2 }])
+  })
+
   it('says so when the settings are the same', () => {
     expect(formatDiff(diffRuns(a, { ...a, runId: 5 }))).toMatch(/^run 1 vs run 5: same settings\nconfigs are identical\n/)
   })
