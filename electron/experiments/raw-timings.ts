@@ -11,6 +11,7 @@
  */
 import type { ControlledEvaluateInputItem, LlamaContextSequence, Token } from 'node-llama-cpp'
 import type { LlamaCppModel } from '../engine/model/llama-cpp-model'
+import { mean } from '../engine/stats/bootstrap'
 
 export interface RawTimings {
   t1Ms: number
@@ -56,7 +57,7 @@ async function timeEvaluation(
     if (i > 0) samples.push(performance.now() - started) // the first is a warm-up
     await sequence.eraseContextTokenRanges([{ start: prefix.length, end: sequence.nextTokenIndex }])
   }
-  return samples.reduce((sum, ms) => sum + ms, 0) / samples.length
+  return mean(samples)
 }
 
 /**

@@ -180,10 +180,13 @@ export async function runInterleaved<A extends Arm>(arms: readonly A[], input: S
   }
 }
 
-/** The single-token threads a GGUF model was loaded with (LlamaCppModel.phaseThreads); null for models without threads. */
-function threadsOf(model: LanguageModel | undefined): number | null {
-  const phases = (model as { phaseThreads?: { threads?: unknown } } | undefined)?.phaseThreads
-  return typeof phases?.threads === 'number' ? phases.threads : null
+/**
+ * The threads a GGUF model was loaded with for one phase (LlamaCppModel.phaseThreads: `threads` for single tokens,
+ * `batchThreads` for batches); null for models without threads (toy models) or none.
+ */
+function phaseThreadsOf(model: LanguageModel | undefined, phase: 'threads' | 'batchThreads'): number | null {
+  const count = (model as { phaseThreads?: Record<string, unknown> } | undefined)?.phaseThreads?.[phase]
+  return typeof count === 'number' ? count : null
 }
 
 /** The thread calibrations of the models that have one (LlamaCppModel.threadCalibration); null when none has. */
@@ -193,12 +196,6 @@ function calibrationsOf(models: readonly (LanguageModel | undefined)[]): ModelTh
     return calibration ? [calibration] : []
   })
   return calibrations.length > 0 ? calibrations : null
-}
-
-/** The batch threads a GGUF model was loaded with (LlamaCppModel.phaseThreads); null for models without threads. */
-function batchThreadsOf(model: LanguageModel): number | null {
-  const phases = (model as { phaseThreads?: { batchThreads?: unknown } }).phaseThreads
-  return typeof phases?.batchThreads === 'number' ? phases.batchThreads : null
 }
 
 export async function executeRun(
@@ -213,9 +210,9 @@ export async function executeRun(
   // The target's batch threads as loaded (null for toy models): what the timings were measured with.
   const runId = store.createRun({
     ...config,
-    batchThreads: config.batchThreads ?? batchThreadsOf(models.target),
-    targetThreads: config.targetThreads ?? threadsOf(models.target),
-    draftThreads: config.draftThreads ?? threadsOf(models.draft ?? models.mid),
+    batchThreads: config.batchThreads ?? phaseThreadsOf(models.target, 'batchThreads'),
+    targetThreads: config.targetThreads ?? phaseThreadsOf(models.target, 'threads'),
+    draftThreads: config.draftThreads ?? phaseThreadsOf(models.draft ?? models.mid, 'threads'),
     threadCalibration: config.threadCalibration ?? calibrationsOf([models.target, models.mid, ...(options.draftCandidates ?? [models.draft])]),
     params: prepared.params
   })

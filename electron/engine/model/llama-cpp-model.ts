@@ -119,7 +119,15 @@ function preferSpinningOpenMpThreads(): void {
  * token costs 8.2 ms on 1 thread and 10–16 ms on 2; a source build (`npm run build:native`) links OpenMP, as
  * llama-server does, and one token then costs 6.5–6.7 ms on 2. Linux tells through /proc/self/maps; elsewhere null.
  */
-export async function nativeBackend(): Promise<NativeBackend> {
+export function nativeBackend(): Promise<NativeBackend> {
+  // Asked at every load (the thread rule, the calibration cache key, the Models screen): the binary of a process
+  // does not change, so it is told once.
+  nativeBackendOnce ??= detectNativeBackend()
+  return nativeBackendOnce
+}
+let nativeBackendOnce: Promise<NativeBackend> | undefined
+
+async function detectNativeBackend(): Promise<NativeBackend> {
   const llama = await sharedLlama()
   let openmp: boolean | null = null
   try {

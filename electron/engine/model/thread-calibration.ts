@@ -37,6 +37,7 @@
  */
 import { z } from 'zod'
 import { argmax } from '../sampling/distribution'
+import { mean } from '../stats/bootstrap'
 import type { WarpConfig } from '../sampling/warp'
 import type { ModelSession } from './types'
 
@@ -288,10 +289,6 @@ function withoutSlowCandidates(alive: number[], samples: Samples, measureBatch: 
   const best = Object.fromEntries(phases.map((p) => [p, Math.min(...alive.map((t) => mean(samples.get(t)![p])))]))
   const kept = alive.filter((t) => phases.some((p) => mean(samples.get(t)![p]) <= DROP_FACTOR * best[p]!))
   return kept.length > 0 ? kept : alive
-}
-
-function mean(values: readonly number[]): number {
-  return values.reduce((sum, v) => sum + v, 0) / values.length
 }
 
 /** Standard error of the mean (sample standard deviation / √n); 0 for fewer than two values. */

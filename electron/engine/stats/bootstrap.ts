@@ -32,6 +32,10 @@ export const BOOTSTRAP_RESAMPLES = 4000
 const BOOTSTRAP_SEED = 0x5eed
 const LEVEL = 0.95
 
+export function mean(values: readonly number[]): number {
+  return values.reduce((sum, v) => sum + v, 0) / values.length
+}
+
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b)
   const mid = sorted.length >> 1

@@ -5,7 +5,8 @@
  */
 import { describeRunThreads } from '../../../api/thread-summary'
 import type { MethodSummary } from '../../../api/contract'
-import { CATALOG, isLlamaServerMethod } from '../../../engine/methods/catalog'
+import { isLlamaServerMethod } from '../../../engine/methods/catalog'
+import { findMethod } from '../../../engine/methods/prepare'
 import { summaryAgainst, type CellData, type SuiteData } from '../data'
 import { chart, col, speedupCell, table, throughputCell } from '../common'
 import type { ReportSection } from '../model'
@@ -20,7 +21,7 @@ const PAIRS: readonly [string, string][] = [
 ]
 
 const engineOf = (method: string) => {
-  const definition = CATALOG.find((d) => d.id === method)
+  const definition = findMethod(method)
   return definition && isLlamaServerMethod(definition) ? 'llama.cpp' : 'SpecLab'
 }
 
