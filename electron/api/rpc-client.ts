@@ -3,15 +3,9 @@
  * (over a MessagePort) and the renderer's browser mode towards the server (over a WebSocket). Every message that
  * arrives is validated with the contract's envelope schemas (and pushed events with `HostEvent`) before use.
  */
-import {
-  EventMessage,
-  ResponseMessage,
-  type ApiChannel,
-  type ApiRequest,
-  type ApiResponse,
-  type HostEvent,
-  type RequestMessage
-} from './contract'
+import type { ApiChannel, ApiRequest, ApiResponse } from './contract'
+import type { HostEvent } from './events'
+import { EventMessage, ResponseMessage, type RequestMessage } from './transport'
 
 interface Pending {
   resolve(value: unknown): void

@@ -2,7 +2,7 @@
  * Diff of two runs: which config values differ, and every method's metrics side by side with deltas.
  * Pure data — the CLI prints it, the app's Diff screen renders it.
  */
-import type { MethodSummary, RunReport } from './contract'
+import type { MethodSummary, RunReport } from './runs'
 import { cellsOf } from '../engine/metrics/fold'
 import { differenceInterval, withinNoise, type Interval } from '../engine/stats/bootstrap'
 

@@ -3,17 +3,8 @@
  * go through `handleApiRequest`, which rejects unknown channels and validates every payload with the contract.
  */
 import { z } from 'zod'
-import {
-  API,
-  isApiChannel,
-  type ApiChannel,
-  type ApiRequest,
-  type ApiResponse,
-  type MethodSummary,
-  type RunConfig,
-  type RunReport,
-  type RunSummary
-} from './contract'
+import { API, isApiChannel, type ApiChannel, type ApiRequest, type ApiResponse } from './contract'
+import type { MethodSummary, RunConfig, RunReport, RunSummary } from './runs'
 import { summarizeMethod, type PromptOutcome } from '../engine/metrics/fold'
 import { invalidRequestMessage } from './request-errors'
 import { findMethod } from '../engine/methods/prepare'

@@ -1,9 +1,9 @@
 /**
  * The threads a run or a loaded trio used, in words — one wording for the CLI's reports, `speclab models calibrate`
- * and the app (Models screen, run details). Pure (the renderer imports it).
+ * and the app (Models screen, run details). Pure (the renderer imports it through renderer-kit.ts).
  */
 import { TIE_TOLERANCE, type ModelThreadCalibration, type ThreadTiming } from '../engine/model/thread-calibration'
-import type { RunConfig } from './contract'
+import type { RunConfig } from './runs'
 
 type ThreadFields = Pick<RunConfig, 'threads' | 'targetThreads' | 'batchThreads' | 'draftThreads' | 'threadCalibration' | 'models'>
 

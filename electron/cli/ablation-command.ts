@@ -19,7 +19,7 @@
  */
 import path from 'node:path'
 import { Command } from 'commander'
-import { RunConfig, type RunReport } from '../api/contract'
+import { RunConfig, type RunReport } from '../api/runs'
 import type { DecoderModels } from '../engine/decoders/types'
 import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { loadTrio } from '../experiments/models'

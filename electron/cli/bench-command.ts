@@ -6,7 +6,7 @@
  */
 import path from 'node:path'
 import { Command } from 'commander'
-import { RunConfig, type MethodSummary, type RunReport } from '../api/contract'
+import { RunConfig, type MethodSummary, type RunReport } from '../api/runs'
 import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { CATALOG } from '../engine/methods/catalog'
 import { loadTrio, type CalibrationMode } from '../experiments/models'

@@ -1,6 +1,6 @@
 /** Plain-text tables for the terminal (stdout stays parseable: progress and notices go to stderr). */
 import path from 'node:path'
-import type { IntervalSummary, MethodSummary, RunConfig, RunSummary } from '../api/contract'
+import type { IntervalSummary, MethodSummary, RunConfig, RunSummary } from '../api/runs'
 import { TIMED_METRICS, type DiffMetric, type RunDiff, type TimedDifference, type TimedMetric } from '../api/run-diff'
 import { cellsOf, timingCells, type PromptOutcome } from '../engine/metrics/fold'
 import { median } from '../engine/stats/bootstrap'

@@ -8,7 +8,7 @@
 import os from 'node:os'
 import path from 'node:path'
 import { Command, InvalidArgumentError } from 'commander'
-import type { MemoryEstimate } from '../api/contract'
+import type { MemoryEstimate } from '../api/models'
 import { crossVocabularyAdvice, DEFAULT_SEQUENCES } from '../engine/methods/prepare'
 import { UserInputError } from '../engine/errors'
 import { assertTrioFits, describeMemory, estimateTrioMemory, size, type TrioFileRole } from '../experiments/memory-estimate'

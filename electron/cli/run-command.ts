@@ -2,7 +2,7 @@
 import { randomInt } from 'node:crypto'
 import path from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { RunConfig, type RunReport } from '../api/contract'
+import { RunConfig, type RunReport } from '../api/runs'
 import type { TheorySummary } from '../engine/metrics/summary'
 import { loadPrompts } from '../experiments/prompts'
 import { loadTrio, type CalibrationMode } from '../experiments/models'

@@ -1,6 +1,6 @@
 /** `speclab runs`, `show <id>`, `diff <a> <b>`: read the store, print tables or --json. */
 import { Command } from 'commander'
-import type { RunReport } from '../api/contract'
+import type { RunReport } from '../api/runs'
 import { diffRuns } from '../api/run-diff'
 import { buildRunReport } from '../api/runs-service'
 import { UserInputError } from '../engine/errors'

@@ -3,7 +3,7 @@
  * engine/selection/draft-model-selection.ts): profile every draft with `sd` on the first r prompts, fit Eq 5 per
  * draft, then choose a draft for every prompt. Features, observations, predictions and choices go to the store.
  */
-import type { RunConfig } from '../api/contract'
+import type { RunConfig } from '../api/runs'
 import type { DecoderModels, StepRecord } from '../engine/decoders/types'
 import type { LanguageModel } from '../engine/model/types'
 import { decodeOnce } from '../engine/methods/decode-once'

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs'
 import os from 'node:os'
-import type { MachineState } from '../api/contract'
+import type { MachineState } from '../api/runs'
 
 const GOVERNOR_FILE = '/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor'
 

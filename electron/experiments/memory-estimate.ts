@@ -13,7 +13,7 @@
 import os from 'node:os'
 import path from 'node:path'
 import { GgufInsights, InsufficientMemoryError, readGgufFileInfo, type Llama } from 'node-llama-cpp'
-import type { LoadSettings, MemoryEstimate } from '../api/contract'
+import type { LoadSettings, MemoryEstimate } from '../api/models'
 import { UserInputError } from '../engine/errors'
 import { validateGgufFile } from '../engine/model/gguf-validate'
 import { sharedLlama } from '../engine/model/llama-cpp-model'

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto'
 import os from 'node:os'
 import { open } from 'node:fs/promises'
-import type { ModelFingerprint, ModelPaths } from '../api/contract'
+import type { ModelFingerprint, ModelPaths } from '../api/runs'
 import { loadLlamaModel, nativeBackend, targetBatchThreadsFor, targetThreadsFor, type LlamaCppModel, type LlamaLoadOptions } from '../engine/model/llama-cpp-model'
 import { assertSameVocabulary } from '../engine/model/vocabulary-check'
 import type { DecoderModels } from '../engine/decoders/types'

@@ -7,7 +7,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { UserInputError } from '../engine/errors'
-import type { PromptSource } from '../api/contract'
+import type { PromptSource } from '../api/runs'
 
 export interface PromptItem {
   id: string | null

@@ -1,5 +1,5 @@
 /** RunConfig → engine settings (kept apart so the runner and draft selection share it without a cycle). */
-import type { RunConfig } from '../api/contract'
+import type { RunConfig } from '../api/runs'
 import type { WarpConfig } from '../engine/sampling/warp'
 
 export function warpOf(config: RunConfig): WarpConfig {

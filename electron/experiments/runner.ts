@@ -7,7 +7,7 @@
  * different methods sees the same seed, and any prompt can be replayed alone.
  * A short untimed warm-up per method first pays one-time costs (page-in of weights, first-call allocations).
  */
-import type { RunConfig, RunReport } from '../api/contract'
+import type { RunConfig, RunReport } from '../api/runs'
 import { buildRunReport } from '../api/runs-service'
 import type { DecodeEvent, DecoderModels, StopReason } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'

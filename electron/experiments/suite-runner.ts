@@ -17,7 +17,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { RunConfig, type ModelFingerprint, type ModelPaths, type RunStatus } from '../api/contract'
+import { RunConfig, type ModelFingerprint, type ModelPaths, type RunStatus } from '../api/runs'
 import { DEFAULT_REPEATS } from '../engine/methods/limits'
 import { ownedParams, prepareRun } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'

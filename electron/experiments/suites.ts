@@ -14,7 +14,8 @@
  * the same function at 1/14 of the cost, so CI runs every suite in seconds. Every file can be replaced with
  * --target/--mid/--draft. This file is pure data (the Electron main process imports it for the menu).
  */
-import type { MethodId, ParamValue, SuitePreset } from '../api/contract'
+import type { MethodId, ParamValue } from '../api/methods'
+import type { SuitePreset } from '../api/suites'
 import { UserInputError } from '../engine/errors'
 
 /** A prompt set of a suite: a built-in set, a file of ../shared/datasets, or any JSONL file. */

@@ -4,7 +4,7 @@
  * A B, A B, …), and the reply's tokens/s is paired with ar's of the same repeat. One prompt, so the interval is
  * over repeats only: it says how steady this machine is, not how the method does on other prompts.
  */
-import type { ChatBaseline, ChatMessage } from '../api/contract'
+import type { ChatBaseline, ChatMessage } from '../api/chat'
 import type { DecoderModels } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
 import { DEFAULT_REPEATS } from '../engine/methods/limits'

@@ -6,7 +6,7 @@
  * model's continuation). Older turns are dropped when prompt + max tokens would not fit the context.
  */
 import { resolveChatWrapper, type ChatHistoryItem, type LlamaText } from 'node-llama-cpp'
-import type { PromptFormat } from '../api/contract'
+import type { PromptFormat } from '../api/chat'
 import { UserInputError } from '../engine/errors'
 import type { LlamaCppModel } from '../engine/model/llama-cpp-model'
 

@@ -4,7 +4,9 @@
  * message (text in provenance runs, settings incl. the seed, final statistics) are stored in SQLite.
  */
 import { randomInt, randomUUID } from 'node:crypto'
-import type { ApiRequest, ChatMessage, HostEvent, TokenPiece } from '../api/contract'
+import type { ChatMessage, TokenPiece } from '../api/chat'
+import type { ApiRequest } from '../api/contract'
+import type { HostEvent } from '../api/events'
 import type { ApiHandlers } from '../api/runs-service'
 import type { DecodeEvent, StopReason } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'

@@ -8,7 +8,7 @@
  * answering other clients throughout.
  */
 import { fork, type ChildProcess } from 'node:child_process'
-import type { HostEvent } from '../api/contract'
+import type { HostEvent } from '../api/events'
 import { RpcClient } from '../api/rpc-client'
 import type { HostOptions } from './host'
 import { CrashWitness, RestartBudget } from './crash-witness'

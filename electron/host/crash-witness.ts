@@ -3,7 +3,7 @@
  * ChildHost): the tail of its stderr (llama.cpp prints its GGML_ASSERT there before aborting) and the model file it
  * reported loading last. One description for both supervisors: "the model process crashed while loading X: <line>".
  */
-import type { HostEvent } from '../api/contract'
+import type { HostEvent } from '../api/events'
 
 /** Lines of stderr kept. */
 const TAIL_LINES = 40

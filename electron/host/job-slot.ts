@@ -6,7 +6,7 @@
  * counts as a boundary.
  */
 import { randomUUID } from 'node:crypto'
-import type { HostEvent } from '../api/contract'
+import type { HostEvent } from '../api/events'
 
 export interface Job<P> {
   readonly id: string

@@ -1,5 +1,5 @@
 /** Live statistics of one generation, folded step by step with the same functions as stored runs (metrics/fold). */
-import type { LiveStats } from '../api/contract'
+import type { LiveStats } from '../api/chat'
 import type { StepRecord } from '../engine/decoders/types'
 import { acceptanceRate, addStep, emptyTotals, eta, meanAcceptedLength, sigma, tokensPerSecond } from '../engine/metrics/fold'
 

@@ -4,7 +4,8 @@
  * disposed again when a step fails). Loading a different trio first frees the current one (memory is the scarce
  * resource).
  */
-import type { LoadedTrio, LoadSettings, ModelEntry, ModelFingerprint, ModelPaths } from '../api/contract'
+import type { LoadedTrio, LoadSettings, ModelEntry } from '../api/models'
+import type { ModelFingerprint, ModelPaths } from '../api/runs'
 import { UserInputError } from '../engine/errors'
 import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'

@@ -3,7 +3,8 @@
  * peer is trusted (Electron main is; a browser page is not), runs the request on the host and answers with the
  * result or the error's message.
  */
-import { PRIVILEGED_CHANNELS, RequestMessage, type ApiChannel, type ResponseMessage } from '../api/contract'
+import { PRIVILEGED_CHANNELS, type ApiChannel } from '../api/contract'
+import { RequestMessage, type ResponseMessage } from '../api/transport'
 
 export interface RequestHandler {
   request(channel: string, payload: unknown): Promise<unknown>

@@ -5,7 +5,7 @@
  * loaded target (for PPL-vs-speed plots of the beam methods, or any run whose target is loaded).
  */
 import path from 'node:path'
-import type { PerplexityPoint, PromptResultInfo, RunDetails, RunExport, StepRow, EntropyHistogram, RunReport } from '../api/contract'
+import type { EntropyHistogram, PerplexityPoint, PromptResultInfo, RunDetails, RunExport, RunReport, StepRow } from '../api/runs'
 import { diffRuns } from '../api/run-diff'
 import { buildRunReport, type ApiHandlers } from '../api/runs-service'
 import type { StepRecord } from '../engine/decoders/types'

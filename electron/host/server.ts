@@ -10,7 +10,7 @@ import http from 'node:http'
 import type { Duplex } from 'node:stream'
 import path from 'node:path'
 import { WebSocketServer, type WebSocket } from 'ws'
-import type { HostEvent } from '../api/contract'
+import type { HostEvent } from '../api/events'
 import { serveRequests, type RequestHandler } from './rpc-server'
 
 export interface BrowserServerOptions {

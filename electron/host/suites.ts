@@ -5,7 +5,8 @@
  * (cell, token-budget units, ETA) is pushed as `suite:progress`; cancel aborts the cell in progress (finished cells
  * stay, a resume skips them). Reports are re-rendered from the store with the CLI's renderer on every request.
  */
-import type { HostEvent, SuiteJobProgress, SuiteRunInfo, SuiteStart } from '../api/contract'
+import type { HostEvent } from '../api/events'
+import type { SuiteJobProgress, SuiteRunInfo, SuiteStart } from '../api/suites'
 import type { ApiHandlers } from '../api/runs-service'
 import { UserInputError } from '../engine/errors'
 import { renderSuiteReport } from '../experiments/reports/index'

@@ -5,7 +5,7 @@
  * port, validated on each side. `{kind: 'shutdown'}` (or main going away) closes the host and ends the process.
  */
 import { z } from 'zod'
-import type { HostEvent } from '../api/contract'
+import type { HostEvent } from '../api/events'
 import { EngineHost, HostOptions } from './host'
 import { CHILD_HOST_ENV } from './child-host'
 import { serveRequests } from './rpc-server'

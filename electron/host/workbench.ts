@@ -5,7 +5,10 @@
  */
 import { randomInt } from 'node:crypto'
 import path from 'node:path'
-import { RunConfig, type DatasetInfo, type HostEvent, type LoadSettings, type WorkbenchProgress, type WorkbenchStart } from '../api/contract'
+import type { HostEvent } from '../api/events'
+import type { LoadSettings } from '../api/models'
+import { RunConfig } from '../api/runs'
+import type { DatasetInfo, WorkbenchProgress, WorkbenchStart } from '../api/workbench'
 import type { ApiHandlers } from '../api/runs-service'
 import { assertVocabularyFits, type PreparedRun } from '../engine/methods/prepare'
 import { METHOD_IDS } from '../engine/methods/ids'

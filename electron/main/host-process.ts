@@ -5,7 +5,7 @@
  * clear message.
  */
 import { MessageChannelMain, utilityProcess, type MessagePortMain, type UtilityProcess } from 'electron'
-import type { HostEvent } from '../api/contract'
+import type { HostEvent } from '../api/events'
 import { RpcClient } from '../api/rpc-client'
 import { CrashWitness, RestartBudget } from '../host/crash-witness'
 import type { HostOptions } from '../host/host'

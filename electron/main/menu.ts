@@ -4,7 +4,7 @@
  * selected and its "Run whole suite" button, which runs the whole grid and stores its report), View (the screens), Help.
  */
 import type { MenuItemConstructorOptions } from 'electron'
-import type { View } from '../api/contract'
+import type { View } from '../api/app'
 
 export interface MenuActions {
   addModel(): void

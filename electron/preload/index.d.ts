@@ -1,5 +1,6 @@
 /** What the preload exposes to the renderer as `window.speclab` (see ./index.ts). */
-import type { ApiChannel, ApiRequest, ApiResponse, HostEvent } from '../api/contract'
+import type { ApiChannel, ApiRequest, ApiResponse } from '../api/contract'
+import type { HostEvent } from '../api/events'
 
 export interface SpeclabApi {
   call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponse<C>>

@@ -6,7 +6,8 @@
  * again; nothing else of Electron reaches the page.
  */
 import { contextBridge, ipcRenderer, webUtils, type IpcRendererEvent } from 'electron'
-import type { ApiChannel, ApiRequest, ApiResponse, HostEvent } from '../api/contract'
+import type { ApiChannel, ApiRequest, ApiResponse } from '../api/contract'
+import type { HostEvent } from '../api/events'
 import type { SpeclabApi } from './index.d'
 
 // Channel names, also in ../main/index.ts.

@@ -4,16 +4,8 @@
  */
 import os from 'node:os'
 import type Database from 'better-sqlite3'
-import {
-  ChatBaseline,
-  ChatMessage,
-  GenerationSettings,
-  LiveStats,
-  TokenPiece,
-  type ConversationSummary,
-  type RunFilter,
-  type RunListItem
-} from '../api/contract'
+import { ChatBaseline, ChatMessage, GenerationSettings, LiveStats, TokenPiece, type ConversationSummary } from '../api/chat'
+import type { RunFilter, RunListItem } from '../api/runs'
 import { z } from 'zod'
 import { isOwnerAlive, type OwnedRow } from './owner'
 import { toRunSummary, type RunRow } from './run-store'

@@ -12,7 +12,7 @@
 import os from 'node:os'
 import path from 'node:path'
 import type Database from 'better-sqlite3'
-import { MachineState, RunConfig, type RunStatus, type RunSummary } from '../api/contract'
+import { MachineState, RunConfig, type RunStatus, type RunSummary } from '../api/runs'
 import { PROVENANCE_CODES, type LevelCounters, type StepRecord } from '../engine/decoders/types'
 import type { PromptOutcome } from '../engine/metrics/fold'
 import { describeOpenError, openDatabase } from './database-file'

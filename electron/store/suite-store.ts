@@ -9,7 +9,7 @@
  */
 import os from 'node:os'
 import type Database from 'better-sqlite3'
-import type { RunStatus } from '../api/contract'
+import type { RunStatus } from '../api/runs'
 import { isOwnerAlive, type OwnedRow } from './owner'
 
 export interface SuiteRunRow<Options = unknown, Plan = unknown> {

@@ -5,8 +5,9 @@
  *   from the page URL (`?token=…`, then kept in sessionStorage and removed from the address bar).
  * Pushed events are validated with the contract's `HostEvent` schema before any screen sees them.
  */
-import { HostEvent, type ApiChannel, type ApiRequest, type ApiResponse } from '../../electron/api/contract'
-import { RpcClient } from '../../electron/api/rpc-client'
+import type { ApiChannel, ApiRequest, ApiResponse } from '../../electron/api/contract'
+import { HostEvent } from '../../electron/api/events'
+import { RpcClient } from '../../electron/api/renderer-kit'
 
 export type ConnectionState = 'connecting' | 'open' | 'closed'
 

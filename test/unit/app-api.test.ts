@@ -8,14 +8,11 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import {
-  ApiRequests,
-  HostEvent,
-  isModelUri,
-  PRIVILEGED_CHANNELS,
-  RunConfig,
-  type ResponseMessage
-} from '../../electron/api/contract'
+import { ApiRequests, PRIVILEGED_CHANNELS } from '../../electron/api/contract'
+import { HostEvent } from '../../electron/api/events'
+import { isModelUri } from '../../electron/api/models'
+import { RunConfig } from '../../electron/api/runs'
+import type { ResponseMessage } from '../../electron/api/transport'
 import { RpcClient } from '../../electron/api/rpc-client'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { SUITES } from '../../electron/experiments/suites'

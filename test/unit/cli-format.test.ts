@@ -4,7 +4,7 @@
  * a log that is not a terminal) and the method list of `run --help`.
  */
 import { describe, expect, it } from 'vitest'
-import type { RunReport } from '../../electron/api/contract'
+import type { RunReport } from '../../electron/api/runs'
 import { diffRuns } from '../../electron/api/run-diff'
 import { bestSpeedup, formatDiff, formatFixed, formatNumber, formatTable, methodTable, runsTable, type RunsRow } from '../../electron/cli/format'
 import { createProgressBar, createProgressLine, estimateRemainingMs, formatEta, progressStream, TTY_COLUMNS_ENV } from '../../electron/cli/progress'

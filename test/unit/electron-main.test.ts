@@ -13,7 +13,7 @@ import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { MessagePort } from 'node:worker_threads'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import type { HostEvent } from '../../electron/api/contract'
+import type { HostEvent } from '../../electron/api/events'
 import { SUITES } from '../../electron/experiments/suites'
 import { until } from '../helpers/until'
 

@@ -6,7 +6,7 @@
  * The real CPU path on GGUF files is in test/integration/host.test.ts.
  */
 import { describe, expect, it, vi } from 'vitest'
-import type { MemoryEstimate } from '../../electron/api/contract'
+import type { MemoryEstimate } from '../../electron/api/models'
 
 /** What the stand-in insights were asked, per file path. */
 const seen = vi.hoisted(() => ({ resolveFree: new Map<string, number>(), refuse: new Set<string>(), resolveOptions: [] as any[] }))

@@ -4,7 +4,7 @@
  * theory.test.ts) and hand computations.
  */
 import { describe, expect, it } from 'vitest'
-import type { MethodSummary } from '../../electron/api/contract'
+import type { MethodSummary } from '../../electron/api/runs'
 import { chenExpectedTokens, chenTimeImprovement } from '../../electron/engine/theory/chen'
 import { dsbdExpectedSteps } from '../../electron/engine/theory/dsbd'
 import { expectedSpeedup, expectedTokens, optimalGamma } from '../../electron/engine/theory/leviathan'

@@ -352,7 +352,7 @@ describe('greedy methods reproduce ar with padded vocabularies (toy models)', ()
 describe('the catalog of recommended trios (resources/catalog.json)', () => {
   it('every entry has a target and valid model URIs; the padded Qwen2.5 pairings are listed', async () => {
     const { readCatalog } = await import('../../electron/host/host')
-    const { isModelUri } = await import('../../electron/api/contract')
+    const { isModelUri } = await import('../../electron/api/models')
     const trios = readCatalog()
     for (const trio of trios) {
       expect(trio.models.filter((m) => m.role === 'target'), trio.id).toHaveLength(1)

@@ -1,4 +1,7 @@
-/** Bounds the contract (api/contract.ts) and the catalog share; data only, so the renderer may import it. */
+/**
+ * Bounds the api's schemas (api/runs.ts, decode.ts, workbench.ts, suites.ts) and the catalog share; data only, so
+ * the renderer may import it (through api/renderer-kit.ts).
+ */
 export const GAMMA_RANGE = { min: 1, max: 128 } as const
 /** Timed repeats of a (prompt, method) cell: 1 allowed; 3 is the default of speed comparisons (issue 13). */
 export const MAX_REPEATS = 50

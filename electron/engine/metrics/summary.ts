@@ -1,6 +1,6 @@
 /**
  * What the fold (fold.ts) reports per method of a run — the CLI contract's `--json` fields (DESIGN.md; keep them,
- * add, never rename). The api contract re-exports this schema, so the engine needs nothing from api/.
+ * add, never rename). The api (api/runs.ts) re-exports this schema, so the engine needs nothing from api/.
  */
 import { z } from 'zod'
 

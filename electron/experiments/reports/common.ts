@@ -1,6 +1,6 @@
 /** Pieces every suite report uses: table/column constructors, the setup block, method labels. */
 import path from 'node:path'
-import type { MethodSummary } from '../../api/contract'
+import type { MethodSummary } from '../../api/runs'
 import { describeRunThreads } from '../../api/thread-summary'
 import type { SuiteDefinition } from '../suites'
 import type { SuiteData } from './data'

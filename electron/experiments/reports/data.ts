@@ -4,7 +4,7 @@
  * categories and perplexity scores. Every number a report prints is computed from these rows, never from the live
  * run: `speclab report <id>` re-renders the same report from the database alone.
  */
-import type { MethodSummary, RunReport } from '../../api/contract'
+import type { MethodSummary, RunReport } from '../../api/runs'
 import { buildRunReport } from '../../api/runs-service'
 import type { StepRecord } from '../../engine/decoders/types'
 import { beamWidthTotals, foldSteps, summarizeMethod, type PromptOutcome } from '../../engine/metrics/fold'

@@ -7,7 +7,7 @@
  * Every speedup is against the `ar` of its own run. Per level: α (M_q2 vs M_p) and β (M_q1 vs M_p) from the steps'
  * `levels`, and Leviathan's / Chen's closed forms next to what was measured.
  */
-import type { MethodSummary, RunReport } from '../../api/contract'
+import type { MethodSummary, RunReport } from '../../api/runs'
 import { prepare } from '../../engine/methods/prepare'
 import type { StepRecord } from '../../engine/decoders/types'
 import { foldLevels, levelRates, type LevelRates, type LevelTotals } from '../../engine/metrics/levels'

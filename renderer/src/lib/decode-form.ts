@@ -1,6 +1,7 @@
 /** The decoding settings form shared by Chat and the Workbench, and its conversion to the contract's shape. */
-import type { DecodeSettings, MethodInfo } from '../../../electron/api/contract'
-import { GAMMA_RANGE } from '../../../electron/engine/methods/limits'
+import type { DecodeSettings } from '../../../electron/api/decode'
+import type { MethodInfo } from '../../../electron/api/methods'
+import { GAMMA_RANGE } from '../../../electron/api/renderer-kit'
 import { parseParams } from './format'
 
 export interface DecodeForm {

@@ -3,7 +3,9 @@
  * the loaded trio, load progress and the connection. Host events arrive once (App.svelte subscribes) and are
  * fanned out to screens through `onHostEvent`.
  */
-import type { AppInfo, HostEvent, ModelLibrary, View } from '../../../electron/api/contract'
+import type { AppInfo, View } from '../../../electron/api/app'
+import type { HostEvent } from '../../../electron/api/events'
+import type { ModelLibrary } from '../../../electron/api/models'
 import { api, errorMessage, type ConnectionState } from '../api'
 
 export type LoadProgress = Extract<HostEvent, { type: 'models:load-progress' }>

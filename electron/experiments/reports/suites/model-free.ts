@@ -8,7 +8,7 @@
  * bar chart of the defaults' speedups, and which method wins where. Every speedup is against the ar of the same run
  * over the same prompts (per category: the category's prompts).
  */
-import type { MethodSummary } from '../../../api/contract'
+import type { MethodSummary } from '../../../api/runs'
 import { findMethod } from '../../../engine/methods/prepare'
 import { chart, col, speedupCell, table, throughputCell } from '../common'
 import { methodOf, summaryWhere, type CellData, type ResultRecord, type SuiteData } from '../data'

@@ -4,7 +4,7 @@
  * interleaved schedule — and is the median of those ratios with its 95 % bootstrap interval (data.ts summaryAgainst).
  */
 import { describeRunThreads } from '../../../api/thread-summary'
-import type { MethodSummary } from '../../../api/contract'
+import type { MethodSummary } from '../../../api/runs'
 import { isLlamaServerMethod } from '../../../engine/methods/catalog'
 import { findMethod } from '../../../engine/methods/prepare'
 import { summaryAgainst, type CellData, type SuiteData } from '../data'

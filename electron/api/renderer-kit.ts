@@ -1,0 +1,10 @@
+/**
+ * The renderer's only door to code under electron/ beyond the api's schemas and types (electron/api/*.ts): the
+ * renderer imports engine and api helpers from here and nowhere else. Everything re-exported here must run in a
+ * sandboxed page: pure functions and constants, with no Node or Electron imports, direct or indirect — plus the
+ * api's Node-free RPC client, which the browser mode needs for its WebSocket.
+ */
+export { DEFAULT_REPEATS, GAMMA_RANGE, MAX_REPEATS } from '../engine/methods/limits'
+export { bestGamma, speedupAt } from '../engine/theory/measured'
+export { calibrationNote, describeRunThreads, howChosen, timingsText } from './thread-summary'
+export { RpcClient } from './rpc-client'
