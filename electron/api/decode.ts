@@ -1,20 +1,19 @@
 /** What one decode is asked to do, as chat (one method) and the workbench (a list of methods) send it. */
 import { z } from 'zod'
-import { GAMMA_RANGE } from '../engine/methods/limits'
+import { settingSchema } from '../engine/settings/run-settings'
 import { ParamValue } from './methods'
 
 const ParamsRecord = z.record(z.string().min(1).max(100), ParamValue)
-const Seed = z.number().int().min(0).max(2 ** 32 - 1)
 
 /** Decoding settings shared by chat and the workbench (the workbench adds its method list). */
 export const DecodeSettings = z.object({
-  maxTokens: z.number().int().min(1).max(16_384),
-  temperature: z.number().min(0).max(10),
-  topK: z.number().int().min(0).max(1_000_000),
-  topP: z.number().gt(0).max(1),
-  gamma: z.number().int().min(GAMMA_RANGE.min).max(GAMMA_RANGE.max),
+  maxTokens: settingSchema('maxTokens'),
+  temperature: settingSchema('temperature'),
+  topK: settingSchema('topK'),
+  topP: settingSchema('topP'),
+  gamma: settingSchema('gamma'),
   /** null = a fresh random seed, recorded with the result. */
-  seed: Seed.nullable(),
+  seed: settingSchema('seed').nullable(),
   /** Method parameters as the user gave them (the CLI's --set key=value); the host resolves and checks them. */
   params: ParamsRecord
 })

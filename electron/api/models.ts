@@ -5,6 +5,8 @@
  */
 import { z } from 'zod'
 import type { ModelThreadCalibration } from '../engine/model/thread-calibration'
+import type { ThreadPlan } from '../engine/model/thread-plan'
+import { settingSchema } from '../engine/settings/run-settings'
 import { Id, Text } from './fields'
 
 /** A path the user picked or typed for a model file: the host also checks it is an existing GGUF file. */
@@ -48,15 +50,17 @@ export const ModelUri = Text(2048).refine(
 
 export const LoadSettings = z.object({
   /** Context size per model (capped by each model's training context). */
-  contextSize: z.number().int().min(64).max(262_144),
+  contextSize: settingSchema('contextSize'),
   /** Layers offloaded to the GPU: 'auto' lets node-llama-cpp decide, 0 = CPU only. */
-  gpuLayers: z.union([z.literal('auto'), z.number().int().min(0).max(1000)]),
-  /** CPU threads per model; null = SpecLab's default (1 on ≤ 2 cores, else llama.cpp's). */
-  threads: z.number().int().min(1).max(256).nullable(),
-  /** The target's threads for batched evaluations (verification, prefill); null = SpecLab's default (every core on ≤ 2 cores). */
-  batchThreads: z.number().int().min(1).max(256).nullable().default(null),
+  gpuLayers: settingSchema('gpuLayers'),
+  /** CPU threads of every model and phase; null = measured per model and phase at load (see `calibration`). */
+  threads: settingSchema('threads').nullable(),
+  /** The target's threads for batched evaluations (verification, prefill); null = measured, else `threads`. */
+  batchThreads: settingSchema('batchThreads').nullable().default(null),
+  /** How threads are chosen when `threads` is null; absent = auto (measured once, then cached). */
+  calibration: settingSchema('calibration').optional(),
   /** Transfer the full vocabulary instead of the top-k logits (exact for any warp, slower). */
-  fullVocabulary: z.boolean()
+  fullVocabulary: settingSchema('fullVocabulary')
 })
 export type LoadSettings = z.infer<typeof LoadSettings>
 
@@ -116,6 +120,8 @@ export interface LoadedTrio {
   threads: { single: number; targetBatch: number; drafts?: number | null } | null
   /** How those threads were chosen: per model its calibration (measured now or cached); null when given or by rule. */
   threadCalibration?: ModelThreadCalibration[] | null
+  /** Each model's threads per phase and how they were chosen (given, measured, cached, rule). */
+  threadPlan?: ThreadPlan
   /** node-llama-cpp's llama.cpp binary (what a second thread is worth depends on it; llama-cpp-model.ts nativeBackend). */
   native?: { build: string; openmp: boolean | null; gpu: string }
   /**

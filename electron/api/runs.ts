@@ -4,20 +4,19 @@
  */
 import { z } from 'zod'
 import type { StepRecord } from '../engine/decoders/types'
-import { GAMMA_RANGE, MAX_REPEATS } from '../engine/methods/limits'
 import { ModelThreadCalibration } from '../engine/model/thread-calibration'
+import { ThreadPlan } from '../engine/model/thread-plan'
+import { settingSchema } from '../engine/settings/run-settings'
 import { MethodSummary, type IntervalSummary } from '../engine/metrics/summary'
 import { Text } from './fields'
 import { MethodId, ParamValue } from './methods'
 
+/** The sampling warp and the logits transfer; bounds and help in the run-settings catalog. */
 export const SamplingConfig = z.object({
-  /** 0 = greedy (argmax verify/correct). */
-  temperature: z.number().min(0).max(10),
-  /** Top-k warping for draft and target alike; 0 = whole vocabulary. */
-  topK: z.number().int().min(0).max(1_000_000),
-  topP: z.number().gt(0).max(1),
-  /** Transfer the full vocabulary from node-llama-cpp instead of the top-k (exact but ~10 ms/position at 32k). */
-  fullVocabulary: z.boolean()
+  temperature: settingSchema('temperature'),
+  topK: settingSchema('topK'),
+  topP: settingSchema('topP'),
+  fullVocabulary: settingSchema('fullVocabulary')
 })
 export type SamplingConfig = z.infer<typeof SamplingConfig>
 
@@ -57,11 +56,11 @@ export const RunConfig = z.object({
   models: ModelPaths,
   modelFingerprints: z.array(ModelFingerprint).default([]),
   prompts: PromptSource,
-  maxTokens: z.number().int().positive().max(100_000),
+  maxTokens: settingSchema('maxTokens'),
   sampling: SamplingConfig,
-  seed: z.number().int().min(0).max(2 ** 32 - 1),
+  seed: settingSchema('seed'),
   /** Draft length γ for fixed-window methods. */
-  gamma: z.number().int().min(GAMMA_RANGE.min).max(GAMMA_RANGE.max),
+  gamma: settingSchema('gamma'),
   /** The run's method parameters, resolved by the method catalog: every key of its methods, defaults filled in. */
   params: z.record(z.string(), ParamValue),
   threads: z.number().int().positive().max(256),
@@ -85,6 +84,12 @@ export const RunConfig = z.object({
    * (then the rule of llama-cpp-model.ts targetThreadsFor), and for every run before calibration existed.
    */
   threadCalibration: z.array(ModelThreadCalibration).nullable().default(null),
+  /**
+   * Each model's threads per phase as loaded and how they were chosen (given, measured, cached, rule): the one record
+   * of a run's threads (engine/model/thread-plan.ts); `threads`, `targetThreads`, `batchThreads`, `draftThreads` and
+   * `threadCalibration` are written from it for their readers. null for runs stored without one (and toy models).
+   */
+  threadPlan: ThreadPlan.nullable().default(null),
   contextSize: z.number().int().positive(),
   /** Adaptive draft-model selection (004 §5) among models.drafts; null = always models.draft. */
   draftSelection: z.object({ warmupPrompts: z.number().int().min(3).max(1000) }).nullable().default(null),
@@ -92,7 +97,7 @@ export const RunConfig = z.object({
    * Timed repeats of every (prompt, method) cell, interleaved (prompt → repeat → method); runs before repeats
    * existed read as 1.
    */
-  repeats: z.number().int().min(1).max(MAX_REPEATS).default(1),
+  repeats: settingSchema('repeats').default(1),
   /**
    * Synthetic acceptance r_1, r_2, …: verification accepted draft position i with probability r_i (llama.cpp
    * --spec-synth-rates) to measure the engine's cost curve. Outputs are NOT the target's; such runs are never

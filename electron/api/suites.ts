@@ -3,7 +3,7 @@
  * and the stored suite runs with their reports.
  */
 import { z } from 'zod'
-import { MAX_REPEATS } from '../engine/methods/limits'
+import { settingSchema } from '../engine/settings/run-settings'
 import { Id, Text } from './fields'
 import type { MethodId, ParamValue } from './methods'
 import { TrioSelection } from './models'
@@ -19,7 +19,7 @@ export const SuiteStart = z.object({
   /** Library models to run on (roles left null fall back to the suite's files); null = the suite's default files. */
   models: TrioSelection.nullable(),
   /** Timed repeats per (prompt, method); absent: 3 for a full grid, 1 for the quick one. */
-  repeats: z.number().int().min(1).max(MAX_REPEATS).optional()
+  repeats: settingSchema('repeats').optional()
 })
 export type SuiteStart = z.infer<typeof SuiteStart>
 

@@ -4,17 +4,35 @@
  */
 import { TIE_TOLERANCE, type ModelThreadCalibration, type ThreadTiming } from '../engine/model/thread-calibration'
 import type { RunConfig } from './runs'
+import { draftingThreads, targetThreads, type ThreadPlan } from '../engine/model/thread-plan'
 
-type ThreadFields = Pick<RunConfig, 'threads' | 'targetThreads' | 'batchThreads' | 'draftThreads' | 'threadCalibration' | 'models'>
+type ThreadFields = Pick<RunConfig, 'threads' | 'targetThreads' | 'batchThreads' | 'draftThreads' | 'threadCalibration' | 'models'> & {
+  threadPlan?: ThreadPlan | null
+}
 
-/** "target 2 per token, 2 per batch; draft 1 — measured at load (cached)". */
+/** "target 2 per token, 2 per batch; draft 1 — measured at load (cached)": from the run's thread plan where it has one. */
 export function describeRunThreads(config: ThreadFields): string {
+  if (config.threadPlan) return describeThreadPlan(config.threadPlan)
   const hasDraft = Boolean(config.models.draft || config.models.mid || config.models.drafts?.length)
   const parts = [
     `target ${config.targetThreads ?? config.threads} per token, ${config.batchThreads ?? config.threads} per batch`,
     ...(hasDraft ? [`draft ${config.draftThreads ?? config.threads}`] : [])
   ]
   return `${parts.join('; ')} — ${howChosen(config.threadCalibration)}`
+}
+
+/** A thread plan in words: the counts per phase, and how they were chosen (given, measured, cached, by rule). */
+export function describeThreadPlan(plan: ThreadPlan): string {
+  const target = targetThreads(plan)
+  const drafting = draftingThreads(plan)
+  const parts = [`target ${target.token.threads} per token, ${target.batch.threads} per batch`, ...(drafting ? [`draft ${drafting.token.threads}`] : [])]
+  const sources = new Set(plan.models.flatMap((m) => [m.token.source, m.batch.source]))
+  let how: string
+  if (plan.calibration) how = `${howChosen(plan.calibration)}${target.batch.source === 'given' ? "; the target's batch count given" : ''}`
+  else if (sources.size === 1 && sources.has('given')) how = 'given (not measured)'
+  else if (sources.has('given')) how = 'given, the rest by rule (not measured)'
+  else how = 'by rule (not measured)'
+  return `${parts.join('; ')} — ${how}`
 }
 
 /** How threads were chosen: measured now, at an earlier load (cached), or given / by rule (no calibration). */

@@ -3,7 +3,7 @@
  * progress pushed while it runs, and the prompt sets it offers.
  */
 import { z } from 'zod'
-import { MAX_REPEATS } from '../engine/methods/limits'
+import { settingSchema } from '../engine/settings/run-settings'
 import { DecodeSettings } from './decode'
 import { Id, Text } from './fields'
 import { METHOD_IDS, MethodId } from './methods'
@@ -22,12 +22,12 @@ export const WorkbenchStart = z.object({
   suite: Text(100).min(1).nullable(),
   methods: z.array(MethodId).min(1).max(METHOD_IDS.length),
   dataset: DatasetChoice,
-  limit: z.number().int().positive().max(100_000).nullable(),
+  limit: settingSchema('limit').nullable(),
   models: TrioSelection,
   load: LoadSettings,
   settings: DecodeSettings,
   /** Timed repeats per (prompt, method); absent: 3 when ar is compared with another method, else 1. */
-  repeats: z.number().int().min(1).max(MAX_REPEATS).optional()
+  repeats: settingSchema('repeats').optional()
 })
 export type WorkbenchStart = z.infer<typeof WorkbenchStart>
 

@@ -19,18 +19,19 @@
  */
 import path from 'node:path'
 import { Command } from 'commander'
-import { RunConfig, type RunReport } from '../api/runs'
+import type { RunReport } from '../api/runs'
 import type { DecoderModels } from '../engine/decoders/types'
-import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { loadTrio } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
-import { executeRun, prepareConfig } from '../experiments/runner'
+import { executeRun } from '../experiments/runner'
+import { buildRunRequest, withLoadedTrio, type BuiltRun } from '../experiments/run-request'
 import { analyseAblation, collectAblationRows, type AblationResult } from '../experiments/reports/hsddw-analysis'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
 import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { formatNumber, formatTable } from './format'
-import { createProgressBar, parseInteger, parseNumber } from './run-command'
+import { createProgressBar } from './run-command'
+import { settingOption } from './setting-options'
 
 interface AblationOptions {
   target?: string
@@ -54,13 +55,13 @@ export function ablationCommand(): Command {
     .option('--target <file>', 'target M_p (default: $SPECLAB_MODELS/family/stories-target5M-inflated-78M-f16.gguf)')
     .option('--mid <file>', 'mid draft M_q2 (default: $SPECLAB_MODELS/family/stories-mid1M-f32.gguf)')
     .option('--draft <file>', 'small draft M_q1 (default: $SPECLAB_MODELS/stories260K-f32.gguf)')
-    .option('--gamma <K>', 'window K of every method (HSDDW App. A.1 uses 10)', parseInteger, 10)
-    .option('--max-tokens <n>', 'tokens per prompt', parseInteger, 128)
-    .option('--limit <n>', 'prompts of the dataset to use', parseInteger, 4)
+    .addOption(settingOption('gamma', { default: 10, note: 'the window K of every method (HSDDW App. A.1 uses 10)' }))
+    .addOption(settingOption('maxTokens'))
+    .addOption(settingOption('limit', { default: 4 }))
     .option('--dataset <id>', 'built-in prompt set', 'stories')
-    .option('--temperature <t>', 'sampling temperature (0 = greedy)', parseNumber, 0)
-    .option('--top-k <k>', 'top-k warping', parseInteger, 64)
-    .option('--seed <s>', 'PRNG seed', parseInteger, 1)
+    .addOption(settingOption('temperature', { default: 0 }))
+    .addOption(settingOption('topK'))
+    .addOption(settingOption('seed', { default: 1 }))
     .option('--no-chen', "leave out hier-chen (Chen's Algorithm 2, chen.m/chen.n defaults)")
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
     .option('--json', 'print JSON on stdout')
@@ -81,32 +82,29 @@ async function ablationAction(options: AblationOptions): Promise<void> {
   const base = {
     suite: 'ablation',
     prompts: { dataset: options.dataset, limit: options.limit },
-    maxTokens: options.maxTokens,
-    sampling: { temperature: options.temperature, topK: options.topK, topP: 1, fullVocabulary: false },
-    seed: options.seed,
-    gamma: K,
-    params: { 'selfverify.maxDraft': K, 'pre.window': K },
-    threads: defaultThreads() ?? 4,
-    contextSize: 512
+    decode: { maxTokens: options.maxTokens, temperature: options.temperature, topK: options.topK, seed: options.seed, gamma: K },
+    // Threads per model and phase measured at load (cached); the runs record them.
+    load: { contextSize: 512 }
   }
   // Both runs' methods and parameters are validated before anything loads.
-  const runA = prepareConfig(RunConfig.parse({ ...base, methods: trioMethods, models: paths }))
+  const runA = buildRunRequest({ ...base, methods: trioMethods, models: paths, params: { 'selfverify.maxDraft': K, 'pre.window': K } })
   // Run B has neither self-verify nor pre-verify: their parameters are not its business (a run refuses them).
-  const runB = prepareConfig(RunConfig.parse({ ...base, params: {}, methods: ['ar', 'sd'], models: { target: paths.target, draft: paths.mid } }))
+  const runB = buildRunRequest({ ...base, methods: ['ar', 'sd'], models: { target: paths.target, draft: paths.mid } })
   const configA = runA.config
   const prompts = loadPrompts(configA.prompts)
   const store = RunStore.open(options.db ?? defaultDatabasePath())
-  const trio = await loadTrio(configA.models, {
-    // Threads per model and phase measured at load (cached); the run records them.
-    contextSize: configA.contextSize,
-    sharedVocabulary: runA.prepared.sharedVocabulary || runB.prepared.sharedVocabulary
-  })
+  const trio = await loadTrio(configA.models, { ...runA.load, sharedVocabulary: runA.load.sharedVocabulary || runB.load.sharedVocabulary })
   try {
-    const fingerprintsOf = (files: string[]) => trio.fingerprints.filter((f) => files.includes(f.path))
-    const runOne = async ({ config, prepared }: ReturnType<typeof prepareConfig<RunConfig>>, decoderModels: DecoderModels, files: string[]) => {
+    // Each run records the files it used: their fingerprints and their part of the thread plan.
+    const loadedFor = (files: string[]) => ({
+      contextSize: trio.models.target.context.contextSize,
+      fingerprints: trio.fingerprints.filter((f) => files.includes(f.path)),
+      threadPlan: { ...trio.threadPlan, models: trio.threadPlan.models.filter((m) => files.includes(m.file)) }
+    })
+    const runOne = async ({ config, prepared }: BuiltRun, decoderModels: DecoderModels, files: string[]) => {
       const progress = createProgressBar(prompts.length * config.methods.length)
       try {
-        return await executeRun(store, { ...config, modelFingerprints: fingerprintsOf(files) }, decoderModels, prompts, {
+        return await executeRun(store, withLoadedTrio(config, loadedFor(files)), decoderModels, prompts, {
           prepared,
           onProgress: progress.update
         })

@@ -6,19 +6,20 @@
  */
 import path from 'node:path'
 import { Command } from 'commander'
-import { RunConfig, type MethodSummary, type RunReport } from '../api/runs'
-import { defaultThreads } from '../engine/model/llama-cpp-model'
+import type { MethodSummary, RunReport } from '../api/runs'
 import { CATALOG } from '../engine/methods/catalog'
 import { loadTrio, type CalibrationMode } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
 import { measureRawTimings, speedupBound, type RawTimings } from '../experiments/raw-timings'
-import { executeRun, prepareConfig, tokenizePrompts } from '../experiments/runner'
+import { executeRun, tokenizePrompts } from '../experiments/runner'
+import { buildRunRequest, withLoadedTrio } from '../experiments/run-request'
 import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
 import { DEFAULT_REPEATS } from '../engine/methods/limits'
 import { formatInterval, formatNumber, formatTable, methodTable } from './format'
-import { calibrationOption, createProgressBar, LIMITS, parseInteger, parseNumber, REPEATS_HELP, reportNotes } from './run-command'
+import { createProgressBar, reportNotes } from './run-command'
+import { settingOption } from './setting-options'
 
 /** The benchmarks' default pair: the inflated target (a 78M model's compute, realistic cost ratios) and the 260K draft. */
 const BENCH_PAIR = { target: 'family/stories-target5M-inflated-78M-f16.gguf', draft: 'stories260K-f32.gguf' } as const
@@ -63,14 +64,14 @@ export function benchCommand(): Command {
       .option('--methods <ids>', 'methods to measure (ar and sd are always included)', 'ar,sd,nlc-draft')
       .option('--policies', `measure every draft-length policy (${POLICY_METHODS.join(', ')}) against sd and ar`)
   )
-    .option('--gamma <g>', 'draft length γ', parseInteger, 5)
-    .option('--max-tokens <n>', 'tokens per prompt', parseInteger, 128)
-    .option('--limit <n>', 'built-in story prompts to use', parseInteger, 4)
-    .option('--temperature <t>', 'sampling temperature (0 = greedy)', parseNumber, 0)
-    .option('--top-k <k>', 'top-k warping', parseInteger, 64)
-    .option('--seed <s>', 'PRNG seed', parseInteger, 1)
-    .option('--repeats <n>', REPEATS_HELP, LIMITS.repeats, DEFAULT_REPEATS)
-    .addOption(calibrationOption())
+    .addOption(settingOption('gamma'))
+    .addOption(settingOption('maxTokens'))
+    .addOption(settingOption('limit', { default: 4, note: 'of the built-in story prompts' }))
+    .addOption(settingOption('temperature', { default: 0 }))
+    .addOption(settingOption('topK'))
+    .addOption(settingOption('seed', { default: 1 }))
+    .addOption(settingOption('repeats', { default: DEFAULT_REPEATS }))
+    .addOption(settingOption('calibration'))
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
     .option('--json', 'print JSON on stdout')
     .action(benchAction)
@@ -82,37 +83,27 @@ function benchMethods(options: BenchOptions): string[] {
 }
 
 async function benchAction(options: BenchOptions): Promise<void> {
-  const parsed = RunConfig.parse({
+  // Methods validated once, before anything loads; threads measured per model and phase (cached), so the decoders
+  // and the raw timings of the bound use the same.
+  const { config, prepared, load } = buildRunRequest({
     suite: 'bench',
     methods: benchMethods(options),
     models: benchPair(options),
     prompts: { dataset: 'stories', limit: options.limit },
-    maxTokens: options.maxTokens,
-    sampling: { temperature: options.temperature, topK: options.topK, topP: 1, fullVocabulary: false },
-    seed: options.seed,
-    gamma: options.gamma,
-    params: {},
-    threads: defaultThreads() ?? 4,
-    contextSize: 512,
+    decode: { maxTokens: options.maxTokens, temperature: options.temperature, topK: options.topK, seed: options.seed, gamma: options.gamma },
+    load: { contextSize: 512, calibration: options.calibration },
     repeats: options.repeats
   })
-  // Methods validated once, before anything loads; beam / DSBD methods get the KV sequences they need.
-  const { config, prepared } = prepareConfig(parsed)
   const prompts = loadPrompts(config.prompts)
   const store = RunStore.open(options.db ?? defaultDatabasePath())
-  const trio = await loadTrio(config.models, {
-    // Measured threads per model and phase (cached): the decoders and the raw timings of the bound use the same.
-    calibration: options.calibration,
-    contextSize: config.contextSize,
-    sequences: prepared.sessions,
-    sharedVocabulary: prepared.sharedVocabulary
-  })
+  const trio = await loadTrio(config.models, load)
   try {
     const { target, draft } = trio.models
     const progress = createProgressBar(prompts.length * config.methods.length * config.repeats)
     let report: RunReport
     try {
-      report = await executeRun(store, { ...config, modelFingerprints: trio.fingerprints }, trio.models, prompts, {
+      const ran = withLoadedTrio(config, { contextSize: trio.models.target.context.contextSize, fingerprints: trio.fingerprints, threadPlan: trio.threadPlan })
+      report = await executeRun(store, ran, trio.models, prompts, {
         prepared,
         onProgress: progress.update
       })

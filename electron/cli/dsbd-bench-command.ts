@@ -34,7 +34,7 @@ import { loadPrompts } from '../experiments/prompts'
 import { runInterleaved, tokenizePrompts } from '../experiments/runner'
 import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { formatNumber, formatTable } from './format'
-import { parseInteger, parseNumber } from './run-command'
+import { settingOption, settingParser } from './setting-options'
 
 interface DsbdBenchOptions {
   target?: string
@@ -75,14 +75,14 @@ export function dsbdBenchCommand(): Command {
     .option('--dsbd <list>', 'dynamic-width DSBD settings γ:W_S:t (W_min = 1)', '2:2:0.9,2:4:0.7,2:4:0.9,3:4:0.9,3:6:0.7,3:6:0.9')
     .option('--fixed <list>', 'fixed-width DSBD settings γ:W_S:W_L (lossless vs beam of width W_L)', '3:4:2')
     .option('--one-beam <list>', 'dsbd-1beam settings γ:W_S:t (Table 1)', '3:4:0.9')
-    .option('--sd-gamma <g>', 'γ of speculative decoding in Table 1', parseInteger, 3)
-    .option('--max-tokens <n>', 'tokens per prompt', parseInteger, 48)
-    .option('--limit <n>', 'built-in story prompts to use', parseInteger, 3)
-    .option('--temperature <t>', 'sampling temperature', parseNumber, 1)
-    .option('--top-k <k>', 'top-k warping (paper §4.1: 10)', parseInteger, 10)
-    .option('--top-p <p>', 'top-p warping (paper §4.1: 0.8)', parseNumber, 0.8)
-    .option('--seed <s>', 'PRNG seed', parseInteger, 1)
-    .option('--context-size <n>', 'context size per sequence', parseInteger, 512)
+    .option('--sd-gamma <g>', 'γ of speculative decoding in Table 1', settingParser('gamma'), 3)
+    .addOption(settingOption('maxTokens', { default: 48 }))
+    .addOption(settingOption('limit', { default: 3, note: 'of the built-in story prompts' }))
+    .addOption(settingOption('temperature'))
+    .addOption(settingOption('topK', { default: 10, note: 'paper §4.1: 10' }))
+    .addOption(settingOption('topP', { default: 0.8, note: 'paper §4.1: 0.8' }))
+    .addOption(settingOption('seed', { default: 1 }))
+    .addOption(settingOption('contextSize', { default: 512 }))
     .option('--json', 'print JSON on stdout')
     .action(dsbdBenchAction)
 }

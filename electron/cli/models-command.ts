@@ -15,7 +15,8 @@ import { assertTrioFits, describeMemory, estimateTrioMemory, size, type TrioFile
 import { describeCompatible } from '../engine/model/vocabulary-check'
 import { readGgufSummary, vocabularyCompatibility, type GgufSummary } from '../host/model-library'
 import { formatTable } from './format'
-import { calibrationOption, integerIn, LIMITS } from './run-command'
+import { integerIn } from './run-command'
+import { settingOption } from './setting-options'
 import { loadTrio } from '../experiments/models'
 import { nativeBackend } from '../engine/model/llama-cpp-model'
 import { calibrationNote, timingsText } from '../api/thread-summary'
@@ -45,7 +46,7 @@ export function modelsCommand(): Command {
   const inspect = new Command('inspect')
     .description('header facts, vocabulary compatibility and the memory a load would take, before loading anything')
     .argument('<gguf...>', 'the target, then the mid and small drafts (one to three files)')
-    .option('--context-size <n>', 'context size per sequence (capped by each model)', LIMITS.contextSize, 2048)
+    .addOption(settingOption('contextSize'))
     .option('--sequences <n>', 'KV sequences per model (beam / DSBD runs want one per path)', integerIn(1, 64), DEFAULT_SEQUENCES)
     .option('--gpu-layers <n>', 'layers to offload to the GPU: auto or a number (0 = CPU only)', parseGpuLayers, 'auto')
     .option('--json', 'print one JSON object on stdout')
@@ -53,8 +54,8 @@ export function modelsCommand(): Command {
   const calibrate = new Command('calibrate')
     .description('load a trio and show the threads each model gets per phase: measured (or cached) timings per thread count')
     .argument('<gguf...>', 'the target, then the mid and small drafts (one to three files)')
-    .addOption(calibrationOption().default('refresh').choices(['auto', 'refresh']))
-    .option('--context-size <n>', 'context size per sequence (capped by each model)', LIMITS.contextSize, 512)
+    .addOption(settingOption('calibration', { default: 'refresh', choices: ['auto', 'refresh'] }))
+    .addOption(settingOption('contextSize', { default: 512 }))
     .option('--json', 'print one JSON object on stdout')
     .action(calibrateAction)
   return new Command('models').description('inspect GGUF files before loading them; measure their threads').addCommand(inspect).addCommand(calibrate)

@@ -32,7 +32,7 @@ import { measureRawTimings, speedupBound, type RawTimings } from '../experiments
 import { tokenizePrompts } from '../experiments/runner'
 import { formatFixed, formatInterval, formatNumber, formatTable } from './format'
 import { createProgressBar } from './progress'
-import { LIMITS, parseInteger, parseNumber } from './run-command'
+import { settingOption } from './setting-options'
 import { benchPair, withBenchPair } from './bench-command'
 
 /**
@@ -80,14 +80,14 @@ export function peerBenchCommand(): Command {
           `for llama-server:* these are -t, -tb, -td; @auto = the threads SpecLab measured for these models (its default). Default: ${defaultArms().join(',')}`
       )
   )
-    .option('--gamma <g>', 'draft length γ (llama-server: --spec-draft-n-max)', parseInteger, 5)
-    .option('--max-tokens <n>', 'tokens per prompt', parseInteger, 128)
-    .option('--limit <n>', 'built-in story prompts to use', parseInteger, 8)
-    .option('--temperature <t>', 'sampling temperature (0 = greedy; the outputs are then checked against ar)', parseNumber, 0)
-    .option('--top-k <k>', 'top-k warping', parseInteger, 64)
-    .option('--seed <s>', 'PRNG seed', parseInteger, 1)
-    .option('--repeats <n>', 'timed repeats of every (prompt, arm), interleaved (≥ 5 for the intervals the README quotes)', LIMITS.repeats, 5)
-    .option('--context-size <n>', 'context of every model and server', parseInteger, 512)
+    .addOption(settingOption('gamma', { note: 'llama-server: --spec-draft-n-max' }))
+    .addOption(settingOption('maxTokens'))
+    .addOption(settingOption('limit', { default: 8, note: 'of the built-in story prompts' }))
+    .addOption(settingOption('temperature', { default: 0, note: 'greedy outputs are checked against ar' }))
+    .addOption(settingOption('topK'))
+    .addOption(settingOption('seed', { default: 1 }))
+    .addOption(settingOption('repeats', { default: 5, note: 'of every (prompt, arm); ≥ 5 for the intervals docs/performance.md quotes' }))
+    .addOption(settingOption('contextSize', { default: 512, note: 'of every model and server' }))
     .option('--json', 'print JSON on stdout')
     .option('--save <file>', 'also write the JSON report to this file')
     .action(peerBenchAction)

@@ -2,16 +2,15 @@
 import { randomInt } from 'node:crypto'
 import path from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { RunConfig, type RunReport } from '../api/runs'
+import type { RunReport } from '../api/runs'
 import type { TheorySummary } from '../engine/metrics/summary'
 import { loadPrompts } from '../experiments/prompts'
 import { loadTrio, type CalibrationMode } from '../experiments/models'
-import { executeRun, prepareConfig, type RunProgress } from '../experiments/runner'
-import { assertGgufFile, defaultThreads } from '../engine/model/llama-cpp-model'
-import { DEFAULT_REPEATS, defaultRepeats, GAMMA_RANGE, MAX_REPEATS } from '../engine/methods/limits'
+import { executeRun, type RunProgress } from '../experiments/runner'
+import { buildRunRequest, withLoadedTrio, type BuiltRun } from '../experiments/run-request'
+import { assertGgufFile } from '../engine/model/llama-cpp-model'
 import { UserInputError } from '../engine/errors'
 import { methodHelp } from '../engine/methods/docs'
-import type { PreparedRun } from '../engine/methods/prepare'
 import { METHOD_IDS } from '../engine/methods/ids'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
@@ -19,6 +18,7 @@ import { formatFixed, methodTable } from './format'
 import { describeMachine } from '../experiments/machine-state'
 import { describeRunThreads } from '../api/thread-summary'
 import { createProgressBar } from './progress'
+import { settingOption } from './setting-options'
 
 export { createProgressBar }
 
@@ -40,23 +40,6 @@ export const integerIn =
     return n
   }
 
-/** Bounds of the integer options of `run` and `suite` (the contract's where it has one). */
-export const LIMITS = {
-  prompts: integerIn(1, 1_000_000),
-  maxTokens: integerIn(1, 100_000),
-  topK: integerIn(0, 1_000_000),
-  seed: integerIn(0, 2 ** 32 - 1),
-  gamma: integerIn(GAMMA_RANGE.min, GAMMA_RANGE.max),
-  threads: integerIn(1, 256),
-  contextSize: integerIn(1, 1_048_576),
-  warmup: integerIn(3, 1000),
-  repeats: integerIn(1, MAX_REPEATS)
-}
-
-/** The help text of `--repeats` (run, bench and suite share it). */
-export const REPEATS_HELP =
-  `timed repeats of every (prompt, method), interleaved prompt → repeat → method (default ${DEFAULT_REPEATS} when ar is ` +
-  `compared with another method, else 1); tok/s and speedups are medians with 95 % bootstrap intervals`
 /** "0.9,0.7,0.5": acceptance rates in [0, 1] (prepare checks the count and the methods). */
 export const parseRates = (value: string): number[] => {
   const rates = value.split(',').map((r) => r.trim())
@@ -70,12 +53,6 @@ export const syntheticWarning = (rates: readonly number[]): string =>
   `SYNTHETIC ACCEPTANCE ${rates.join(',')}: verification accepted draft position i with probability r_i — the outputs ` +
   `are NOT the target's, and the speedups measure the engine's cost curve, not the models (never compare them with real runs)`
 
-export const parseNumber = (value: string): number => {
-  const n = Number(value)
-  if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError('expected a number')
-  return n
-}
-
 function parseSetting(value: string, previous: Record<string, string | number | boolean>) {
   const match = /^([\w.-]+)=(.*)$/.exec(value)
   if (!match) throw new InvalidArgumentError('expected key=value')
@@ -86,31 +63,17 @@ function parseSetting(value: string, previous: Record<string, string | number | 
 
 const collect = (value: string, previous: string[]) => [...previous, value]
 
-/**
- * `--calibration auto|refresh|off` (run, bench, models calibrate): how the threads are chosen when --threads is not
- * given (experiments/models.ts loadTrio `calibration`).
- */
-export function calibrationOption(): Option {
-  return new Option(
-    '--calibration <mode>',
-    'threads per model and phase when --threads is not given: auto = measured at load and cached per model file, machine ' +
-      "and llama.cpp binary; refresh = measure again; off = the rule (1 on ≤ 2 cores; the target's batches on every core, " +
-      'its single tokens too with an OpenMP llama.cpp)'
-  )
-    .choices(['auto', 'refresh', 'off'])
-    .default('auto')
-}
-
 /** Model and database options shared by `run` and (later) `suite`. */
 export function addModelOptions(command: Command): Command {
   return command
     .requiredOption('--target <file>', 'target model M_p (GGUF)')
     .option('--mid <file>', 'mid draft model M_q2 (GGUF, same vocabulary)')
     .option('--draft <file>', 'small draft model M_q1 (GGUF, same vocabulary); repeat with --select-draft', collect, [])
-    .option('--threads <n>', 'CPU threads for every model and phase (default: measured per model and phase at load, see --calibration)', LIMITS.threads)
-    .option('--batch-threads <n>', "the target's threads for batched evaluations (verification, prefill; default: measured, else --threads)", LIMITS.threads)
-    .addOption(calibrationOption())
-    .option('--context-size <n>', 'context size per sequence (capped by the model)', LIMITS.contextSize, 2048)
+    .addOption(settingOption('threads'))
+    .addOption(settingOption('batchThreads'))
+    .addOption(settingOption('calibration'))
+    .addOption(settingOption('gpuLayers'))
+    .addOption(settingOption('contextSize'))
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
     .option('--json', 'print one JSON object on stdout; progress stays on stderr')
 }
@@ -140,6 +103,7 @@ interface RunOptions {
   threads?: number
   batchThreads?: number
   calibration: CalibrationMode
+  gpuLayers?: number | 'auto'
   contextSize: number
   db?: string
   json?: boolean
@@ -151,15 +115,15 @@ export function runCommand(): Command {
     .option('--name <text>', 'a name for the run, shown by runs and in the app (notes can be added in the app)')
     .option('--prompts <file>', 'JSONL prompts: turns (MT-Bench/Spec-Bench), question (GSM8K), prompt (HumanEval) or text')
     .option('--dataset <id>', 'built-in prompt set: stories, chat, code, math, mixed, copy (default stories)')
-    .option('--limit <n>', 'use the first N prompts', LIMITS.prompts)
-    .option('--max-tokens <n>', 'tokens to generate per prompt', LIMITS.maxTokens, 128)
-    .option('--temperature <t>', 'sampling temperature; 0 = greedy (argmax verify/correct)', parseNumber, 1)
-    .option('--top-k <k>', 'top-k warping for draft and target alike (0 = whole vocabulary)', LIMITS.topK, 64)
-    .option('--top-p <p>', 'nucleus warping after top-k (1 = off)', parseNumber, 1)
-    .option('--full-vocabulary', 'transfer all logits from llama.cpp instead of the top-k (slower, exact for any warp)')
-    .option('--seed <s>', 'PRNG seed (default: random, printed and recorded)', LIMITS.seed)
-    .option('--gamma <g>', 'draft length γ for fixed-window methods (the cap of adaptive ones)', LIMITS.gamma, 5)
-    .option('--repeats <n>', REPEATS_HELP, LIMITS.repeats)
+    .addOption(settingOption('limit'))
+    .addOption(settingOption('maxTokens'))
+    .addOption(settingOption('temperature'))
+    .addOption(settingOption('topK'))
+    .addOption(settingOption('topP'))
+    .addOption(settingOption('fullVocabulary'))
+    .addOption(settingOption('seed', { note: 'printed when drawn' }))
+    .addOption(settingOption('gamma'))
+    .addOption(settingOption('repeats'))
     .option(
       '--synthetic-acceptance <r1,r2,…>',
       'measure the engine, not the models: verification accepts draft position i with probability r_i (the last rate ' +
@@ -173,7 +137,7 @@ export function runCommand(): Command {
         'acceptance = OLS(prompt length, perplexity under the draft, TF-IDF) per draft (Eq 5, no intercept), then ' +
         'give each prompt the draft with the highest predicted throughput max_γ Eq 1 (= Theorem 2)'
     )
-    .option('--select-warmup <r>', 'warm-up prompts for --select-draft (≥ 3, one per feature)', LIMITS.warmup, 3)
+    .option('--select-warmup <r>', 'warm-up prompts for --select-draft (≥ 3, one per feature)', integerIn(3, 1000), 3)
     .addOption(new Option('--set <key=value>', 'method parameter, repeatable (e.g. nlc.minConfidence=0.6)').argParser(parseSetting).default({}))
     .option('--llama-server-url <url>', "the llama-server:* methods use this running server instead of starting one (its /props must serve the run's target); = --set llamaserver.url=URL")
     .addHelpText(
@@ -193,50 +157,30 @@ function withServerUrl(set: RunOptions['set'], url: string | undefined): RunOpti
   return { ...set, 'llamaserver.url': url }
 }
 
-/** The run record keeps absolute paths so `show` and `diff` mean the same file from any directory. */
-const absolute = (file: string | undefined) => (file === undefined ? undefined : path.resolve(file))
-
-function buildConfig(options: RunOptions, seed: number): { config: RunConfig; prepared: PreparedRun } {
-  const methods = options.methods.split(',').map((m) => m.trim()).filter(Boolean)
+/** The run request of `speclab run`: the options as catalog settings, through the one builder (run-request.ts). */
+function buildRun(options: RunOptions, seed: number): BuiltRun {
   if (options.draft.length > 1 && !options.selectDraft)
     throw new UserInputError('several --draft files need --select-draft (adaptive draft-model selection)')
   if (options.selectDraft && options.draft.length < 2) throw new UserInputError('--select-draft needs at least two --draft files')
-  // Methods, models and parameters first: one line naming what is wrong, and params resolved before the schema.
-  const { config: resolved, prepared } = prepareConfig({
-    methods: methods as RunConfig['methods'],
-    models: { target: options.target, mid: options.mid, draft: options.draft[0] },
-    gamma: options.gamma,
-    params: withServerUrl(options.set, options.llamaServerUrl),
-    syntheticAcceptance: options.syntheticAcceptance ?? null
-  })
-  const config = RunConfig.parse({
+  return buildRunRequest({
     suite: null,
-    methods,
-    models: {
-      target: absolute(options.target),
-      mid: absolute(options.mid),
-      draft: absolute(options.draft[0]),
-      drafts: options.draft.length > 1 ? options.draft.map((d) => path.resolve(d)) : undefined
+    methods: options.methods.split(',').map((m) => m.trim()).filter(Boolean),
+    models: { target: options.target, mid: options.mid, draft: options.draft[0], drafts: options.draft.length > 1 ? options.draft : undefined },
+    prompts: { dataset: options.prompts ? undefined : (options.dataset ?? 'stories'), file: options.prompts, limit: options.limit },
+    decode: { maxTokens: options.maxTokens, temperature: options.temperature, topK: options.topK, topP: options.topP, gamma: options.gamma, seed },
+    load: {
+      fullVocabulary: options.fullVocabulary ?? false,
+      contextSize: options.contextSize,
+      threads: options.threads,
+      batchThreads: options.batchThreads,
+      calibration: options.calibration,
+      gpuLayers: options.gpuLayers
     },
-    prompts: { dataset: options.prompts ? undefined : (options.dataset ?? 'stories'), file: absolute(options.prompts), limit: options.limit },
-    maxTokens: options.maxTokens,
-    sampling: {
-      temperature: options.temperature,
-      topK: options.topK,
-      topP: options.topP,
-      fullVocabulary: options.fullVocabulary ?? false
-    },
-    seed,
-    gamma: options.gamma,
-    params: resolved.params,
-    threads: options.threads ?? defaultThreads() ?? 4,
-    batchThreads: options.batchThreads ?? null,
-    contextSize: options.contextSize,
-    draftSelection: options.selectDraft ? { warmupPrompts: options.selectWarmup } : null,
-    repeats: options.repeats ?? defaultRepeats(methods),
-    syntheticAcceptance: options.syntheticAcceptance ?? null
+    repeats: options.repeats,
+    params: withServerUrl(options.set, options.llamaServerUrl),
+    syntheticAcceptance: options.syntheticAcceptance ?? null,
+    draftSelection: options.selectDraft ? { warmupPrompts: options.selectWarmup } : null
   })
-  return { config, prepared }
 }
 
 async function runAction(options: RunOptions): Promise<void> {
@@ -244,22 +188,10 @@ async function runAction(options: RunOptions): Promise<void> {
   // The model files first: `--target README.md` is a bad target, not a run that lacks a draft model.
   for (const file of [options.target, options.mid, ...options.draft]) if (file !== undefined) await assertGgufFile(path.resolve(file))
   const seed = options.seed ?? randomInt(2 ** 32)
-  const { config, prepared } = buildConfig(options, seed)
+  const { config, prepared, load } = buildRun(options, seed)
   const prompts = loadPrompts(config.prompts)
   const store = RunStore.open(options.db ?? defaultDatabasePath())
-  const trio = await loadTrio(config.models, {
-    // An explicit --threads is used everywhere; without it each model's threads are measured (--calibration).
-    threads: options.threads,
-    calibration: options.calibration,
-    batchThreads: config.batchThreads ?? undefined,
-    contextSize: config.contextSize,
-    fullVocabulary: config.sampling.fullVocabulary,
-    // Beam methods keep one KV sequence per beam / tree path (4 unless a method asks for more).
-    sequences: prepared.sessions,
-    // Only when every method maps between vocabularies itself (sd-tli, sd-uad) may the draft use another tokenizer;
-    // draft selection profiles every draft with sd, which compares ids.
-    sharedVocabulary: prepared.sharedVocabulary || config.draftSelection !== null
-  })
+  const trio = await loadTrio(config.models, load)
   const stop = stopOnSignals()
   // Before the bar starts, on a line of its own (the report's first line repeats it).
   if (options.seed === undefined) process.stderr.write(`seed ${seed}\n`)
@@ -267,8 +199,8 @@ async function runAction(options: RunOptions): Promise<void> {
   const progress = createProgressBar(prompts.length * config.methods.length * config.repeats)
   let report: RunReport
   try {
-    const effective = { ...config, contextSize: trio.models.target.context.contextSize, modelFingerprints: trio.fingerprints }
-    report = await executeRun(store, effective, trio.models, prompts, {
+    const ran = withLoadedTrio(config, { contextSize: trio.models.target.context.contextSize, fingerprints: trio.fingerprints, threadPlan: trio.threadPlan })
+    report = await executeRun(store, ran, trio.models, prompts, {
       prepared,
       signal: stop.signal,
       onProgress: progress.update,

@@ -18,7 +18,8 @@ import { RunStore } from '../store/run-store'
 import { SuiteStore } from '../store/suite-store'
 import { formatTable } from './format'
 import { createProgressLine, formatEta } from './progress'
-import { LIMITS, parseInteger, stopOnSignals } from './run-command'
+import { parseInteger, stopOnSignals } from './run-command'
+import { settingOption } from './setting-options'
 
 interface SuiteOptions {
   quick?: boolean
@@ -57,12 +58,12 @@ export function suiteCommand(): Command {
     .option('--draft <file>', 'small draft M_q1 (default: $SPECLAB_MODELS/stories260K-f32.gguf)')
     .option('--dataset <id>', "built-in prompt set replacing the suite's datasets: stories, chat, code, math, mixed, copy")
     .option('--prompts <file>', "JSONL prompts replacing the suite's datasets (turns, question, prompt or text per line)")
-    .option('--limit <n>', 'prompts per dataset', LIMITS.prompts)
-    .option('--max-tokens <n>', 'tokens per prompt (cells that sweep the generation length keep theirs)', LIMITS.maxTokens)
-    .option('--seed <s>', 'PRNG seed of every cell', LIMITS.seed)
-    .option('--threads <n>', 'CPU threads for every model and phase (default: measured per model and phase at load, cached)', LIMITS.threads)
-    .option('--context-size <n>', 'context size per sequence', LIMITS.contextSize)
-    .option('--repeats <n>', `timed repeats of every (prompt, method), interleaved (default ${suiteRepeats(false)}, ${suiteRepeats(true)} with --quick)`, LIMITS.repeats)
+    .addOption(settingOption('limit', { note: 'per dataset' }))
+    .addOption(settingOption('maxTokens', { default: null, note: "default: each cell's; cells that sweep the generation length keep theirs" }))
+    .addOption(settingOption('seed', { default: 1, note: 'of every cell' }))
+    .addOption(settingOption('threads'))
+    .addOption(settingOption('contextSize', { default: 512 }))
+    .addOption(settingOption('repeats', { note: `default ${suiteRepeats(false)}, ${suiteRepeats(true)} with --quick` }))
     .option('--resume [suiteRunId]', 'continue a suite run (alone: the newest unfinished one of this suite); finished cells are kept', parseResume)
     .option('--out <dir>', 'where to write the report (default: reports/ beside the database)')
     .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')

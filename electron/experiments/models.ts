@@ -16,6 +16,7 @@ import { crossVocabularyAdvice, DEFAULT_SEQUENCES } from '../engine/methods/prep
 import { UserInputError } from '../engine/errors'
 import { checkTrioFits } from './memory-estimate'
 import { calibrateThreads, setThreads, type ModelThreadCalibration } from '../engine/model/thread-calibration'
+import { threadPlanOf, type ThreadPlan } from '../engine/model/thread-plan'
 import { cachedCalibration, calibrationKey, storeCalibration } from './thread-calibration-cache'
 
 export type TrioRole = 'target' | 'mid' | 'draft'
@@ -58,6 +59,8 @@ export interface LoadedTrio {
   /** Every draft given (several when the run selects a draft per prompt); models.draft is the first. */
   drafts: LlamaCppModel[]
   fingerprints: ModelFingerprint[]
+  /** Each model's threads per phase as loaded, and how they were chosen (given, measured, cached, rule). */
+  threadPlan: ThreadPlan
   /** Each model's thread calibration (target, mid, drafts in load order); null when calibration was off. */
   threadCalibration: ModelThreadCalibration[] | null
   /**
@@ -106,15 +109,10 @@ export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Pro
     const fingerprints = await Promise.all(loaded.map(fingerprintModel))
     // An explicit thread count wins over any calibration mode.
     const mode = loadOptions.threads !== undefined ? 'off' : (calibration ?? 'auto')
-    const threadCalibration =
-      mode === 'off'
-        ? null
-        : await calibrateLoaded(
-            loaded.map((model, i) => ({ model, role: files[i]!.role, fingerprint: fingerprints[i]!.fingerprint })),
-            mode,
-            loadOptions.batchThreads
-          )
-    return { models: { target, mid, draft: drafts[0] }, drafts, fingerprints, vocabularyMismatch, threadCalibration, dispose: disposeAll }
+    const roles = loaded.map((model, i) => ({ model, role: files[i]!.role, fingerprint: fingerprints[i]!.fingerprint }))
+    const threadCalibration = mode === 'off' ? null : await calibrateLoaded(roles, mode, loadOptions.batchThreads)
+    const threadPlan = planOfLoaded(roles, { threads: loadOptions.threads, batchThreads: loadOptions.batchThreads }, threadCalibration)
+    return { models: { target, mid, draft: drafts[0] }, drafts, fingerprints, vocabularyMismatch, threadPlan, threadCalibration, dispose: disposeAll }
   } catch (error) {
     await disposeAll()
     throw error
@@ -141,10 +139,32 @@ export async function calibrateLoaded(
     }
     const batchThreads = role === 'target' && targetBatchThreads !== undefined ? targetBatchThreads : calibration.chosen.batchThreads
     setThreads(model, { threads: calibration.chosen.threads, batchThreads })
-    model.threadCalibration = calibration
     calibrations.push(calibration)
   }
   return calibrations
+}
+
+/**
+ * The thread plan of loaded models: the counts the loader set on each (the load's rule, or the calibration's choice)
+ * and how each was chosen. Read here, where the counts were just set, and nowhere else: everyone after the load
+ * reads the plan.
+ */
+export function planOfLoaded(
+  models: readonly { model: LlamaCppModel; role: TrioRole }[],
+  given: { threads?: number; batchThreads?: number },
+  calibrations: readonly ModelThreadCalibration[] | null
+): ThreadPlan {
+  return threadPlanOf(
+    models.map(({ model, role }, i) => ({
+      role,
+      file: model.info.path,
+      threads: model.phaseThreads.threads,
+      batchThreads: model.phaseThreads.batchThreads,
+      given: given.threads !== undefined,
+      batchGiven: role === 'target' && given.batchThreads !== undefined,
+      calibration: calibrations?.[i] ?? null
+    }))
+  )
 }
 
 /**

@@ -14,7 +14,6 @@ import { UserInputError } from '../engine/errors'
 import { decodeOnce, type DecodeOutcome } from '../engine/methods/decode-once'
 import { prepareRun, type PreparedMethod, type PreparedRun } from '../engine/methods/prepare'
 import type { LanguageModel } from '../engine/model/types'
-import type { ModelThreadCalibration } from '../engine/model/thread-calibration'
 import type { WarpConfig } from '../engine/sampling/warp'
 import type { RunStore } from '../store/run-store'
 import { RunDraftSelection } from './draft-selection'
@@ -180,24 +179,6 @@ export async function runInterleaved<A extends Arm>(arms: readonly A[], input: S
   }
 }
 
-/**
- * The threads a GGUF model was loaded with for one phase (LlamaCppModel.phaseThreads: `threads` for single tokens,
- * `batchThreads` for batches); null for models without threads (toy models) or none.
- */
-function phaseThreadsOf(model: LanguageModel | undefined, phase: 'threads' | 'batchThreads'): number | null {
-  const count = (model as { phaseThreads?: Record<string, unknown> } | undefined)?.phaseThreads?.[phase]
-  return typeof count === 'number' ? count : null
-}
-
-/** The thread calibrations of the models that have one (LlamaCppModel.threadCalibration); null when none has. */
-function calibrationsOf(models: readonly (LanguageModel | undefined)[]): ModelThreadCalibration[] | null {
-  const calibrations = models.flatMap((model) => {
-    const calibration = (model as { threadCalibration?: ModelThreadCalibration | null } | undefined)?.threadCalibration
-    return calibration ? [calibration] : []
-  })
-  return calibrations.length > 0 ? calibrations : null
-}
-
 export async function executeRun(
   store: RunStore,
   config: RunConfig,
@@ -207,15 +188,8 @@ export async function executeRun(
 ): Promise<RunReport> {
   const prepared = options.prepared ?? prepareConfig(config).prepared
   const promptTokens = tokenizePrompts(models, prompts, config)
-  // The target's batch threads as loaded (null for toy models): what the timings were measured with.
-  const runId = store.createRun({
-    ...config,
-    batchThreads: config.batchThreads ?? phaseThreadsOf(models.target, 'batchThreads'),
-    targetThreads: config.targetThreads ?? phaseThreadsOf(models.target, 'threads'),
-    draftThreads: config.draftThreads ?? phaseThreadsOf(models.draft ?? models.mid, 'threads'),
-    threadCalibration: config.threadCalibration ?? calibrationsOf([models.target, models.mid, ...(options.draftCandidates ?? [models.draft])]),
-    params: prepared.params
-  })
+  // The config records what loaded (run-request.ts withLoadedTrio: context, fingerprints, the thread plan).
+  const runId = store.createRun({ ...config, params: prepared.params })
   options.onRunCreated?.(runId)
   const machine = machineBefore()
   const repeats = config.repeats

@@ -17,12 +17,13 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { RunConfig, type ModelFingerprint, type ModelPaths, type RunStatus } from '../api/runs'
+import type { ModelFingerprint, ModelPaths, RunConfig, RunStatus } from '../api/runs'
+import { buildRunRequest, withLoadedTrio, type LoadOutcome } from './run-request'
 import { DEFAULT_REPEATS } from '../engine/methods/limits'
 import { ownedParams, prepareRun } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
-import { defaultThreads, type LlamaLoadOptions } from '../engine/model/llama-cpp-model'
+import type { LlamaLoadOptions } from '../engine/model/llama-cpp-model'
 import type { LanguageModel } from '../engine/model/types'
 import type { RunStore } from '../store/run-store'
 import { SuiteStore } from '../store/suite-store'
@@ -61,8 +62,8 @@ export interface SuiteRunOptions {
   limit: number | null
   maxTokens: number | null
   seed: number
-  /** Threads per model when given (calibrated false); the nominal default otherwise, the models' own measured. */
-  threads: number
+  /** Threads of every model and phase when given (calibrated false); null when measured at load. */
+  threads: number | null
   /**
    * True when no thread count was given: the trio's threads were measured per model and phase at load (absent in
    * suite runs stored before calibration: those resume with `threads` everywhere).
@@ -225,27 +226,25 @@ function planCells(
     if (selection.skippedTooLong > 0)
       notice(`${cell.key}: ${selection.skippedTooLong} prompt(s) of ${cell.dataset.label} do not fit the context and were passed over`)
     const needsMid = cell.methods.some((m) => THREE_MODEL_METHODS.has(m))
-    const config = RunConfig.parse({
+    const { config } = buildRunRequest({
       suite: suite.id,
       methods: cell.methods,
       models: cellModels(cell, options.models, needsMid),
-      modelFingerprints: [],
       prompts: cell.dataset.builtin
         ? { dataset: cell.dataset.builtin, limit: cell.dataset.limit, perCategory: cell.dataset.perCategory }
         : { file: datasetFile(cell.dataset), limit: cell.dataset.limit, perCategory: cell.dataset.perCategory },
-      maxTokens: cell.maxTokens,
-      sampling: { temperature: cell.sampling.temperature, topK: cell.sampling.topK, topP: cell.sampling.topP ?? 1, fullVocabulary: false },
-      seed: options.seed,
-      gamma: cell.gamma,
+      decode: { maxTokens: cell.maxTokens, ...cell.sampling, seed: options.seed, gamma: cell.gamma },
+      load: { threads: givenThreads(options), contextSize: options.contextSize },
+      repeats: options.repeats ?? 1,
       params: cell.params ?? {},
-      threads: options.threads,
-      contextSize: options.contextSize,
-      draftSelection: cell.selectDraft ? { warmupPrompts: 3 } : null,
-      repeats: options.repeats ?? 1
+      draftSelection: cell.selectDraft ? { warmupPrompts: 3 } : null
     })
     return { ...cell, config, promptCount: selection.prompts.length, skippedTooLong: selection.skippedTooLong }
   })
 }
+
+/** The thread count the suite was given; undefined when its trio's threads are measured at load. */
+const givenThreads = (options: SuiteRunOptions): number | undefined => (options.calibrated === true ? undefined : (options.threads ?? undefined))
 
 function promptTokenCounter(target: LanguageModel): (text: string) => number {
   const bos = target.info.bos === null ? 0 : 1
@@ -324,7 +323,7 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
     limit: request.limit ?? null,
     maxTokens: request.maxTokens ?? null,
     seed: request.seed ?? 1,
-    threads: request.threads ?? defaultThreads() ?? 4,
+    threads: request.threads ?? null,
     calibrated: request.threads === undefined,
     contextSize: request.contextSize ?? 512,
     repeats: request.repeats ?? suiteRepeats(request.quick),
@@ -361,7 +360,7 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
 
   const trio = await (hooks.loadModels ?? loadTrio)(
     { target: options.models.target, mid: options.models.mid ?? undefined, draft: options.models.draft },
-    { threads: options.calibrated ? undefined : options.threads, contextSize: options.contextSize, sequences, sharedVocabulary }
+    { threads: givenThreads(options), contextSize: options.contextSize, sequences, sharedVocabulary }
   )
   let suiteRunId = resumed?.id ?? 0
   try {
@@ -397,7 +396,7 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
       const prompts = cellPrompts(cell, trio.models.target, contextSize)
       const report = await executeRun(
         store,
-        { ...cell.config, modelFingerprints: fingerprintsOf(cell.config, trio.fingerprints) },
+        withLoadedTrio(cell.config, loadedFor(cell.config, trio, contextSize)),
         modelsOf(cell, trio),
         prompts,
         {
@@ -441,9 +440,14 @@ function modelsOf(cell: PlannedCell, trio: LoadedTrio): DecoderModels {
   }
 }
 
-function fingerprintsOf(config: RunConfig, fingerprints: readonly ModelFingerprint[]): ModelFingerprint[] {
+/** What the trio's load decided for the files of one cell: their fingerprints and their part of the thread plan. */
+function loadedFor(config: RunConfig, trio: LoadedTrio, contextSize: number): LoadOutcome {
   const files = new Set([config.models.target, config.models.mid, config.models.draft, ...(config.models.drafts ?? [])])
-  return fingerprints.filter((f) => files.has(f.path))
+  return {
+    contextSize,
+    fingerprints: trio.fingerprints.filter((f) => files.has(f.path)),
+    threadPlan: { ...trio.threadPlan, models: trio.threadPlan.models.filter((m) => files.has(m.file)) }
+  }
 }
 
 function checkFingerprints(stored: readonly ModelFingerprint[], loaded: readonly ModelFingerprint[]): void {

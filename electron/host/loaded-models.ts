@@ -10,8 +10,8 @@ import { UserInputError } from '../engine/errors'
 import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'
 import { nativeBackend, type LlamaCppModel, type NativeBackend } from '../engine/model/llama-cpp-model'
-import { calibrateLoaded, loadTrio, type LoadedTrio as SuiteTrio, type TrioRole } from '../experiments/models'
-import type { ModelThreadCalibration } from '../engine/model/thread-calibration'
+import { calibrateLoaded, loadTrio, planOfLoaded, type LoadedTrio as SuiteTrio, type TrioRole } from '../experiments/models'
+import { draftingThreads, targetThreads, type ThreadPlan } from '../engine/model/thread-plan'
 
 export type Role = TrioRole
 
@@ -44,13 +44,13 @@ export interface HeldTrio {
    * compares token ids (engine/methods/prepare.ts assertVocabularyFits) and run sd-tli / sd-uad.
    */
   vocabularyMismatch: string | null
-  /** How the models' threads were chosen (loadTrio's threadCalibration): null when Threads was set. */
-  threadCalibration: ModelThreadCalibration[] | null
+  /** Each model's threads per phase and how they were chosen (loadTrio's thread plan). */
+  threadPlan: ThreadPlan
   native: NativeBackend
 }
 
 const sameSettings = (a: LoadSettings, b: LoadSettings) =>
-  a.contextSize === b.contextSize && a.gpuLayers === b.gpuLayers && a.threads === b.threads && a.batchThreads === b.batchThreads && a.fullVocabulary === b.fullVocabulary
+  a.contextSize === b.contextSize && a.gpuLayers === b.gpuLayers && a.threads === b.threads && a.batchThreads === b.batchThreads && (a.calibration ?? 'auto') === (b.calibration ?? 'auto') && a.fullVocabulary === b.fullVocabulary
 
 /**
  * Told before llama.cpp reads a trio's files and after the load ends either way, so a load that kills the process
@@ -94,10 +94,9 @@ export class LoadedModels {
 
   describe(): LoadedTrio | null {
     if (!this.held) return null
-    const { entries, settings, contextSize, sequences, vocabularyMismatch, models, threadCalibration, native } = this.held
-    const phases = (models.target as { phaseThreads?: { threads: number; batchThreads: number } }).phaseThreads
-    const draftPhases = ((models.draft ?? models.mid) as { phaseThreads?: { threads: number } } | undefined)?.phaseThreads
-    const threads = phases ? { single: phases.threads, targetBatch: phases.batchThreads, drafts: draftPhases?.threads ?? null } : null
+    const { entries, settings, contextSize, sequences, vocabularyMismatch, threadPlan, native } = this.held
+    const target = targetThreads(threadPlan)
+    const threads = { single: target.token.threads, targetBatch: target.batch.threads, drafts: draftingThreads(threadPlan)?.token.threads ?? null }
     return {
       target: entries.target,
       mid: entries.mid,
@@ -106,7 +105,8 @@ export class LoadedModels {
       contextSize,
       sequences,
       threads,
-      threadCalibration,
+      threadCalibration: threadPlan.calibration,
+      threadPlan,
       native: { build: native.build, openmp: native.openmp, gpu: native.gpu },
       vocabularyMismatch
     }
@@ -168,6 +168,7 @@ export class LoadedModels {
           gpuLayers: settings.gpuLayers,
           threads: settings.threads ?? undefined,
           batchThreads: settings.batchThreads ?? undefined,
+          calibration: settings.calibration,
           fullVocabulary: settings.fullVocabulary,
           sequences,
           // The method is not known yet: a trio of different vocabularies loads, marked, for sd-tli / sd-uad.
@@ -184,7 +185,7 @@ export class LoadedModels {
         contextSize: Math.min(...[target, mid, draft].flatMap((m) => (m ? [m.context.contextSize] : []))),
         sequences,
         vocabularyMismatch: trio.vocabularyMismatch ?? null,
-        threadCalibration: trio.threadCalibration,
+        threadPlan: trio.threadPlan,
         native: await nativeBackend()
       }
       return this.held
@@ -219,8 +220,8 @@ export class LoadedModels {
       (held.vocabularyMismatch === null || needs.sharedVocabulary === false)
     if (sameFiles && compatible) {
       const drafts = held.models.draft ? [held.models.draft] : []
-      const { models, fingerprints, vocabularyMismatch, threadCalibration } = held
-      return { models, drafts, fingerprints, vocabularyMismatch, threadCalibration, dispose: async () => {} }
+      const { models, fingerprints, vocabularyMismatch, threadPlan } = held
+      return { models, drafts, fingerprints, vocabularyMismatch, threadPlan, threadCalibration: threadPlan.calibration, dispose: async () => {} }
     }
     await this.unload()
     return null
@@ -241,11 +242,12 @@ export class LoadedModels {
       { model: held.models.draft, role: 'draft' }
     ]
     const present = roles.filter((r): r is { model: LlamaCppModel; role: Role } => r.model !== undefined)
-    held.threadCalibration = await calibrateLoaded(
+    const calibrations = await calibrateLoaded(
       present.map(({ model, role }, i) => ({ model, role, fingerprint: held.fingerprints[i]!.fingerprint })),
       'refresh',
       held.settings.batchThreads ?? undefined
     )
+    held.threadPlan = planOfLoaded(present, { batchThreads: held.settings.batchThreads ?? undefined }, calibrations)
     return held
   }
 

@@ -17,6 +17,7 @@ import { loadTrio, type LoadedTrio } from '../../electron/experiments/models'
 import { RunConfig } from '../../electron/api/runs'
 import { loadPrompts } from '../../electron/experiments/prompts'
 import { executeRun } from '../../electron/experiments/runner'
+import { withLoadedTrio } from '../../electron/experiments/run-request'
 import { RunStore } from '../../electron/store/run-store'
 import { threadCandidates } from '../../electron/engine/model/thread-calibration'
 import { calibrationCachePath } from '../../electron/experiments/thread-calibration-cache'
@@ -125,8 +126,12 @@ withModels('thread calibration at load', () => {
       expect(calibration.rounds).toBeGreaterThanOrEqual(1)
       expect(calibration.contextTokens).toBeLessThanOrEqual(256)
       expect(model.phaseThreads).toEqual(calibration.chosen)
-      expect(model.threadCalibration).toEqual(calibration)
     }
+    // The plan says what loaded and how: the calibration's choice, measured now, for every model and phase.
+    expect(trio.threadPlan.calibration).toEqual(calibrations)
+    expect(trio.threadPlan.models.map((m) => [m.role, m.token.threads, m.token.source, m.batch.threads, m.batch.source])).toEqual(
+      calibrations.map((c) => [c.role, c.chosen.threads, 'measured', c.chosen.batchThreads, 'measured'])
+    )
     expect(calibrations[0]!.batch!.map((t) => t.threads)).toEqual(candidates)
     expect(calibrations[1]!.batch).toBeNull() // drafts: single tokens only
     expect(calibrations[1]!.chosen.batchThreads).toBe(calibrations[1]!.chosen.threads)
@@ -158,7 +163,9 @@ withModels('thread calibration at load', () => {
         threads: 1,
         contextSize: 256
       })
-      const report = await executeRun(store, config, trio.models, loadPrompts(config.prompts))
+      const ran = withLoadedTrio(config, { contextSize: 256, fingerprints: trio.fingerprints, threadPlan: trio.threadPlan })
+      const report = await executeRun(store, ran, trio.models, loadPrompts(config.prompts))
+      expect(report.config.threadPlan).toEqual(trio.threadPlan)
       expect(report.config.threadCalibration).toEqual(calibrations)
       expect(report.config.targetThreads).toBe(calibrations[0]!.chosen.threads)
       expect(report.config.batchThreads).toBe(calibrations[0]!.chosen.batchThreads)
@@ -182,12 +189,19 @@ withModels('thread calibration at load', () => {
     const overridden = await load({ batchThreads: 3 })
     expect(overridden.models.target.phaseThreads.batchThreads).toBe(3)
     expect(overridden.threadCalibration![0]!.source).toBe('cached')
+    expect(overridden.threadPlan.models[0]).toMatchObject({ token: { source: 'cached' }, batch: { threads: 3, source: 'given' } })
 
     const given = await load({ threads: 1 })
     expect(given.threadCalibration).toBeNull()
     expect(given.models.draft!.phaseThreads).toEqual({ threads: 1, batchThreads: 1 })
+    expect(given.threadPlan.models.map((m) => [m.token.threads, m.token.source, m.batch.source])).toEqual([
+      [1, 'given', 'given'],
+      [1, 'given', 'given']
+    ])
     const rule = await load({ calibration: 'off' })
     expect(rule.threadCalibration).toBeNull()
+    expect(rule.threadPlan.models.every((m) => m.token.source === 'rule' && m.batch.source === 'rule')).toBe(true)
+    expect(rule.threadPlan.models.map((m) => m.token.threads)).toEqual([rule.models.target.phaseThreads.threads, rule.models.draft!.phaseThreads.threads])
     for (const trio of loaded.splice(0)) await trio.dispose()
   })
 

@@ -74,6 +74,7 @@ function report(runId: number, methods: MethodSummary[], config: Partial<RunRepo
       targetThreads: null,
       draftThreads: null,
       threadCalibration: null,
+      threadPlan: null,
       contextSize: 2048,
       draftSelection: null,
       repeats: 1,

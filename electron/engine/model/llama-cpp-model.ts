@@ -214,8 +214,6 @@ export class LlamaCppModel implements LanguageModel {
   private readonly tokenTypes: ArrayLike<number>
   /** What an id beyond this vocabulary is evaluated as (see the file comment). */
   private readonly standIn: number
-  /** How `phaseThreads` were chosen when measured at load (thread-calibration.ts); null when given or by rule. */
-  threadCalibration: ModelThreadCalibration | null = null
 
   constructor(
     readonly model: LlamaModel,

@@ -76,7 +76,8 @@ export function setupRows(data: SuiteData, suite: SuiteDefinition): [string, str
   const machine = options.machine
   // The threads per phase as the cells' runs recorded them (runs before per-phase threads record one count).
   const recorded = [...new Set([...data.cells.values()].map((c) => describeRunThreads(c.report.config)))]
-  const threads = recorded.length > 0 ? `threads: ${recorded.join(' / ')}` : `${options.threads} thread(s) per model`
+  const threads =
+    recorded.length > 0 ? `threads: ${recorded.join(' / ')}` : options.threads === null ? 'threads: measured at load' : `${options.threads} thread(s) per model`
   return [
     ['target M_p', fingerprint(options.models.target)],
     ['mid M_q2', fingerprint(options.models.mid)],
