@@ -82,9 +82,9 @@ export const RunConfig = z.object({
    */
   batchThreads: z.number().int().positive().max(256).nullable().default(null),
   /**
-   * The target's threads for single tokens as loaded (added in issue 16: with a llama.cpp built with OpenMP, every
-   * core on ≤ 2-core machines when `threads` is the default; llama-cpp-model.ts targetThreadsFor). null: `threads`
-   * (every run before this field, and models without threads).
+   * The target's threads for single tokens as loaded (with a llama.cpp built with OpenMP, every core on ≤ 2-core
+   * machines when `threads` is the default; llama-cpp-model.ts targetThreadsFor). null: `threads` (stored runs that
+   * lack this field, and models without threads).
    */
   targetThreads: z.number().int().positive().max(256).nullable().default(null),
   /** The draft's (else the mid model's) single-token threads as loaded; null: `threads` (runs before this field). */
@@ -160,7 +160,7 @@ export const RunReport = z.object({
 })
 export type RunReport = z.infer<typeof RunReport>
 
-// ─── The app (issue 6): models, chat, workbench, runs browser ────────────────────────────────────────────────────
+// ─── The app: models, chat, workbench, runs browser ─────────────────────────────────────────────────────────────
 // Requests are validated with these schemas by the receiving side (the engine host, and Electron main before it
 // forwards); events pushed from the host to the UI are validated by the UI with `HostEvent`. Request schemas
 // have no defaults or transforms, so what a caller sends is exactly what a handler receives.

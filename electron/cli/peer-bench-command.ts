@@ -1,8 +1,8 @@
 /**
- * `speclab peer-bench` (issue 16): SpecLab's ar, sd, the best draft-length policy measured here, PEARL and sd's
+ * `speclab peer-bench`: SpecLab's ar, sd, the best draft-length policy measured here, PEARL and sd's
  * parallel option against llama.cpp's own server (AR and draft-model speculative decoding) on the same prompts and
  * models, each at the thread settings it runs best with, interleaved, with 95 % intervals on every ratio
- * (experiments/peer-bench.ts). Prints the table the README quotes; `--json` for the numbers.
+ * (experiments/peer-bench.ts). Prints the table docs/performance.md quotes; `--json` for the numbers.
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -36,7 +36,7 @@ import { LIMITS, parseInteger, parseNumber } from './run-command'
 import { benchPair, withBenchPair } from './bench-command'
 
 /**
- * The policy `bench --policies` measured best here (README, Performance: sd-pmin 1.47× ar, svip 1.45×); any other
+ * The policy `bench --policies` measured best here (docs/performance.md: sd-pmin 1.47× ar, svip 1.45×); any other
  * arm can be named with --arms.
  */
 const BEST_POLICY = 'sd-pmin'
@@ -86,7 +86,7 @@ export function peerBenchCommand(): Command {
     .option('--temperature <t>', 'sampling temperature (0 = greedy; the outputs are then checked against ar)', parseNumber, 0)
     .option('--top-k <k>', 'top-k warping', parseInteger, 64)
     .option('--seed <s>', 'PRNG seed', parseInteger, 1)
-    .option('--repeats <n>', 'timed repeats of every (prompt, arm), interleaved (≥ 5 for the intervals the README quotes)', LIMITS.repeats, 5)
+    .option('--repeats <n>', 'timed repeats of every (prompt, arm), interleaved (≥ 5 for the intervals docs/performance.md quotes)', LIMITS.repeats, 5)
     .option('--context-size <n>', 'context of every model and server', parseInteger, 512)
     .option('--json', 'print JSON on stdout')
     .option('--save <file>', 'also write the JSON report to this file')
@@ -105,7 +105,7 @@ interface Comparison {
   numerator: string
   denominator: string
   ratio: Interval | null
-  /** The issue's target for this ratio, if it has one. */
+  /** SpecLab's goal for this ratio (e.g. '≥ 1.2×'), if it has one. */
   target?: string
 }
 
@@ -179,7 +179,7 @@ const speclab = (r: ArmResult) => r.side === 'speclab'
 const peer = (r: ArmResult) => r.side === 'llama.cpp'
 const isAr = (r: ArmResult) => r.method === 'ar' || r.method === 'llama-server:ar'
 
-/** The ratios the issue sets targets for, from whichever arms this run measured. */
+/** The ratios SpecLab sets goals for, from whichever arms this run measured. */
 function comparisons(results: readonly ArmResult[]): Comparison[] {
   const out: Comparison[] = []
   const add = (name: string, a: ArmResult | null, b: ArmResult | null, target?: string) => {

@@ -1,6 +1,6 @@
 /** Bounds the contract (api/contract.ts) and the catalog share; data only, so the renderer may import it. */
 export const GAMMA_RANGE = { min: 1, max: 128 } as const
-/** Timed repeats of a (prompt, method) cell: 1 allowed; 3 is the default of speed comparisons (issue 13). */
+/** Timed repeats of a (prompt, method) cell: 1 allowed; 3 is the default of speed comparisons. */
 export const MAX_REPEATS = 50
 export const DEFAULT_REPEATS = 3
 
