@@ -1,15 +1,20 @@
 /**
  * Regenerates what is derived from the method catalog and checked in: electron/engine/methods/ids.ts (the
- * contract's METHOD_IDS) and the README's method table. `npm run methods:readme`; test/unit/method-catalog.test.ts
- * fails when either is stale.
+ * contract's METHOD_IDS), docs/methods.md's method table and the README's short one. `npm run methods:docs`
+ * (`npm run methods:readme` is the same script); test/unit/method-catalog.test.ts fails when any of them is stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { idsModule, withMethodTable } from '../electron/engine/methods/docs'
+import { idsModule, METHOD_SUMMARY, METHOD_TABLE, withGeneratedBlock, type GeneratedBlock } from '../electron/engine/methods/docs'
 
 const root = (relative: string) => fileURLToPath(new URL(`../${relative}`, import.meta.url))
 
+function regenerate(relative: string, block: GeneratedBlock): void {
+  const file = root(relative)
+  writeFileSync(file, withGeneratedBlock(readFileSync(file, 'utf8'), block, relative))
+}
+
 writeFileSync(root('electron/engine/methods/ids.ts'), idsModule())
-const readme = root('README.md')
-writeFileSync(readme, withMethodTable(readFileSync(readme, 'utf8')))
-process.stdout.write('wrote electron/engine/methods/ids.ts and the README method table\n')
+regenerate('docs/methods.md', METHOD_TABLE)
+regenerate('README.md', METHOD_SUMMARY)
+process.stdout.write('wrote electron/engine/methods/ids.ts, the method table of docs/methods.md and the README method summary\n')

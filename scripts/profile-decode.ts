@@ -1,5 +1,5 @@
 /**
- * `npm run profile:decode` (issue 16 item 3): where the time of a decode goes on the JS thread. Runs `speclab run`
+ * `npm run profile:decode`: where the time of a decode goes on the JS thread. Runs `speclab run`
  * under V8's sampling profiler (node --cpu-prof) and sums the self time of the decoding process by where it was
  * spent: idle (the JS thread waits while llama.cpp evaluates on a libuv worker thread), node-llama-cpp's JS (batch
  * assembly, sampler set-up, locks), SpecLab's engine (sessions, warping, decoders), the store, garbage collection,

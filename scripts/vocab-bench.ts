@@ -1,5 +1,5 @@
 /**
- * `npm run bench:vocab` (issue 16): how SpecLab's per-position costs grow with the vocabulary. Every benchmark model
+ * `npm run bench:vocab`: how SpecLab's per-position costs grow with the vocabulary. Every benchmark model
  * here has 512 tokens; real ones have 32k–152k. The family target (target5M) and the 260K draft are padded to larger
  * vocabularies (test/helpers/gguf-pad.ts: random rows of the real rows' scale, same function on the real ids) and,
  * per size, timed on the same context:

@@ -1,5 +1,5 @@
 /**
- * `speclab peer-bench` (issue 16): SpecLab's methods and llama.cpp's own server on the same prompts, models and
+ * `speclab peer-bench`: SpecLab's methods and llama.cpp's own server on the same prompts, models and
  * llama.cpp commit, each at the thread settings given, interleaved in the runner's schedule (prompt-major, then
  * A B C …, A B C … per repeat — never all repeats of one arm in a row), so drifts of a shared machine hit every arm
  * alike. An ARM is a method with its parameters and its threads:

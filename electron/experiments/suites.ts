@@ -1,5 +1,5 @@
 /**
- * The registry of experiment suites: named recipes that reproduce the papers' tables and figures (issue 7). The
+ * The registry of experiment suites: named recipes that reproduce the papers' tables and figures. The
  * app's Experiments menu and the Workbench's suite picker list exactly these entries, so a suite appears in the UI
  * the moment it is registered here.
  *

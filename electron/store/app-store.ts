@@ -210,7 +210,7 @@ export class AppStore {
     }))
   }
 
-  /** llama.cpp is about to read these files: if the process dies now, the next start knows which (issue 11). */
+  /** llama.cpp is about to read these files: if the process dies now, the next start knows which. */
   markLoading(paths: readonly string[]): void {
     const mark = this.db.prepare('UPDATE models SET loading_since = ?, loading_pid = ?, loading_host = ? WHERE path = ?')
     const at = now()

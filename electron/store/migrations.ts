@@ -112,7 +112,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 5,
     name: 'conversations, messages and the model library',
-    // The app (issue 6): chat conversations reopened across sessions — each assistant message keeps its text in
+    // The app: chat conversations reopened across sessions — each assistant message keeps its text in
     // runs of one provenance (segments), the generation settings and the live statistics at its end — and the
     // GGUF files the user added or downloaded (metadata is re-read from the file, so only the path is kept).
     sql: `
@@ -148,7 +148,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 6,
     name: 'suite runs, their cells and output scores',
-    // Issue 7: a suite run is the parent of its cells — one ordinary run per grid point, linked by suite_run_id and
+    // A suite run is the parent of its cells — one ordinary run per grid point, linked by suite_run_id and
     // a cell key stable within the suite ('table2/mt-bench/trio'); a cell is finished when its run is 'done', so
     // a resumed suite skips it. `plan` keeps every cell's full RunConfig as planned, so a resume (or a report
     // years later) never depends on how today's code would expand the grid. result_scores: per prompt result,
@@ -181,7 +181,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 7,
     name: 'model library: load attempts and load failures',
-    // Issue 11: a model whose loading killed the engine process (a llama.cpp abort) must not be loaded again
+    // A model whose loading killed the engine process (a llama.cpp abort) must not be loaded again
     // without the user asking. `loading_since` is set before llama.cpp sees the file and cleared after; a host that
     // starts and finds it set knows the previous process died loading that file, and records why in `load_error`.
     sql: `
@@ -194,7 +194,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 8,
     name: 'run names and notes',
-    // Issue 12: a researcher names a run ("svip h sweep, quiet machine") and keeps notes on it; both are optional.
+    // A researcher names a run ("svip h sweep, quiet machine") and keeps notes on it; both are optional.
     sql: `
       ALTER TABLE runs ADD COLUMN name TEXT NULL;
       ALTER TABLE runs ADD COLUMN notes TEXT NULL;
@@ -203,7 +203,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 9,
     name: 'repeats and machine load',
-    // Issue 13: every (prompt, method) cell runs `repeats` times, interleaved; each repeat's wall time is kept
+    // Every (prompt, method) cell runs `repeats` times, interleaved; each repeat's wall time is kept
     // (repeat 0 is the decode whose output and steps prompt_results holds). run_order is the position in the
     // schedule, so the stored order shows the interleaving. runs.machine: load average and CPU governor before and
     // after the run (JSON), to flag runs measured on a busy machine. messages.prompt_tokens: the exact prompt a reply

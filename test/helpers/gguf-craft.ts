@@ -151,7 +151,7 @@ function hugeArray(key: string) {
   }
 }
 
-/** Every crafted header of the issue; all derive from stories260K-f32 (llama, 8 heads / 4 KV heads, 5 layers). */
+/** Every crafted header the tests use; all derive from stories260K-f32 (llama, 8 heads / 4 KV heads, 5 layers). */
 export const RECIPES: readonly Recipe[] = [
   { name: 'head-count-0', field: `${ARCH}.attention.head_count is 0`, craft: setKv(`${ARCH}.attention.head_count`, 0) },
   { name: 'head-count-kv-0', field: `${ARCH}.attention.head_count_kv is 0`, craft: setKv(`${ARCH}.attention.head_count_kv`, 0) },

@@ -1,5 +1,5 @@
 /**
- * Layout checks for the e2e screenshots (issue "The app a new user keeps"): at a given viewport, every visible
+ * Layout checks for the e2e screenshots: at a given viewport, every visible
  * button, input, select and textarea must be the element found at its own centre (`document.elementFromPoint`
  * returns it or a descendant) once it is scrolled into view — nothing covers it — and neither the page nor the
  * scrolling main pane may scroll sideways.
@@ -56,8 +56,8 @@ export async function layoutProblems(page: Page): Promise<string[]> {
 }
 
 /**
- * WCAG contrast of the visible text on the page (issue "The app a new user keeps": a dark theme that follows the
- * system, readable in both palettes): for every element with text of its own (and every filled text field or
+ * WCAG contrast of the visible text on the page (a dark theme that follows the system must be readable in both
+ * palettes): for every element with text of its own (and every filled text field or
  * select), the ratio between its computed text colour and the background it sits on — the first opaque
  * background-color up the ancestor chain, with translucent ones on the way blended in. Below 4.5 is a problem, or
  * below 3 for large text (≥ 24px, or ≥ 18.66px bold). Disabled controls and faded elements (opacity < 1) are exempt,

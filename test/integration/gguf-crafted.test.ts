@@ -1,7 +1,7 @@
 /**
- * Crafted GGUF files end to end through the CLI (test/helpers/gguf-craft.ts): each used to abort the process
- * (llama.cpp GGML_ASSERT, exit 134), exhaust memory in node-llama-cpp's header reader, or fail with a stray
- * TypeError; now each exits 2 with exactly one `speclab:` line naming the file and the field. NaN weights pass the
+ * Crafted GGUF files end to end through the CLI (test/helpers/gguf-craft.ts): unchecked, each would abort the
+ * process (llama.cpp GGML_ASSERT, exit 134), exhaust memory in node-llama-cpp's header reader, or fail with a stray
+ * TypeError; each must exit 2 with exactly one `speclab:` line naming the file and the field. NaN weights pass the
  * header scan and fail at the first decode, naming the model file.
  */
 import { spawnSync } from 'node:child_process'

@@ -1,5 +1,5 @@
 /**
- * Greedy losslessness of the issue-3 draft-length policies on real GGUF models (node-llama-cpp, CPU, one thread):
+ * Greedy losslessness of the draft-length policies on real GGUF models (node-llama-cpp, CPU, one thread):
  * target stories-target5M-f32 ← draft stories260K-f32, 3 story prompts × 48 tokens. Each of `sd-heuristic`,
  * `sd-pmin`, `svip` and `self-verify`, and parallel drafting (`pearl`, the `parallel` option; default parameters and other settings, --gamma 5, one newRun per
  * method so state that persists across prompts is exercised) must reproduce `ar`'s greedy tokens. A divergence is tolerated only where the
@@ -48,7 +48,7 @@ const PROMPTS = [
   'Tom had a toy car. One day, the car broke and Tom was sad.'
 ]
 
-withModels('issue-3 policies on GGUF models: greedy output = greedy ar (target5M ← 260K)', () => {
+withModels('draft-length policies on GGUF models: greedy output = greedy ar (target5M ← 260K)', () => {
   let target: LlamaCppModel
   let draft: LlamaCppModel
   const ar: number[][] = []

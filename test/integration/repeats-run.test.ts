@@ -1,5 +1,5 @@
 /**
- * Repeats (issue 13) on the shared models: every (prompt, method) runs `repeats` times, interleaved prompt → repeat
+ * Repeats on the shared models: every (prompt, method) runs `repeats` times, interleaved prompt → repeat
  * → method, each repeat's wall time stored in the schedule's order; repeats make the same decisions (their own run
  * state, the prompt's PRNG stream), also for a policy whose state carries across prompts; the report's intervals
  * are made from exactly those cells; the machine's load is recorded around the run.

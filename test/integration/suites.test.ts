@@ -1,6 +1,6 @@
 /**
- * Issue 7: every experiment suite runs end to end with --quick on the shared models (target5M-f32, mid1M, 260K),
- * its report renders as HTML and Markdown with every table and chart the issue names, and the report's numbers
+ * Every experiment suite runs end to end with --quick on the shared models (target5M-f32, mid1M, 260K),
+ * its report renders as HTML and Markdown with every table and chart the suite declares, and the report's numbers
  * equal an independent recomputation from the stored rows — plain SQL sums over prompt_results, steps and
  * result_scores here, not the folds the report uses. Re-rendering from a fresh connection gives the same files.
  * Then: a cancelled suite run is marked cancelled and keeps its finished cells; a resume runs only the rest.

@@ -1,5 +1,5 @@
 /**
- * What the `speclab` CLI prints for people (issue "The app a new user keeps", item 6): numbers without float noise,
+ * What the `speclab` CLI prints for people: numbers without float noise,
  * the `runs` and `diff` tables, the progress bar (no NaN/Infinity ETA, its line wiped before the report, nothing in
  * a log that is not a terminal) and the method list of `run --help`.
  */

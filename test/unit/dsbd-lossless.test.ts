@@ -65,7 +65,7 @@ const name = (key: number) => (key === 0 ? 'a' : 'b')
 
 type LayerVerifier = typeof verifyLayer
 
-/** Algorithm 1 line 16 as printed: accept with min(1, q_beam/p') — the direction the issue warns about. */
+/** Algorithm 1 line 16 as printed: accept with min(1, q_beam/p') — the direction that is not lossless. */
 const printedVerifyLayer: LayerVerifier = (pBeam, qBeam, drafts, width, rng) => {
   let pPrime = pBeam
   const accepted: number[] = []

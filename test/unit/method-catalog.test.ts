@@ -1,7 +1,8 @@
 /**
- * The method catalog is the one source of truth (issue 10): schemas round-trip their defaults, every bad key or
+ * The method catalog is the one source of truth: schemas round-trip their defaults, every bad key or
  * value of every method is refused with one message naming the key and the valid ones, duplicate ids are refused,
- * what is generated from the catalog (ids.ts, the README table, the UI's knobs, --help) is current, and the engine
+ * what is generated from the catalog (ids.ts, the method tables of docs/methods.md and the README, the UI's knobs,
+ * --help) is current, and the engine
  * imports nothing from api/, host/, store/ or electron.
  */
 import fs from 'node:fs'
@@ -10,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { UserInputError } from '../../electron/engine/errors'
 import { CATALOG, checkCatalog, isLlamaServerMethod } from '../../electron/engine/methods/catalog'
-import { idsModule, methodHelp, methodInfos, methodTable, withMethodTable } from '../../electron/engine/methods/docs'
+import { idsModule, METHOD_SUMMARY, methodHelp, methodInfos, methodTable, withGeneratedBlock, withMethodTable } from '../../electron/engine/methods/docs'
 import { METHOD_IDS } from '../../electron/engine/methods/ids'
 import { keysOf, prepare, prepareRun } from '../../electron/engine/methods/prepare'
 import type { ParamSpec } from '../../electron/engine/methods/param-spec'
@@ -149,10 +150,18 @@ describe('method catalog', () => {
     }
   })
 
-  it('the README method table is the generated one (npm run methods:readme)', () => {
+  it('docs/methods.md holds the generated method table (npm run methods:docs)', () => {
+    const methods = read('docs/methods.md')
+    expect(methods).toContain(methodTable())
+    expect(withMethodTable(methods)).toBe(methods)
+  })
+
+  it("the README's short method table is the generated one and lists every method (npm run methods:docs)", () => {
     const readme = read('README.md')
-    expect(readme).toContain(methodTable())
-    expect(withMethodTable(readme)).toBe(readme)
+    expect(readme).toContain(METHOD_SUMMARY.render())
+    expect(withGeneratedBlock(readme, METHOD_SUMMARY)).toBe(readme)
+    for (const info of methodInfos()) expect(readme).toContain(`| \`${info.id}\` |`)
+    expect(readme).toContain('docs/methods.md')
   })
 
   it('no engine file imports electron, api/, host/ or store/', () => {

@@ -1,5 +1,5 @@
 /**
- * The four draft-length policies of issue 3 on scripted drafts and verdicts: the exact γ sequences and stop
+ * The four draft-length policies (heuristic, p-min, SVIP, self-verify) on scripted drafts and verdicts: the exact γ sequences and stop
  * positions their rules imply, what explain() records, per-prompt vs per-run state, and parameter validation.
  * The last block drives them through the real speculative loop on toy models and re-derives each recorded
  * decision from the step records.
@@ -443,7 +443,7 @@ describe('through the speculative loop (toy models): the step records re-derive 
   })
 })
 
-describe('which entropy svip and self-verify threshold (issue 13): the draft’s whole-vocabulary softmax at T = 1', () => {
+describe('which entropy svip and self-verify threshold: the draft’s whole-vocabulary softmax at T = 1', () => {
   // Temperature 0.7 and top-2 of 5 real tokens: the warped H is at most ln 2, the full one is not truncated.
   const WARP: WarpConfig = { temperature: 0.7, topK: 2, topP: 1 }
   const prompts = [[TOY_BOS], [TOY_BOS, 3, 1], [TOY_BOS, 2, 5, 4]]

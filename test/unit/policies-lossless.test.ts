@@ -1,5 +1,5 @@
 /**
- * The draft-length policies of issue 3 keep speculative decoding lossless: whatever length a policy picks (from
+ * The draft-length policies (heuristic, p-min, SVIP, self-verify) keep speculative decoding lossless: whatever length a policy picks (from
  * the draft's entropies/confidences and earlier verdicts), the output's joint law is the target's warped law
  * (chi-square against the exact law on toy models, 20k decodes per case, as in speculative-distribution.test.ts),
  * and greedy decoding reproduces `ar` token for token.

@@ -1,5 +1,5 @@
 /**
- * The set-up scripts a new user meets first (README "The two commands"): `npm install` must not fail when the
+ * The set-up scripts a new user meets first (README "Install and run"): `npm install` must not fail when the
  * Electron binary cannot be downloaded (scripts/install-electron.mjs, our postinstall), and `npm start` must say in
  * one line what is missing before anything else runs (scripts/check-electron.mjs). Each script is run as a child
  * process against a fake electron package in a temp dir (SPECLAB_ELECTRON_DIR); nothing touches the network.

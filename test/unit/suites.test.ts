@@ -1,5 +1,5 @@
 /**
- * Issue 7 without models: the suite registry (unique cell keys, valid methods and parameters, presets the Workbench
+ * Suites without models: the suite registry (unique cell keys, valid methods and parameters, presets the Workbench
  * can apply), the suite store (links, finished cells, interrupted suite runs, scores), prompt selection per category,
  * and the report renderers (SVG charts, number formats, Pareto fronts).
  */

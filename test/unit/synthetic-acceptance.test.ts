@@ -1,5 +1,5 @@
 /**
- * Synthetic acceptance (issue 13; llama.cpp --spec-synth-rates): verification accepts draft position i with
+ * Synthetic acceptance (llama.cpp --spec-synth-rates): verification accepts draft position i with
  * probability r_i. The measured acceptance per position must match the requested rates within sampling error, the
  * target still scores every round, and only methods whose verification is the speculative decoder's accept it.
  */

@@ -1,5 +1,5 @@
 /**
- * Vocabularies that differ in size (issue 14 part 1):
+ * Vocabularies that differ in size:
  * - the compatibility rules as llama.cpp decides them (engine/model/vocabulary-check.ts): tokenizer model, add-BOS /
  *   add-EOS and BOS / EOS, sizes within 128, identical token texts of the common range from id 5 — each failure
  *   names its rule, each success says what held; the header path's add-flag defaults;

@@ -2,8 +2,8 @@
  * The method catalog: every fact about a method, once. What models it needs, its parameters (type, default,
  * range, help, the paper's symbol and section), what --gamma means to it, how many KV sequences it wants, whether
  * it is lossless, its description with the paper reference, and how a run of it is built. The CLI's --help, the
- * UI's knobs, the contract's METHOD_IDS (methods/ids.ts) and the README's method table are generated from here
- * (scripts/generate-methods.ts); `prepare` (prepare.ts) is the one way to validate settings and get decoders.
+ * UI's knobs, the contract's METHOD_IDS (methods/ids.ts) and the method tables of docs/methods.md and the README are
+ * generated from here (scripts/generate-methods.ts); `prepare` (prepare.ts) is the one way to validate settings and get decoders.
  */
 import { adaptiveAnalyticPolicy } from '../policies/adaptive-analytic'
 import { adaptiveCacheFsmPolicy } from '../policies/adaptive-cache-fsm'
@@ -54,12 +54,12 @@ export interface Settings<P extends ParamSpecs = ParamSpecs> {
 export type MethodFamily = 'baseline' | 'speculative' | 'policy' | 'hierarchy' | 'beam' | 'lookup' | 'peer'
 
 export interface MethodDefinition<P extends ParamSpecs = ParamSpecs> {
-  /** Generated into methods/ids.ts (npm run methods:readme): a new id is refused by the compiler until then. */
+  /** Generated into methods/ids.ts (npm run methods:docs): a new id is refused by the compiler until then. */
   id: MethodId
   family: MethodFamily
-  /** One line: the method picker, `run --help`. */
+  /** One line: the method picker, `run --help`, the README's method table. */
   summary: string
-  /** The README's paragraph: the algorithm with equation numbers, and every choice where the paper is ambiguous. */
+  /** docs/methods.md's paragraph: the algorithm with equation numbers, and every choice where the paper is ambiguous. */
   description: string
   needs: { draft: boolean; mid: boolean }
   /**

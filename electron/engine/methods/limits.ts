@@ -3,7 +3,7 @@
  * the renderer may import it (through api/renderer-kit.ts).
  */
 export const GAMMA_RANGE = { min: 1, max: 128 } as const
-/** Timed repeats of a (prompt, method) cell: 1 allowed; 3 is the default of speed comparisons (issue 13). */
+/** Timed repeats of a (prompt, method) cell: 1 allowed; 3 is the default of speed comparisons. */
 export const MAX_REPEATS = 50
 export const DEFAULT_REPEATS = 3
 

@@ -124,7 +124,7 @@ export const MethodSummary = z.object({
   overheadMs: z.number(),
   steps: z.number().int(),
   overheadPerStepMs: z.number().nullable(),
-  // Issue 13 (defaults keep reports written before it readable).
+  // Repeats, intervals, acceptance per position and theory inputs: the defaults keep stored reports that lack them readable.
   /** Timed repeats of each prompt (the most any prompt got). */
   repeats: z.number().int().default(1),
   /** tokens/s per (prompt, repeat): median and 95 % interval. */
@@ -142,7 +142,7 @@ export const MethodSummary = z.object({
    * the outputs: two runs with equal digests made the same decisions, and differ in timing only.
    */
   decisionDigest: z.string().default(''),
-  /** Costs and rates the theory needs (null in reports written before issue 13). */
+  /** Costs and rates the theory needs (null in stored reports that lack them). */
   costs: MeasuredCosts.nullable().default(null),
   /** The closed forms of the papers with this run's measured α, c, β beside what was measured (theory/measured.ts). */
   theory: TheorySummary.nullable().default(null),

@@ -1,8 +1,8 @@
 /**
  * node-llama-cpp adapter for the model-session seam.
  *
- * - One context per model with a few sequences (sessions). Threads per PHASE (issue 16, measured on the 2-core
- *   machine with the inflated 78M-compute target): `threads` for single-token evaluations, `batchThreads` for
+ * - One context per model with a few sequences (sessions). Threads per PHASE (measured on a 2-core machine with
+ *   the inflated 78M-compute target, docs/performance.md): `threads` for single-token evaluations, `batchThreads` for
  *   evaluations of several tokens (verification, prefill, several sequences at once). One thread decodes a token in
  *   7.1 ms, two in 8.4 ms once JS work runs between decodes (llama.cpp's worker threads spin and take the core the JS
  *   thread needs); a 6-token batch takes 23.6 ms on one thread, 13.6–15.7 ms on two. A tiny draft on two threads is
@@ -114,7 +114,7 @@ function preferSpinningOpenMpThreads(): void {
 
 /**
  * Which llama.cpp binary node-llama-cpp loaded, and whether its CPU backend runs its threads on OpenMP. This decides
- * what a second thread is worth (issue 16, measured on 2 cores, inflated target): node-llama-cpp's prebuilt binaries
+ * what a second thread is worth (measured on 2 cores, inflated target; docs/performance.md): node-llama-cpp's prebuilt binaries
  * are built with GGML_OPENMP=OFF and it attaches no ggml threadpool, so every graph spins up threads of its own — one
  * token costs 8.2 ms on 1 thread and 10–16 ms on 2; a source build (`npm run build:native`) links OpenMP, as
  * llama-server does, and one token then costs 6.5–6.7 ms on 2. Linux tells through /proc/self/maps; elsewhere null.

@@ -1,5 +1,5 @@
 /**
- * Thread calibration at load (issue 16 item 1): which thread count makes each model fastest in each phase, measured
+ * Thread calibration at load: which thread count makes each model fastest in each phase, measured
  * on this machine with this llama.cpp binary instead of assumed.
  *
  * Why measure: what a second thread is worth depends on the binary and the model, not on a rule. On the 2-core

@@ -17,7 +17,7 @@
  *                  0, so SpecLab accepts exactly the pairs llama.cpp's own speculative decoding accepts, and we say
  *                  when ids 0–4 differ.
  *
- * Padding is exact (README, "Vocabularies of different sizes"): a draft only proposes ids of its own
+ * Padding is exact (docs/methods.md, "Vocabularies of different sizes"): a draft only proposes ids of its own
  * vocabulary; an id the target lacks has p = 0 and is always rejected; mass the target puts on ids the draft lacks is
  * covered by the residual norm(max(0, p − q)), where q = 0 there. Models evaluate an id of the other model's
  * vocabulary that they lack as a stand-in token (llama-cpp-model.ts), which only changes what the drafter proposes

@@ -29,7 +29,7 @@
  * (`selfverify.warpedEntropy=false`) H is therefore the entropy of the draft's softmax of its raw logits over the
  * whole vocabulary at temperature 1 — the same quantity as SVIP's authors' code (policies/svip.ts) — for the
  * stop test and for τ alike (draftEntropies then hold it). `--set selfverify.warpedEntropy=true` uses H of the
- * warped draft distribution q (the run's temperature, top-k, top-p), SpecLab's rule before issue 13. Only the stop
+ * warped draft distribution q (the run's temperature, top-k, top-p) instead. Only the stop
  * depends on it; verification never does (lossless either way). (pre-self-verify and hsddw still threshold the
  * warped entropies of M_q1 and M_q2.)
  *

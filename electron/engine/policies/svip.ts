@@ -21,7 +21,7 @@
  * engine asks the draft session for it (node-llama-cpp then transfers every logit of each drafted position,
  * model/llama-cpp-model.ts). `--set svip.warpedEntropy=true` thresholds H of the warped distribution q that
  * SpecLab samples and verifies the token with instead (temperature, top-k, top-p; greedy: the temperature-1
- * softmax of the top-k) — SpecLab's rule before issue 13. With the default top-k of 64 that H leaves out the
+ * softmax of the top-k). With the default top-k of 64 that H leaves out the
  * tail (its mass and its spread), so in practice it is lower and, at the same h, drafts run longer; a temperature
  * ≠ 1 moves it either way. Neither choice touches verification: the entropy only decides where the draft stops
  * (lossless either way).

@@ -1,6 +1,6 @@
 /**
- * The peer suite's report: SpecLab's methods and llama.cpp's own server on the same prompts, models and threads
- * (issue 16). Every ratio pairs the two methods' decodes of one (prompt, repeat) — decoded next to each other in the
+ * The peer suite's report: SpecLab's methods and llama.cpp's own server on the same prompts, models and threads.
+ * Every ratio pairs the two methods' decodes of one (prompt, repeat) — decoded next to each other in the
  * interleaved schedule — and is the median of those ratios with its 95 % bootstrap interval (data.ts summaryAgainst).
  */
 import { describeRunThreads } from '../../../api/thread-summary'
