@@ -32,6 +32,7 @@ import { dsbdExpectedSteps } from '../engine/theory/dsbd'
 import { loadTrio } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
 import { runInterleaved, tokenizePrompts } from '../experiments/runner'
+import { warpOfSettings } from '../experiments/run-request'
 import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { formatNumber, formatTable } from './format'
 import { settingOption, settingParser } from './setting-options'
@@ -153,7 +154,7 @@ async function dsbdBenchAction(options: DsbdBenchOptions): Promise<void> {
   const models = sharedModelsDirectory()
   const targetPath = path.resolve(options.target ?? path.join(models, 'family/stories-target5M-inflated-78M-f16.gguf'))
   const draftPath = path.resolve(options.draft ?? path.join(models, 'stories260K-f32.gguf'))
-  const warp: WarpConfig = { temperature: options.temperature, topK: options.topK, topP: options.topP }
+  const warp: WarpConfig = warpOfSettings(options)
   const sequences = Math.min(MAX_SEQUENCES, Math.max(9, ...configs.map((c) => c.prepared.sessions)))
   const prompts = loadPrompts({ dataset: 'stories', limit: options.limit })
   const trio = await loadTrio({ target: targetPath, draft: draftPath }, { contextSize: options.contextSize, sequences })

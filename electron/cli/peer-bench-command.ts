@@ -30,6 +30,8 @@ import {
 import { loadPrompts } from '../experiments/prompts'
 import { measureRawTimings, speedupBound, type RawTimings } from '../experiments/raw-timings'
 import { tokenizePrompts } from '../experiments/runner'
+import { warpOfSettings } from '../experiments/run-request'
+import { draftingThreads, targetThreads } from '../engine/model/thread-plan'
 import { formatFixed, formatInterval, formatNumber, formatTable } from './format'
 import { createProgressBar } from './progress'
 import { settingOption } from './setting-options'
@@ -93,10 +95,10 @@ export function peerBenchCommand(): Command {
     .action(peerBenchAction)
 }
 
-/** The threads the trio's calibration chose, as an arm's T/B/D. */
+/** The threads the trio's calibration chose (its thread plan), as an arm's T/B/D. */
 function calibratedArmThreads(trio: LoadedTrio): ArmThreads {
-  const target = trio.models.target.phaseThreads
-  return { threads: target.threads, batchThreads: target.batchThreads, draftThreads: trio.models.draft?.phaseThreads.threads ?? 1 }
+  const target = targetThreads(trio.threadPlan)
+  return { threads: target.token.threads, batchThreads: target.batch.threads, draftThreads: draftingThreads(trio.threadPlan)?.token.threads ?? 1 }
 }
 
 /** What the report compares: each a ratio of two arms' tok/s, paired per (prompt, repeat). */
@@ -136,7 +138,7 @@ async function peerBenchAction(options: PeerBenchOptions): Promise<void> {
     if (calibrated) arms = prepareArms(withCalibratedThreads(specs, calibratedArmThreads(trio)), options.gamma)
     const prompts = loadPrompts({ dataset: 'stories', limit: options.limit })
     const promptTokens = tokenizePrompts(trio.models, prompts, { maxTokens: options.maxTokens, contextSize: options.contextSize })
-    const warp = { temperature: options.temperature, topK: options.topK, topP: 1 }
+    const warp = warpOfSettings(options)
     const machine = machineBefore()
     const progress = createProgressBar(arms.length * prompts.length * options.repeats)
     let results: ArmResult[]

@@ -12,6 +12,7 @@ import { prepare } from '../engine/methods/prepare'
 import { cellsOf, timingCells, type PromptOutcome, type RepeatTiming } from '../engine/metrics/fold'
 import { medianInterval } from '../engine/stats/bootstrap'
 import { runInterleaved } from '../experiments/runner'
+import { warpOfSettings } from '../experiments/run-request'
 
 export async function measureBaseline(
   models: DecoderModels,
@@ -35,7 +36,7 @@ export async function measureBaseline(
       models,
       promptTokens: [promptTokens],
       maxTokens: settings.maxTokens,
-      warp: { temperature: settings.temperature, topK: settings.topK, topP: settings.topP },
+      warp: warpOfSettings(settings),
       seed: settings.seed ?? 0,
       repeats
     },

@@ -3,7 +3,7 @@
  * provenance (which model's token survived verification) and live statistics; conversations and every assistant
  * message (text in provenance runs, settings incl. the seed, final statistics) are stored in SQLite.
  */
-import { randomInt, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import type { ChatMessage, TokenPiece } from '../api/chat'
 import type { ApiRequest } from '../api/contract'
 import type { HostEvent } from '../api/events'
@@ -13,6 +13,7 @@ import { UserInputError } from '../engine/errors'
 import { decodeOnce } from '../engine/methods/decode-once'
 import { assertVocabularyFits, prepare, type PreparedMethod } from '../engine/methods/prepare'
 import type { AppStore } from '../store/app-store'
+import { resolveDecode, warpOfSettings } from '../experiments/run-request'
 import { measureBaseline } from './chat-baseline'
 import { buildPrompt, type Turn } from './chat-prompt'
 import { IncrementalText } from './incremental-text'
@@ -135,7 +136,8 @@ export class ChatService {
       const userMessage = this.store().addUserMessage(conversationId, request.text)
       const generation: Generation = { id: randomUUID(), conversationId, abort: new AbortController() }
       this.generation = generation
-      const seed = settings.seed ?? randomInt(2 ** 32)
+      // The decode's settings with the catalog's defaults and a seed drawn when none was given (run-request.ts).
+      const { seed } = resolveDecode(settings)
       void this.generate(held!, method, generation, prompt, { ...settings, params: method.params, seed }, release)
       return { conversationId, generationId: generation.id, userMessage }
     } catch (error) {
@@ -211,7 +213,7 @@ export class ChatService {
         models: held.models,
         promptTokens: prompt.tokens,
         maxTokens: settings.maxTokens,
-        warp: { temperature: settings.temperature, topK: settings.topK, topP: settings.topP },
+        warp: warpOfSettings(settings),
         seed: settings.seed,
         stream: 0,
         signal: generation.abort.signal,

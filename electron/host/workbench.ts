@@ -3,20 +3,18 @@
  * (experiments/runner.ts), so every row lands in the run store as it happens. Progress (overall cells, the current
  * prompt's tokens) streams to the UI; cancel aborts between tokens and marks the run `cancelled`.
  */
-import { randomInt } from 'node:crypto'
 import path from 'node:path'
 import type { HostEvent } from '../api/events'
 import type { LoadSettings } from '../api/models'
-import { RunConfig } from '../api/runs'
+import type { RunConfig } from '../api/runs'
 import type { DatasetInfo, WorkbenchProgress, WorkbenchStart } from '../api/workbench'
 import type { ApiHandlers } from '../api/runs-service'
 import { assertVocabularyFits, type PreparedRun } from '../engine/methods/prepare'
 import { METHOD_IDS } from '../engine/methods/ids'
-import { defaultRepeats } from '../engine/methods/limits'
 import { UserInputError } from '../engine/errors'
-import { defaultThreads } from '../engine/model/llama-cpp-model'
 import { BUILTIN_DATASETS, loadBuiltinDataset, loadPromptFile, type PromptItem } from '../experiments/prompts'
-import { executeRun, prepareConfig } from '../experiments/runner'
+import { executeRun } from '../experiments/runner'
+import { buildRunRequest, withLoadedTrio, type BuiltRun } from '../experiments/run-request'
 import { findSuite } from '../experiments/suites'
 import type { RunStore } from '../store/run-store'
 import type { JobLock } from './job-lock'
@@ -111,7 +109,7 @@ export class WorkbenchService {
       request.dataset.kind === 'builtin' ? loadBuiltinDataset(request.dataset.id) : importPromptFile(request.dataset.path).prompts
     const limited = request.limit ? prompts.slice(0, request.limit) : prompts
     // Unknown or duplicate methods, missing models and bad parameters are refused before anything loads.
-    const { config, prepared } = prepareConfig(this.buildConfig(request, entries))
+    const { config, prepared } = this.buildRun(request, entries)
     // These very files already loaded with different vocabularies: refuse id-comparing methods at once.
     const held = this.models.current
     if (held && held.entries.target.path === entries.target.path && held.entries.mid?.path === entries.mid?.path && held.entries.draft?.path === entries.draft?.path)
@@ -139,25 +137,21 @@ export class WorkbenchService {
     return { jobId: job.id }
   }
 
-  private buildConfig(request: WorkbenchStart, entries: TrioEntries): RunConfig {
-    const { settings } = request
-    return RunConfig.parse({
+  /** The Workbench's request as a run request (run-request.ts): the same builder as the CLI's. */
+  private buildRun(request: WorkbenchStart, entries: TrioEntries): BuiltRun {
+    const { settings, load } = request
+    return buildRunRequest({
       suite: request.suite,
       methods: [...request.methods].sort((a, b) => METHOD_IDS.indexOf(a) - METHOD_IDS.indexOf(b)),
       models: { target: entries.target.path, mid: entries.mid?.path, draft: entries.draft?.path },
       prompts:
         request.dataset.kind === 'builtin'
           ? { dataset: request.dataset.id, limit: request.limit ?? undefined }
-          : { file: path.resolve(request.dataset.path), limit: request.limit ?? undefined },
-      maxTokens: settings.maxTokens,
-      sampling: { temperature: settings.temperature, topK: settings.topK, topP: settings.topP, fullVocabulary: request.load.fullVocabulary },
-      seed: settings.seed ?? randomInt(2 ** 32),
-      gamma: settings.gamma,
-      params: settings.params,
-      threads: request.load.threads ?? defaultThreads() ?? 4,
-      contextSize: request.load.contextSize,
-      draftSelection: null,
-      repeats: request.repeats ?? defaultRepeats(request.methods)
+          : { file: request.dataset.path, limit: request.limit ?? undefined },
+      decode: settings,
+      load,
+      repeats: request.repeats,
+      params: settings.params
     })
   }
 
@@ -187,9 +181,9 @@ export class WorkbenchService {
       this.emit({ type: 'models:changed' })
       if (job.abort.signal.aborted) throw new UserInputError('cancelled before the run started')
       assertVocabularyFits(prepared.methods.map((m) => m.definition), held.vocabularyMismatch)
-      const effective = { ...config, contextSize: held.contextSize, modelFingerprints: held.fingerprints }
+      const ran = withLoadedTrio(config, { contextSize: held.contextSize, fingerprints: held.fingerprints, threadPlan: held.threadPlan })
       this.update(job, { phase: 'running', message: 'Warming up…' }, true)
-      const report = await executeRun(this.store(), effective, held.models, prompts, {
+      const report = await executeRun(this.store(), ran, held.models, prompts, {
         prepared,
         signal: job.abort.signal,
         onRunCreated: (runId) => {

@@ -4,6 +4,8 @@
  * and the Models screen's load — and finds the same value accepted or refused with the same sentence on each. It also
  * checks the builder (experiments/run-request.ts) turns the same settings into the same run config from any path.
  */
+import fs from 'node:fs'
+import path from 'node:path'
 import type { Command, Option } from 'commander'
 import { describe, expect, it } from 'vitest'
 import { ApiRequests } from '../../electron/api/contract'
@@ -21,6 +23,8 @@ import {
   settingsTable,
   type RunSettingKey
 } from '../../electron/engine/settings/run-settings'
+import { withGeneratedBlock } from '../../electron/engine/methods/docs'
+import { SETTINGS_TABLE } from '../../electron/engine/settings/docs'
 import { buildRunRequest, resolveDecode, withLoadedTrio } from '../../electron/experiments/run-request'
 
 type Path = 'workbench' | 'chat' | 'load'
@@ -139,6 +143,11 @@ describe('the run-settings catalog', () => {
     expect(parseSettingText('temperature', ' 0.7 ')).toEqual({ value: 0.7 })
     expect(parseSettingText('gpuLayers', 'auto')).toEqual({ value: 'auto' })
     expect(parseSettingText('topP', '0')).toEqual({ error: 'expected a number above 0 and at most 1' })
+  })
+
+  it('docs/settings.md holds the generated table (npm run methods:docs)', () => {
+    const docs = fs.readFileSync(path.join(__dirname, '../../docs/settings.md'), 'utf8')
+    expect(withGeneratedBlock(docs, SETTINGS_TABLE)).toBe(docs)
   })
 
   it('generates the docs table from the catalog, one row per setting', () => {
