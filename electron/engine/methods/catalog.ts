@@ -70,6 +70,12 @@ export interface MethodDefinition<P extends ParamSpecs = ParamSpecs> {
   vocabulary?: 'shared' | 'any'
   /** Whether the output follows the target's warped distribution exactly (greedy: equals `ar`). */
   lossless: boolean
+  /**
+   * Whether `--synthetic-acceptance` applies: the method verifies ONE draft per round position by position, so
+   * sampling/synthetic-acceptance.ts can replace its accept test with "position i passes with probability r_i".
+   * Absent: true for the baseline, speculative and policy families (prepare.ts), false for the others.
+   */
+  synthetic?: boolean
   /** What --gamma is to this method; null when it ignores it. */
   gamma: string | null
   /** Parameter keys are `${namespace}.${name}`; methods of one family share a namespace (pre.*, dsbd.*). */
@@ -893,6 +899,8 @@ const METHODS: readonly MethodDefinition[] = [
     needs: DRAFT,
     lossless: true,
     gamma: "the tree's depth",
+    // A round verifies siblings against residuals, not one draft by position: a rate r_i names no node to accept.
+    synthetic: false,
     namespace: 'tree',
     params: TREE_SHAPE,
     sessions: ({ params }) => params.branches,
@@ -912,6 +920,8 @@ const METHODS: readonly MethodDefinition[] = [
     needs: DRAFT,
     lossless: true,
     gamma: "the tree's depth (and the n-gram chain's cap)",
+    // A round verifies siblings against residuals, not one draft by position: a rate r_i names no node to accept.
+    synthetic: false,
     namespace: 'treengram',
     params: TREE_NGRAM_PARAMS,
     sessions: ({ params }) => params.branches,
