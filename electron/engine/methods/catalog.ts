@@ -814,7 +814,8 @@ const METHODS: readonly MethodDefinition[] = [
       '`ngramcache.static`, which `speclab ngram-cache build` or llama.cpp\'s `llama-lookup-create` writes). Each drafted ' +
       'token: the longest n-gram ending at the draft\'s end whose top follower passes llama.cpp\'s thresholds (context: ' +
       'lax, dynamic: strict sample size and share), its counts weighted by the static cache; else the static cache alone; ' +
-      'the first miss ends the draft, at most `ngramcache.nDraft` tokens (llama-server\'s fixed 8). Ties go to the token ' +
+      'the first miss ends the draft, at most `ngramcache.nDraft` tokens (llama-server\'s fixed 8); no draft before the ' +
+      'first sampled token (lookup.cpp drafts after a sample). Ties go to the token ' +
       "first seen (llama.cpp: hash-map order). llama-server's `--spec-type ngram-cache` never updates its dynamic cache and " +
       'keeps its context cache across a slot\'s requests — not copied; choices in `electron/engine/lookup/ngram-cache.ts`. ' +
       `Each round records which cache drafted each token (\`levels\`: c / d / s). ${POINT_MASS}`,
