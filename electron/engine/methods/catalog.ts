@@ -185,6 +185,15 @@ const ngramSize = (flagName: string) => ({
   m: integer(48, { min: 1 }, { help: 'the most tokens drafted after a match (the draft cap)', symbol: 'size_m', source: `${LLAMA_NGRAM_PARAMS}; --spec-${flagName}-size-m` })
 })
 const NGRAM_SIMPLE_PARAMS = ngramSize('ngram-simple')
+/** sd+ngram's n-gram part: ngram-simple's knobs, its drafts also cut at the round's cap γ (the method's choice). */
+const SD_NGRAM_PARAMS = {
+  ...ngramSize('ngram-simple'),
+  m: integer(48, { min: 1 }, {
+    help: 'the most tokens drafted after a match; --gamma cuts the draft too (llama-server cuts it only at the remaining budget)',
+    symbol: 'size_m',
+    source: `${LLAMA_NGRAM_PARAMS}; --spec-ngram-simple-size-m`
+  })
+}
 const ngramMapParams = (flagName: string, help: string) => ({
   ...ngramSize(flagName),
   minHits: integer(1, { min: 1 }, { help, symbol: 'min_hits', source: `${LLAMA_NGRAM_PARAMS}; --spec-${flagName}-min-hits` })
@@ -859,8 +868,12 @@ const METHODS: readonly MethodDefinition[] = [
       '`common_speculative_draft` takes the first non-empty draft and `common_speculative_accept` reports the verdict ' +
       "to that type only): each round llama.cpp's `ngram-simple` (as the `ngram-simple` method: key = the last " +
       '`sdngram.n` tokens, up to `sdngram.m` tokens after its latest earlier occurrence, no lookup before the first ' +
-      'sampled token) proposes when it matches, otherwise the draft model drafts; either draft is cut at `--gamma` ' +
-      "(llama.cpp's one dp.n_max). `decision.source` says which drafted the round (`ngram` or `draft`). Lossless: a " +
+      'sampled token) proposes when it matches, otherwise the draft model drafts; either draft is cut at `--gamma`. ' +
+      "Choice: llama-server caps only the draft model at `--spec-draft-n-max`; its round cap dp.n_max is the slot's " +
+      'remaining budget (tools/server/server-context.cpp `get_n_draft_max`), so its n-gram drafts run to `size_m` ' +
+      '(48). Here one cap γ bounds both sources, so `--gamma` is the one draft length and rounds compare with `sd` at ' +
+      'the same γ; `sdngram.m` above γ changes nothing. `decision.source` says which drafted the round (`ngram` or ' +
+      '`draft`). Lossless: a ' +
       'round has one source, so its tokens are verified against the law they came from — δ(x) for looked-up tokens ' +
       "(accept with p(x), correct from norm(max(0, p − δ))), the draft's warped q for model tokens (`sd`'s min(1, p/q)); " +
       "greedy equals `ar`. The n-gram defaults are llama.cpp's (12, 48: nothing matches before the history passes 61 tokens)",
@@ -868,7 +881,7 @@ const METHODS: readonly MethodDefinition[] = [
     lossless: true,
     gamma: 'the draft length of either source (model tokens drafted; n-gram drafts cut there)',
     namespace: 'sdngram',
-    params: ngramSize('ngram-simple'),
+    params: SD_NGRAM_PARAMS,
     newRun: ({ gamma, params }) =>
       withPolicy(() => fixedLengthPolicy(gamma), (policy) =>
         speculativeDecoder(
