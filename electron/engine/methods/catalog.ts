@@ -206,9 +206,9 @@ const NGRAM_MAP_K4V_PARAMS = ngramMapParams('ngram-map-k4v', 'hits of the key be
 
 /** sd-tree's tree shape (llama.cpp examples/speculative/speculative.cpp and common/common.h). */
 const TREE_SHAPE = {
-  pSplit: real(0.1, { min: 0, max: 1 }, { help: 'a draft candidate below the first becomes a sibling branch when its probability is above this', symbol: 'p_split', source: 'llama.cpp common/common.h p_split; --draft-p-split' }),
+  pSplit: real(0.1, { min: 0, max: 1 }, { help: 'a draft candidate below the first becomes a sibling branch when its probability is above this', symbol: 'p_split', source: 'llama.cpp common/common.h p_split; --spec-draft-p-split' }),
   branches: integer(4, { min: 1, max: 16 }, { help: 'the most root-to-leaf paths, i.e. KV sequences per model (1 = a chain, plain sd)', symbol: 'n_seq_dft', source: 'llama.cpp examples/speculative -np (its default 1 is no tree)' }),
-  nodes: integer(16, { min: 1, max: 256 }, { help: 'the most tree nodes per round', symbol: 'n_draft', source: 'llama.cpp examples/speculative: drafting stops past --draft-max (16) tokens' }),
+  nodes: integer(16, { min: 1, max: 256 }, { help: 'the most tree nodes per round', symbol: 'n_draft', source: "SpecLab's default: 2025 llama.cpp's --draft-max default (16); examples/speculative stops past n_draft = --spec-draft-n-max tokens, default 3 in the bundled llama.cpp (common.h common_params_speculative_draft)" }),
   maxChildren: integer(MAX_CHILDREN, { min: 1, max: MAX_CHILDREN }, { help: 'the most children per node', source: 'llama.cpp examples/speculative: split ranks f < 8' })
 }
 const TREE_NGRAM_PARAMS = {
