@@ -128,7 +128,8 @@ export function runCommand(): Command {
       '--synthetic-acceptance <r1,r2,…>',
       'measure the engine, not the models: verification accepts draft position i with probability r_i (the last rate ' +
         'for deeper positions), as llama.cpp --spec-synth-rates; outputs are NOT the target\'s and the run is kept out of ' +
-        'speed comparisons (ar, sd and the draft-length policies)',
+        'speed comparisons (ar and the methods that verify one draft position by position: sd, pearl, sd+ngram, sd-tli, ' +
+        'sd-uad and the draft-length policies; not sd-tree)',
       parseRates
     )
     .option(

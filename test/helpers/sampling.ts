@@ -49,6 +49,25 @@ export async function sampleTokenGroups(
   return counts
 }
 
+/**
+ * Decodes `samples` times from [TOY_BOS] with a target that has an end of sequence and counts whole outputs (keys of
+ * exactOutputDistribution): each must end at its first EOS or have exactly `maxTokens` tokens.
+ */
+export async function sampleOutputs(run: Omit<SamplingRun, 'groups'>, onResult?: (result: DecodeResult) => void): Promise<Map<string, number>> {
+  const counts = new Map<string, number>()
+  const target = run.models.target
+  for (let i = 0; i < run.samples; i++) {
+    const result = await decode(run.decoder(), run.models, { promptTokens: [TOY_BOS], maxTokens: run.maxTokens, warp: run.warp, rng: createPrng(run.seed, i) })
+    const eos = result.tokens.findIndex((token) => target.isEndOfGeneration(token))
+    if (eos >= 0) expect(eos, 'nothing after EOS').toBe(result.tokens.length - 1)
+    else expect(result.tokens.length).toBe(run.maxTokens)
+    expect(result.stopReason).toBe(eos >= 0 ? 'eos' : 'max-tokens')
+    tally(counts, result.tokens.join(','))
+    onResult?.(result)
+  }
+  return counts
+}
+
 /** One line per chi-square test, so a marginal p-value can be read in the log of a passing run. */
 export function report(label: string, result: ChiSquareResult): void {
   console.log(

@@ -120,6 +120,26 @@ export function exactSequenceDistribution(
   return out
 }
 
+/**
+ * The exact law of a whole output of at most `maxTokens` tokens after `prefix`, when `model`'s end-of-generation
+ * token ends it: keys are the output's ids joined with ',', those ending in EOS shorter than `maxTokens`.
+ */
+export function exactOutputDistribution(model: ToyModel, prefix: readonly number[], maxTokens: number, warp: WarpConfig): Map<string, number> {
+  const out = new Map<string, number>()
+  const visit = (context: number[], generated: number[], mass: number): void => {
+    if (generated.length === maxTokens || (generated.length > 0 && model.isEndOfGeneration(generated[generated.length - 1]))) {
+      out.set(generated.join(','), (out.get(generated.join(',')) ?? 0) + mass)
+      return
+    }
+    const d = model.distribution(context, warp)
+    d.ids.forEach((id, i) => {
+      if (d.probs[i] > 0) visit([...context, id], [...generated, id], mass * d.probs[i])
+    })
+  }
+  visit([...prefix], [], 1)
+  return out
+}
+
 /** Marginalises a sequence law onto the tokens at `positions` (0-based), keyed the same way. */
 export function marginal(law: ReadonlyMap<string, number>, positions: readonly number[]): Map<string, number> {
   const out = new Map<string, number>()

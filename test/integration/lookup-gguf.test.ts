@@ -3,7 +3,8 @@
  * `ngram-map-k`, `ngram-map-k4v`, `ngram-mod`, `ngram-cache`, `nlc-lookup` and the hybrid `sd+ngram` (with the stories260K draft)
  * reproduce greedy `ar` (the near-tie rule of test/helpers/gguf.ts),
  * with lookups really accepted. The prompts copy: a story opening, the target's own greedy continuation of it, then
- * the opening again — the target then partly re-tells what it told, which is where lookups pay.
+ * the opening again — the target then partly re-tells what it told, which is where lookups pay. `nlc-lookup`'s
+ * prediction length, which the greedy equivalence cannot see, is checked from its step records, greedy and sampled.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { prepare } from '../../electron/engine/methods/prepare'
@@ -100,6 +101,24 @@ withModels('model-free drafting on GGUF (target5M)', () => {
     expect(outcomes.filter((o) => o === 'identical').length).toBeGreaterThanOrEqual(prompts.length - 1)
     expect(rounds.draft).toBeGreaterThan(0)
     if (Object.keys(params).length > 0) expect(rounds.ngram).toBeGreaterThan(0)
+  })
+
+  // The greedy equivalence above holds whatever node-llama-cpp predicts; the prediction length shows in the counts of
+  // predictions it validated and refuted (each step's `proposed`): never above predictionMax, and reaching it, because
+  // these prompts copy long stretches, at temperature 0 and 1 alike.
+  it.each([2, 5])('nlc-lookup predicts at most nlclookup.predictionMax = %i tokens at a time, and that many where the prompt has them', async (predictionMax) => {
+    for (const warp of [GREEDY_64, { temperature: 1, topK: 64, topP: 1 }]) {
+      const proposed: number[] = []
+      for (const promptTokens of prompts) {
+        const result = await decode(
+          prepare('nlc-lookup', { gamma: 5, params: { 'nlclookup.predictionMax': predictionMax } }).newRun()(),
+          { target },
+          makeRequest({ promptTokens, maxTokens: 32, warp })
+        )
+        proposed.push(...result.steps.map((s) => s.proposed))
+      }
+      expect(Math.max(...proposed), `temperature ${warp.temperature}`).toBe(predictionMax)
+    }
   })
 
   it("nlc-lookup gives its KV sequence back clean: afterwards every sequence of the target's context starts a session", async () => {

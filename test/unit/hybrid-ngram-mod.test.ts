@@ -150,6 +150,17 @@ describe('sd+ngram and ngram-mod: greedy reproduces ar, step records, the pool',
     if (draft) expect([...sources].sort()).toEqual(['draft', 'ngram'])
   })
 
+  it('sd+ngram cuts its n-gram drafts at γ, not at sdngram.m (the one draft length of both sources)', async () => {
+    const result = await decode(
+      prepare('sd+ngram', { gamma: 2, params: { 'sdngram.n': 1, 'sdngram.m': 8 } }).newRun()(),
+      { target: toyTarget(), draft: toyDraftClose() },
+      makeRequest({ promptTokens: [...PROMPT], maxTokens: 32, warp: GREEDY })
+    )
+    const ngramRounds = result.steps.filter((s) => (s.decision as Record<string, unknown>).source === 'ngram')
+    expect(ngramRounds.length).toBeGreaterThan(0)
+    expect(Math.max(...ngramRounds.map((s) => s.proposed))).toBe(2)
+  })
+
   it('sd+ngram records the source of each round: model rounds call the draft, n-gram rounds do not; needs a draft', async () => {
     const result = await decode(
       prepare('sd+ngram', { gamma: 3, params: HYBRID }).newRun()(),

@@ -153,6 +153,14 @@ describe('a run of ngram-cache', () => {
     expect(fresh.start([1, 2], 100).propose([1, 2, 8, 9, 7], 3).tokens).toEqual([])
   })
 
+  it("llama.cpp's schedule: nothing is drafted before the first token is sampled from the prompt", () => {
+    // The prompt alone repeats 7 8 9, so the context cache has what it needs to draft after its last token.
+    const prompt = [1, 7, 8, 9, 7, 8, 9, 7, 8, 9]
+    const lookup = new NgramCacheRun({ nDraft: 3, staticFile: '' }).start(prompt, 100)
+    expect(lookup.propose(prompt, 3)).toMatchObject({ tokens: [], facts: { levels: null } })
+    expect(lookup.propose([...prompt, 7], 3)).toMatchObject({ tokens: [8, 9, 7], facts: { levels: 'ccc' } })
+  })
+
   it('a static cache with ids beyond the target’s vocabulary is refused when the run starts', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ngram-cache-'))
     try {

@@ -2,15 +2,19 @@
  * Parallel drafting (decoders/parallel-drafting.ts): `pearl` (PEARL's pre-verify + post-verify rounds) and the
  * `parallel` option of sd and the draft-model policies (post-verify alone) keep the output's joint law the target's
  * warped law (chi-square against the exact law on toy models, 20k decodes per case, as in
- * speculative-distribution.test.ts), greedy reproduces `ar`, and the rounds really are what the method says: tokens
+ * speculative-distribution.test.ts; a negative control that commits PEARL's look-ahead token untested fails the same
+ * test), greedy reproduces `ar`, and the rounds really are what the method says: tokens
  * drafted during a verification are carried to the next round, pre-verify rounds test one token.
  */
 import { describe, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
+import { parallelDraftingDecoder, type PrefixVerifier } from '../../electron/engine/decoders/parallel-drafting'
 import type { Decoder, DecoderModels, StepRecord } from '../../electron/engine/decoders/types'
 import type { RawParams as MethodParams } from '../../electron/engine/methods/param-spec'
 import { prepare } from '../../electron/engine/methods/prepare'
+import { fixedLengthPolicy } from '../../electron/engine/policies/fixed'
 import { createPrng } from '../../electron/engine/sampling/prng'
+import { verifyPrefix } from '../../electron/engine/sampling/verify'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
 import { chiSquareGoodnessOfFit } from '../helpers/chi-square'
 import { decode, GREEDY, makeRequest, PLAIN } from '../helpers/decode'
@@ -77,6 +81,26 @@ describe('parallel drafting is lossless: chi-square against the exact target law
       expect(fit.df).toBeGreaterThanOrEqual(10)
       expect(fit.pValue).toBeGreaterThan(P_MIN)
     })
+  })
+
+  // PEARL's look-ahead token y_1 stands where sd draws its bonus, and pre-verify tests x_1 alone: the natural mistake
+  // is to commit that token untested, as if it were the bonus. Both kinds of round make it here.
+  it('negative control: pearl committing the last tested token untested (y_1 as the bonus) fails the same test', async () => {
+    const lastUntested: PrefixVerifier = (tokens, q, p, greedy, rng) => {
+      const verdict = verifyPrefix(tokens.slice(0, -1), q.slice(0, -1), p, greedy, rng)
+      return verdict.correction === null ? { accepted: tokens.length, correction: null } : verdict
+    }
+    const counts = await sampleTokenGroups({
+      ...sampling,
+      samples: SAMPLES / 4,
+      models,
+      decoder: () => parallelDraftingDecoder(fixedLengthPolicy(3), { preVerify: true, verifyPrefix: lastUntested }),
+      warp: PLAIN
+    })
+    const law = exactSequenceDistribution(target, [TOY_BOS], MAX_TOKENS, PLAIN)
+    const fit = chiSquareGoodnessOfFit(counts[0], marginal(law, GROUPS[0]))
+    report('negative control: pearl with y_1 untested', fit)
+    expect(fit.pValue).toBeLessThan(1e-6)
   })
 })
 

@@ -2,12 +2,13 @@
  * sd-tli (Token-Level Intersection, Timor et al. 2025 Algorithm 4) on toy models with two tokenisations of one
  * alphabet: the byte-string normalisations (SentencePiece `▁` / `<0xNN>`, byte-level `Ġ`), the intersection, the
  * draft's text kept in step with the target's, losslessness by chi-square against the target's exact warped law
- * (both directions: a byte-level draft for a SentencePiece target and the reverse), greedy equality with `ar`, and
+ * (both directions: a byte-level draft for a SentencePiece target and the reverse; a negative control verifying
+ * against q on I without renormalising fails the same test), greedy equality with `ar`, and
  * the catalog plumbing that lets only cross-vocabulary methods run on such a pair.
  */
 import { describe, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
-import { DraftTextSync, draftText, restrictToIntersection, sdTliDecoder } from '../../electron/engine/decoders/sd-tli'
+import { DraftTextSync, draftText, restrictToIntersection, sdTliDecoder, type Restriction } from '../../electron/engine/decoders/sd-tli'
 import type { DecoderModels } from '../../electron/engine/decoders/types'
 import { UserInputError } from '../../electron/engine/errors'
 import { assertVocabularyFits, crossVocabularyMethods, findMethod, prepare, prepareRun } from '../../electron/engine/methods/prepare'
@@ -179,6 +180,34 @@ describe('sd-tli is lossless: its output law is the target warped law (chi-squar
       expect(fit.df).toBeGreaterThanOrEqual(10)
       expect(fit.pValue).toBeGreaterThan(P_MIN)
     })
+  })
+
+  // The mistake the renormalisation of q_I avoids: proposals drawn from q_I but verified against q's own mass on I,
+  // so p/q is too large (accepted too often) and the residual max(0, p − q) too heavy. The toys' q puts about 0.6 of
+  // its mass in I.
+  it('negative control: verifying against q restricted to I WITHOUT renormalising fails the same test', async () => {
+    const unnormalised: Restriction = (q, map) => {
+      const restricted = restrictToIntersection(q, map)
+      return restricted && { ...restricted, target: { ids: restricted.target.ids, probs: restricted.target.probs.map((x) => x * restricted.mass) } }
+    }
+    const { target, draft } = crossVocabularyPair('byte-level')
+    const groups = [
+      [0, 1],
+      [2, 3]
+    ]
+    const counts = await sampleTokenGroups({
+      decoder: () => sdTliDecoder({ gamma: 3, restrict: unnormalised }),
+      models: { target, draft },
+      warp: PLAIN,
+      maxTokens: 4,
+      groups,
+      samples: SAMPLES / 4,
+      seed: SEED
+    })
+    const law = exactSequenceDistribution(target, [TOY_BOS], 4, PLAIN)
+    const fit = chiSquareGoodnessOfFit(counts[0], marginal(law, groups[0]))
+    report('negative control: sd-tli without renormalising q_I', fit)
+    expect(fit.pValue).toBeLessThan(1e-6)
   })
 })
 

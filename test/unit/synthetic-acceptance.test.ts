@@ -7,10 +7,11 @@ import { describe, expect, it } from 'vitest'
 import { parseRates } from '../../electron/cli/run-command'
 import { acceptanceByPosition } from '../../electron/engine/metrics/positions'
 import { decodeOnce } from '../../electron/engine/methods/decode-once'
+import { CATALOG } from '../../electron/engine/methods/catalog'
 import { prepare, prepareRun } from '../../electron/engine/methods/prepare'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { PLAIN } from '../helpers/decode'
-import { TOY_BOS, toyDraft, toyTarget } from '../helpers/toy-models'
+import { TOY_BOS, toyDraft, toyDraftClose, toyTarget } from '../helpers/toy-models'
 
 const RATES = [0.9, 0.6, 0.3]
 
@@ -57,11 +58,44 @@ describe('synthetic acceptance', () => {
 
   it('is refused for methods it does not apply to, and for rates outside [0, 1]', () => {
     expect(() => prepareRun(['ar', 'sd', 'svip'], { gamma: 4, params: {}, syntheticAcceptance: RATES })).not.toThrow()
-    expect(() => prepareRun(['ar', 'hsddw'], { gamma: 4, params: {}, syntheticAcceptance: RATES })).toThrow(/applies to ar, sd and the draft-length policies .*not hsddw/)
+    expect(() => prepareRun(['ar', 'hsddw'], { gamma: 4, params: {}, syntheticAcceptance: RATES })).toThrow(/applies to ar and to the methods that verify one draft position by position \(sd, .*the draft-length policies\), not hsddw$/)
+    expect(() => prepareRun(['sd', 'sd-tree', 'sd-tree+ngram'], { gamma: 4, params: {}, syntheticAcceptance: RATES })).toThrow(/, not sd-tree, sd-tree\+ngram$/)
     expect(() => prepareRun(['sd'], { gamma: 4, params: {}, syntheticAcceptance: [] })).toThrow(/needs 1 to 128 rates/)
     expect(() => prepareRun(['sd'], { gamma: 4, params: {}, syntheticAcceptance: [1.5] })).toThrow(/in \[0, 1\], got 1.5/)
     expect(parseRates('0.9, 0.5,0')).toEqual([0.9, 0.5, 0])
     expect(() => parseRates('0.9,,0.5')).toThrow(/comma-separated rates in \[0, 1\]/)
     expect(() => parseRates('2')).toThrow(/comma-separated rates/)
+  })
+
+  // A method that lets the rates through but verifies for real would label a real run synthetic. At r = 0 every
+  // draft must be rejected, whatever the models say (the close draft agrees with the target often).
+  it('every method that accepts the rates honours them: at r = 0 no drafted token is accepted', async () => {
+    const accepting = CATALOG.filter((d) => !d.needs.mid && d.family !== 'baseline').filter((d) => {
+      try {
+        prepareRun([d.id], { gamma: 3, params: {}, syntheticAcceptance: [0] })
+        return true
+      } catch {
+        return false
+      }
+    })
+    expect(accepting.map((d) => d.id)).toEqual(expect.arrayContaining(['sd', 'pearl', 'sd+ngram', 'sd-tli', 'sd-uad', 'svip']))
+    for (const definition of accepting) {
+      const steps: StepRecord[] = []
+      await decodeOnce({
+        decoder: prepare(definition.id, { gamma: 3, params: {} }).newRun()(),
+        models: { target: toyTarget(), draft: toyDraftClose() },
+        promptTokens: [TOY_BOS],
+        maxTokens: 40,
+        warp: PLAIN,
+        seed: 5,
+        stream: 0,
+        syntheticAcceptance: [0],
+        onEvent: (event) => {
+          if (event.type === 'step') steps.push(event.record)
+        }
+      })
+      expect(steps.reduce((n, s) => n + s.proposed, 0), definition.id).toBeGreaterThan(0)
+      expect(steps.reduce((n, s) => n + s.accepted, 0), definition.id).toBe(0)
+    }
   })
 })

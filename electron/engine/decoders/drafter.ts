@@ -141,8 +141,11 @@ export interface ChainLink {
  * tells only that one the verdict). Each round the links are asked in order and the first non-empty proposal is the
  * round's, with `decision.source` naming its link and the facts of every link asked; the verifier's verdict goes
  * to that link alone. One round, one source: its q (δ(x) for a lookup, the draft's warped q for the model) is the
- * law its tokens were drawn from, so the sd verifier stays exact. All links get the same cap (llama.cpp truncates
- * whichever draft won to the one dp.n_max).
+ * law its tokens were drawn from, so the sd verifier stays exact. All links get the round's cap and --max-tokens
+ * limit. llama.cpp truncates whichever draft won to dp.n_max, which llama-server sets to the slot's remaining budget
+ * (tools/server/server-context.cpp `get_n_draft_max`), so there only the draft model's own `--spec-draft-n-max`
+ * bounds its drafts and an n-gram draft runs to its `size_m`; sharing the policy's cap across links is the chain's
+ * choice (sd+ngram: one draft length γ for both sources, catalog.ts says so).
  */
 export function chainDrafter(stage: string, links: readonly ChainLink[]): Drafter {
   if (links.length === 0) throw new RangeError('chainDrafter: no drafter to chain')

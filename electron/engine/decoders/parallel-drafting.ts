@@ -40,9 +40,13 @@ import { modelDrafter, targetOnlyPolicyRound } from './speculative'
 import { stepRecord } from './step-record'
 import type { DecodeEvent, DecodeRequest, DecoderModels, Decoder, Provenance } from './types'
 
+/** How a round's tested tokens are verified: verifyPrefix, replaced only by the tests' negative control. */
+export type PrefixVerifier = typeof verifyPrefix
+
 export interface ParallelDraftingOptions {
   /** PEARL's pre-verify rounds after a rejection (`pearl`); false: the draft drafts alone then (`sd.parallel`). */
   preVerify: boolean
+  verifyPrefix?: PrefixVerifier
 }
 
 /** What one round verified and committed, for the policy and the step record. */
@@ -91,10 +95,11 @@ export function parallelDraftingDecoder(policy: DraftLengthPolicy, options: Para
       throw error
     }
     const greedy = isGreedy(request.warp)
+    const verifyExact = options.verifyPrefix ?? verifyPrefix
     const verify = (tokens: readonly number[], q: readonly Distribution[], p: readonly Distribution[]): PrefixVerdict =>
       request.syntheticAcceptance
         ? verifySyntheticPrefix(tokens, p, request.syntheticAcceptance, greedy, request.rng)
-        : verifyPrefix(tokens, q, p, greedy, request.rng)
+        : verifyExact(tokens, q, p, greedy, request.rng)
     const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
     const budget = () => request.maxTokens - output.tokens.length
     const round = (sequence: readonly number[], cap: number, limit: number): DraftRound => ({ sequence, cap, limit, greedy, rng: request.rng })

@@ -255,6 +255,15 @@ interface TliDraft {
   stoppedBy: 'cap' | 'intersection' | 'eog'
 }
 
+/** How q is restricted to I: restrictToIntersection, replaced only by the tests' negative control. */
+export type Restriction = (q: Distribution, map: CrossVocabulary) => Restricted | null
+
+export interface SdTliOptions {
+  /** Draft tokens per round (--gamma). */
+  gamma: number
+  restrict?: Restriction
+}
+
 async function draftIntersection(
   session: ModelSession,
   sequence: readonly number[],
@@ -262,7 +271,8 @@ async function draftIntersection(
   map: CrossVocabulary,
   target: LanguageModel,
   greedy: boolean,
-  rng: Prng
+  rng: Prng,
+  restrict: Restriction
 ): Promise<TliDraft> {
   const draft: TliDraft = { targetIds: [], draftIds: [], q: [], entropies: [], masses: [], calls: 0, ms: 0, stoppedBy: 'cap' }
   let pending = await rewindTo(session, sequence)
@@ -271,7 +281,7 @@ async function draftIntersection(
     const [q] = await evaluatePending(session, pending)
     draft.ms += now() - started
     draft.calls += 1
-    const restricted = restrictToIntersection(q, map)
+    const restricted = restrict(q, map)
     draft.masses.push(restricted?.mass ?? 0)
     if (!restricted) {
       draft.stoppedBy = 'intersection'
@@ -294,7 +304,8 @@ async function draftIntersection(
 
 const round3 = (x: number): number => Math.round(x * 1000) / 1000
 
-export function sdTliDecoder(options: { gamma: number }) {
+export function sdTliDecoder(options: SdTliOptions) {
+  const restrict = options.restrict ?? restrictToIntersection
   return async function* sdTli(models: DecoderModels, request: DecodeRequest): AsyncGenerator<DecodeEvent> {
     const draftModel = models.draft
     if (!draftModel) throw new Error('sd-tli needs a draft model')
@@ -311,7 +322,7 @@ export function sdTliDecoder(options: { gamma: number }) {
         const retokenised = sync.sync()
         const syncMs = now() - started
         const limit = Math.min(options.gamma, request.maxTokens - output.tokens.length)
-        const draft = await draftIntersection(drafter, sync.tokens, limit, map, models.target, greedy, request.rng)
+        const draft = await draftIntersection(drafter, sync.tokens, limit, map, models.target, greedy, request.rng, restrict)
         const pending = await rewindTo(target, output.sequence)
         const verifyStarted = now()
         const p = await evaluatePending(target, pending, draft.targetIds)

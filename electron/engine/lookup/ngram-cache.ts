@@ -11,7 +11,8 @@
  *   so a run's later prompts draft from its earlier ones, a new run starts empty), STATIC (2-grams of a large corpus,
  *   LLAMA_NGRAM_STATIC = 2, loaded from a file that `speclab ngram-cache build` or llama.cpp's `llama-lookup-create`
  *   writes; absent = empty).
- * - Drafting (common_ngram_cache_draft), one token at a time up to n_draft: the n-grams of 1–4 tokens ending at the
+ * - Drafting (common_ngram_cache_draft), never before the first token is sampled from the prompt (lookup.cpp and
+ *   llama-server draft only after a sample), one token at a time up to n_draft: the n-grams of 1–4 tokens ending at the
  *   current draft end are looked up, longest first, in the context cache with the lax thresholds (min sample size
  *   {2, 2, 1, 1}, min share of the top token {66, 50, 50, 50} % by n-gram size), then in the dynamic cache with the
  *   strict ones ({4, 3, 2, 2}, {75, 66, 66, 66} %); a candidate's count is weighted by 100 × its count in the static
@@ -300,6 +301,9 @@ export class NgramCacheRun {
         // Every committed token since the last round (lookup.cpp updates per accepted token; the result is the same).
         context.update(sequence, sequence.length - seen)
         seen = sequence.length
+        // lookup.cpp samples the prompt's first token before its first common_ngram_cache_draft (the draft starts from
+        // a sampled token), and llama-server drafts only after a slot has sampled: the first round is the target's.
+        if (sequence.length <= promptTokens.length) return { tokens: [], facts: { levels: null, contextNgrams: context.size, dynamicNgrams: this.dynamic.size } }
         const { tokens, levels } = draftFromCaches(sequence, Math.min(this.config.nDraft, limit), {
           context,
           dynamic: this.dynamic,

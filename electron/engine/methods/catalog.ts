@@ -70,6 +70,12 @@ export interface MethodDefinition<P extends ParamSpecs = ParamSpecs> {
   vocabulary?: 'shared' | 'any'
   /** Whether the output follows the target's warped distribution exactly (greedy: equals `ar`). */
   lossless: boolean
+  /**
+   * Whether `--synthetic-acceptance` applies: the method verifies ONE draft per round position by position, so
+   * sampling/synthetic-acceptance.ts can replace its accept test with "position i passes with probability r_i".
+   * Absent: true for the baseline, speculative and policy families (prepare.ts), false for the others.
+   */
+  synthetic?: boolean
   /** What --gamma is to this method; null when it ignores it. */
   gamma: string | null
   /** Parameter keys are `${namespace}.${name}`; methods of one family share a namespace (pre.*, dsbd.*). */
@@ -179,6 +185,15 @@ const ngramSize = (flagName: string) => ({
   m: integer(48, { min: 1 }, { help: 'the most tokens drafted after a match (the draft cap)', symbol: 'size_m', source: `${LLAMA_NGRAM_PARAMS}; --spec-${flagName}-size-m` })
 })
 const NGRAM_SIMPLE_PARAMS = ngramSize('ngram-simple')
+/** sd+ngram's n-gram part: ngram-simple's knobs, its drafts also cut at the round's cap γ (the method's choice). */
+const SD_NGRAM_PARAMS = {
+  ...ngramSize('ngram-simple'),
+  m: integer(48, { min: 1 }, {
+    help: 'the most tokens drafted after a match; --gamma cuts the draft too (llama-server cuts it only at the remaining budget)',
+    symbol: 'size_m',
+    source: `${LLAMA_NGRAM_PARAMS}; --spec-ngram-simple-size-m`
+  })
+}
 const ngramMapParams = (flagName: string, help: string) => ({
   ...ngramSize(flagName),
   minHits: integer(1, { min: 1 }, { help, symbol: 'min_hits', source: `${LLAMA_NGRAM_PARAMS}; --spec-${flagName}-min-hits` })
@@ -191,9 +206,9 @@ const NGRAM_MAP_K4V_PARAMS = ngramMapParams('ngram-map-k4v', 'hits of the key be
 
 /** sd-tree's tree shape (llama.cpp examples/speculative/speculative.cpp and common/common.h). */
 const TREE_SHAPE = {
-  pSplit: real(0.1, { min: 0, max: 1 }, { help: 'a draft candidate below the first becomes a sibling branch when its probability is above this', symbol: 'p_split', source: 'llama.cpp common/common.h p_split; --draft-p-split' }),
+  pSplit: real(0.1, { min: 0, max: 1 }, { help: 'a draft candidate below the first becomes a sibling branch when its probability is above this', symbol: 'p_split', source: 'llama.cpp common/common.h p_split; --spec-draft-p-split' }),
   branches: integer(4, { min: 1, max: 16 }, { help: 'the most root-to-leaf paths, i.e. KV sequences per model (1 = a chain, plain sd)', symbol: 'n_seq_dft', source: 'llama.cpp examples/speculative -np (its default 1 is no tree)' }),
-  nodes: integer(16, { min: 1, max: 256 }, { help: 'the most tree nodes per round', symbol: 'n_draft', source: 'llama.cpp examples/speculative: drafting stops past --draft-max (16) tokens' }),
+  nodes: integer(16, { min: 1, max: 256 }, { help: 'the most tree nodes per round', symbol: 'n_draft', source: "SpecLab's default: 2025 llama.cpp's --draft-max default (16); examples/speculative stops past n_draft = --spec-draft-n-max tokens, default 3 in the bundled llama.cpp (common.h common_params_speculative_draft)" }),
   maxChildren: integer(MAX_CHILDREN, { min: 1, max: MAX_CHILDREN }, { help: 'the most children per node', source: 'llama.cpp examples/speculative: split ranks f < 8' })
 }
 const TREE_NGRAM_PARAMS = {
@@ -808,7 +823,8 @@ const METHODS: readonly MethodDefinition[] = [
       '`ngramcache.static`, which `speclab ngram-cache build` or llama.cpp\'s `llama-lookup-create` writes). Each drafted ' +
       'token: the longest n-gram ending at the draft\'s end whose top follower passes llama.cpp\'s thresholds (context: ' +
       'lax, dynamic: strict sample size and share), its counts weighted by the static cache; else the static cache alone; ' +
-      'the first miss ends the draft, at most `ngramcache.nDraft` tokens (llama-server\'s fixed 8). Ties go to the token ' +
+      'the first miss ends the draft, at most `ngramcache.nDraft` tokens (llama-server\'s fixed 8); no draft before the ' +
+      'first sampled token (lookup.cpp drafts after a sample). Ties go to the token ' +
       "first seen (llama.cpp: hash-map order). llama-server's `--spec-type ngram-cache` never updates its dynamic cache and " +
       'keeps its context cache across a slot\'s requests — not copied; choices in `electron/engine/lookup/ngram-cache.ts`. ' +
       `Each round records which cache drafted each token (\`levels\`: c / d / s). ${POINT_MASS}`,
@@ -852,8 +868,12 @@ const METHODS: readonly MethodDefinition[] = [
       '`common_speculative_draft` takes the first non-empty draft and `common_speculative_accept` reports the verdict ' +
       "to that type only): each round llama.cpp's `ngram-simple` (as the `ngram-simple` method: key = the last " +
       '`sdngram.n` tokens, up to `sdngram.m` tokens after its latest earlier occurrence, no lookup before the first ' +
-      'sampled token) proposes when it matches, otherwise the draft model drafts; either draft is cut at `--gamma` ' +
-      "(llama.cpp's one dp.n_max). `decision.source` says which drafted the round (`ngram` or `draft`). Lossless: a " +
+      'sampled token) proposes when it matches, otherwise the draft model drafts; either draft is cut at `--gamma`. ' +
+      "Choice: llama-server caps only the draft model at `--spec-draft-n-max`; its round cap dp.n_max is the slot's " +
+      'remaining budget (tools/server/server-context.cpp `get_n_draft_max`), so its n-gram drafts run to `size_m` ' +
+      '(48). Here one cap γ bounds both sources, so `--gamma` is the one draft length and rounds compare with `sd` at ' +
+      'the same γ; `sdngram.m` above γ changes nothing. `decision.source` says which drafted the round (`ngram` or ' +
+      '`draft`). Lossless: a ' +
       'round has one source, so its tokens are verified against the law they came from — δ(x) for looked-up tokens ' +
       "(accept with p(x), correct from norm(max(0, p − δ))), the draft's warped q for model tokens (`sd`'s min(1, p/q)); " +
       "greedy equals `ar`. The n-gram defaults are llama.cpp's (12, 48: nothing matches before the history passes 61 tokens)",
@@ -861,7 +881,7 @@ const METHODS: readonly MethodDefinition[] = [
     lossless: true,
     gamma: 'the draft length of either source (model tokens drafted; n-gram drafts cut there)',
     namespace: 'sdngram',
-    params: ngramSize('ngram-simple'),
+    params: SD_NGRAM_PARAMS,
     newRun: ({ gamma, params }) =>
       withPolicy(() => fixedLengthPolicy(gamma), (policy) =>
         speculativeDecoder(
@@ -893,6 +913,8 @@ const METHODS: readonly MethodDefinition[] = [
     needs: DRAFT,
     lossless: true,
     gamma: "the tree's depth",
+    // A round verifies siblings against residuals, not one draft by position: a rate r_i names no node to accept.
+    synthetic: false,
     namespace: 'tree',
     params: TREE_SHAPE,
     sessions: ({ params }) => params.branches,
@@ -912,6 +934,8 @@ const METHODS: readonly MethodDefinition[] = [
     needs: DRAFT,
     lossless: true,
     gamma: "the tree's depth (and the n-gram chain's cap)",
+    // A round verifies siblings against residuals, not one draft by position: a rate r_i names no node to accept.
+    synthetic: false,
     namespace: 'treengram',
     params: TREE_NGRAM_PARAMS,
     sessions: ({ params }) => params.branches,

@@ -18,7 +18,7 @@ export interface DecodeOnce {
   /** The PRNG stream: the prompt index in a run, 0 in chat. */
   stream: number
   signal?: AbortSignal
-  /** Synthetic acceptance rates r_1, r_2, … (only sd and the draft-length policies honour them; prepare checks). */
+  /** Synthetic acceptance rates r_1, r_2, … (only methods that verify one draft position by position honour them; prepare checks). */
   syntheticAcceptance?: readonly number[] | null
   onEvent?(event: DecodeEvent): void
 }

@@ -19,19 +19,32 @@ export interface MethodSettings {
   syntheticAcceptance?: readonly number[] | null
 }
 
-/** Families whose rounds go through the two-model speculative decoder (sampling/synthetic-acceptance.ts); ar has no verification and stays the real baseline. */
+/**
+ * Families whose rounds go through a speculative verification of one draft (sampling/synthetic-acceptance.ts); ar
+ * has no verification and stays the real baseline. A definition's own `synthetic` overrides its family's (sd-tree).
+ */
 const SYNTHETIC_FAMILIES = new Set(['speculative', 'policy', 'baseline'])
 export const MAX_SYNTHETIC_RATES = 128
+
+const acceptsSynthetic = (definition: MethodDefinition): boolean => definition.synthetic ?? SYNTHETIC_FAMILIES.has(definition.family)
+
+/** "ar and to the methods that verify … (sd, pearl, …, the draft-length policies)": named from the catalog, so the message cannot drift from it. */
+function syntheticMethods(): string {
+  const accepting = CATALOG.filter(acceptsSynthetic)
+  const baselines = accepting.filter((d) => d.family === 'baseline').map((d) => d.id)
+  const verifying = [...accepting.filter((d) => d.family !== 'baseline' && d.family !== 'policy').map((d) => d.id), 'the draft-length policies']
+  return `${baselines.join(', ')} and to the methods that verify one draft position by position (${verifying.join(', ')})`
+}
 
 function checkSynthetic(definitions: readonly MethodDefinition[], rates: readonly number[] | null | undefined): void {
   if (rates === null || rates === undefined) return
   if (rates.length === 0 || rates.length > MAX_SYNTHETIC_RATES) throw new UserInputError(`--synthetic-acceptance needs 1 to ${MAX_SYNTHETIC_RATES} rates`)
   const bad = rates.find((r) => !(typeof r === 'number' && r >= 0 && r <= 1))
   if (bad !== undefined) throw new UserInputError(`--synthetic-acceptance rates must be numbers in [0, 1], got ${JSON.stringify(bad)}`)
-  const unsupported = definitions.filter((d) => !SYNTHETIC_FAMILIES.has(d.family)).map((d) => d.id)
+  const unsupported = definitions.filter((d) => !acceptsSynthetic(d)).map((d) => d.id)
   if (unsupported.length > 0)
     throw new UserInputError(
-      `--synthetic-acceptance applies to ar, sd and the draft-length policies (their verification is one speculative round), not ${unsupported.join(', ')}`
+      `--synthetic-acceptance applies to ${syntheticMethods()}, not ${unsupported.join(', ')}`
     )
 }
 
