@@ -4,7 +4,8 @@
  * sandboxed page: pure functions and constants, with no Node or Electron imports, direct or indirect — plus the
  * api's Node-free RPC client, which the browser mode needs for its WebSocket.
  */
-export { DEFAULT_REPEATS, GAMMA_RANGE, MAX_REPEATS } from '../engine/methods/limits'
+export { DEFAULT_REPEATS } from '../engine/methods/limits'
+export { parseSettingText, runSetting, settingDefault, settingHelp, defaultText, type RunSetting, type RunSettingKey } from '../engine/settings/run-settings'
 export { bestGamma, speedupAt } from '../engine/theory/measured'
-export { calibrationNote, describeRunThreads, howChosen, timingsText } from './thread-summary'
+export { calibrationNote, describeRunThreads, describeThreadPlan, howChosen, timingsText } from './thread-summary'
 export { RpcClient } from './rpc-client'

@@ -274,7 +274,7 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await waitForText(page.getByTestId('trio-memory'), /at 256 tokens × 4 sequences/)
     await page.getByTestId('context-size').fill('2048')
     await page.getByTestId('gpu-layers').fill('many')
-    await waitForText(page.getByTestId('trio-check-error'), /GPU layers: "auto" or a whole number ≥ 0/)
+    await waitForText(page.getByTestId('trio-check-error'), /GPU layers: expected an integer from 0 to 1000, or auto/)
     await page.getByTestId('gpu-layers').fill('auto')
     await waitForText(page.getByTestId('trio-memory'), memory)
     await page.getByTestId('trio-load').click()
@@ -405,7 +405,7 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     // A bad repeat count is one line and starts nothing; 2 timed repeats of each (prompt, method) are 18 decodes.
     await page.getByTestId('wb-repeats').fill('0')
     await page.getByTestId('wb-run').click()
-    await waitForText(page.getByRole('alert'), /Repeats: a whole number from 1 to 50/)
+    await waitForText(page.getByRole('alert'), /Timed repeats: expected an integer from 1 to 50/)
     await page.getByTestId('wb-repeats').fill('2')
     await page.getByTestId('wb-run').click()
     const progress = page.getByTestId('wb-progress')

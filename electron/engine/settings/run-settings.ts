@@ -121,12 +121,12 @@ export const RUN_SETTINGS = [
     nullMeans: 'auto', placeholder: 'n', help: 'layers to offload to the GPU: auto (node-llama-cpp decides) or a number (0 = CPU only)'
   },
   {
-    key: 'repeats', label: 'Repeats', group: 'run', kind: 'integer', min: 1, max: MAX_REPEATS, default: null,
+    key: 'repeats', label: 'Timed repeats', group: 'run', kind: 'integer', min: 1, max: MAX_REPEATS, default: null,
     nullMeans: '3 when ar is compared with another method, else 1', placeholder: 'n',
     help: 'timed repeats of every (prompt, method), interleaved prompt → repeat → method; tok/s and speedups are medians with 95 % bootstrap intervals'
   },
   {
-    key: 'limit', label: 'Prompts', group: 'run', kind: 'integer', min: 1, max: 1_000_000, default: null,
+    key: 'limit', label: 'Prompt limit', group: 'run', kind: 'integer', min: 1, max: 1_000_000, default: null,
     nullMeans: 'every prompt of the set', placeholder: 'n', help: 'use the first N prompts'
   }
 ] as const satisfies readonly RunSetting[]

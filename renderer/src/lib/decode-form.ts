@@ -1,16 +1,20 @@
 /** The decoding settings form shared by Chat and the Workbench, and its conversion to the contract's shape. */
 import type { DecodeSettings } from '../../../electron/api/decode'
 import type { MethodInfo } from '../../../electron/api/methods'
-import { GAMMA_RANGE } from '../../../electron/api/renderer-kit'
 import { parseParams } from './format'
+import { initialText, readSettings } from './setting-form'
+
+/** The decoding settings of the form, in the catalog's order (Chat and the Workbench show the same fields). */
+export const DECODE_KEYS = ['maxTokens', 'temperature', 'topK', 'topP', 'gamma', 'seed'] as const
+export type DecodeKey = (typeof DECODE_KEYS)[number]
 
 export interface DecodeForm {
-  maxTokens: number
-  temperature: number
-  topK: number
-  topP: number
-  gamma: number
-  /** Empty = a random seed per run / message. */
+  /** Each decoding setting as typed (read with the catalog's rules; an empty seed = a random one per run / message). */
+  maxTokens: string
+  temperature: string
+  topK: string
+  topP: string
+  gamma: string
   seed: string
   /** Catalog parameters the user changed (key → text); only the chosen methods' keys are sent. */
   params: Record<string, string>
@@ -18,13 +22,10 @@ export interface DecodeForm {
   extra: string
 }
 
-export const defaultDecodeForm = (maxTokens = 128): DecodeForm => ({
-  maxTokens,
-  temperature: 1,
-  topK: 64,
-  topP: 1,
-  gamma: 5,
-  seed: '',
+/** The catalog's defaults; `maxTokens` as the screen wants it (a chat reply and a Workbench prompt differ). */
+export const defaultDecodeForm = (maxTokens?: number): DecodeForm => ({
+  ...(Object.fromEntries(DECODE_KEYS.map((key) => [key, initialText(key)])) as Record<DecodeKey, string>),
+  ...(maxTokens === undefined ? {} : { maxTokens: String(maxTokens) }),
   params: {},
   extra: ''
 })
@@ -52,25 +53,16 @@ export function toDecodeSettings(form: DecodeForm, methods: readonly MethodInfo[
   )
   if (fromFields.error) return { settings: null, error: `Parameters: ${fromFields.error}` }
   for (const [k, v] of filled) if (pathKeys.has(k)) fromFields.params[k] = v.trim()
-  const seedText = form.seed.trim()
-  const seed = seedText === '' ? null : Number(seedText)
-  if (seed !== null && !(Number.isInteger(seed) && seed >= 0 && seed < 2 ** 32)) return { settings: null, error: 'Seed: a whole number from 0 to 4294967295, or empty' }
-  const checks: [boolean, string][] = [
-    [Number.isInteger(form.maxTokens) && form.maxTokens >= 1, 'Max tokens: a whole number ≥ 1'],
-    [Number.isFinite(form.temperature) && form.temperature >= 0, 'Temperature: ≥ 0 (0 = greedy)'],
-    [Number.isInteger(form.topK) && form.topK >= 0, 'Top-k: a whole number ≥ 0 (0 = whole vocabulary)'],
-    [Number.isFinite(form.topP) && form.topP > 0 && form.topP <= 1, 'Top-p: in (0, 1]'],
-    [Number.isInteger(form.gamma) && form.gamma >= GAMMA_RANGE.min && form.gamma <= GAMMA_RANGE.max, `γ: a whole number from ${GAMMA_RANGE.min} to ${GAMMA_RANGE.max}`]
-  ]
-  const failed = checks.find(([ok]) => !ok)
-  if (failed) return { settings: null, error: failed[1] }
+  const read = readSettings(Object.fromEntries(DECODE_KEYS.map((key) => [key, form[key]])) as Record<DecodeKey, string>)
+  if (read.error !== null) return { settings: null, error: read.error }
+  const { maxTokens, temperature, topK, topP, gamma, seed } = read.values as Record<DecodeKey, number | null>
   return {
     settings: {
-      maxTokens: form.maxTokens,
-      temperature: form.temperature,
-      topK: form.topK,
-      topP: form.topP,
-      gamma: form.gamma,
+      maxTokens: maxTokens!,
+      temperature: temperature!,
+      topK: topK!,
+      topP: topP!,
+      gamma: gamma!,
       seed,
       params: { ...fromFields.params, ...extra.params }
     },
