@@ -2,7 +2,6 @@
  * The api's request handlers, independent of Electron: the IPC handler in main, the browser bridge and tests all
  * go through `handleApiRequest`, which rejects unknown channels and validates every payload with the contract.
  */
-import { z } from 'zod'
 import { API, isApiChannel, type ApiChannel, type ApiRequest, type ApiResponse } from './contract'
 import type { MethodSummary, RunConfig, RunReport, RunSummary } from './runs'
 import { summarizeMethod, type PromptOutcome } from '../engine/metrics/fold'

@@ -32,18 +32,14 @@ import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { formatNumber, formatTable } from './format'
 import { createProgressBar } from './run-command'
 import { settingOption } from './setting-options'
+import type { RunSettingValues } from '../engine/settings/run-settings'
 
-interface AblationOptions {
+/** The parsed options: the run settings by their catalog types, and the command's own. */
+interface AblationOptions extends Pick<RunSettingValues, 'gamma' | 'maxTokens' | 'limit' | 'temperature' | 'topK' | 'seed'> {
   target?: string
   mid?: string
   draft?: string
-  gamma: number
-  maxTokens: number
-  limit: number
   dataset: string
-  temperature: number
-  topK: number
-  seed: number
   chen: boolean
   db?: string
   json?: boolean

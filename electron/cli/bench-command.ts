@@ -8,11 +8,11 @@ import path from 'node:path'
 import { Command } from 'commander'
 import type { MethodSummary, RunReport } from '../api/runs'
 import { CATALOG } from '../engine/methods/catalog'
-import { loadTrio, type CalibrationMode } from '../experiments/models'
+import { loadTrio } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
 import { measureRawTimings, speedupBound, type RawTimings } from '../experiments/raw-timings'
 import { executeRun, tokenizePrompts } from '../experiments/runner'
-import { buildRunRequest, withLoadedTrio } from '../experiments/run-request'
+import { buildRunRequest, outcomeOf, withLoadedTrio } from '../experiments/run-request'
 import { sharedModelsDirectory } from '../experiments/shared-paths'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
@@ -20,6 +20,7 @@ import { DEFAULT_REPEATS } from '../engine/methods/limits'
 import { formatInterval, formatNumber, formatTable, methodTable } from './format'
 import { createProgressBar, reportNotes } from './run-command'
 import { settingOption } from './setting-options'
+import type { RunSettingValues } from '../engine/settings/run-settings'
 
 /** The benchmarks' default pair: the inflated target (a 78M model's compute, realistic cost ratios) and the 260K draft. */
 const BENCH_PAIR = { target: 'family/stories-target5M-inflated-78M-f16.gguf', draft: 'stories260K-f32.gguf' } as const
@@ -40,19 +41,12 @@ export function benchPair(options: { target?: string; draft?: string }): { targe
 /** Every draft-length policy of the catalog — `--policies` benchmarks them against sd (γ = --gamma) and ar. */
 export const POLICY_METHODS = CATALOG.filter((m) => m.family === 'policy').map((m) => m.id)
 
-interface BenchOptions {
+/** The parsed options: the run settings by their catalog types, and the command's own. */
+interface BenchOptions extends Pick<RunSettingValues, 'gamma' | 'maxTokens' | 'limit' | 'temperature' | 'topK' | 'seed' | 'repeats' | 'calibration'> {
   methods: string
   policies?: boolean
   target?: string
   draft?: string
-  gamma: number
-  maxTokens: number
-  limit: number
-  temperature: number
-  topK: number
-  seed: number
-  repeats: number
-  calibration: CalibrationMode
   db?: string
   json?: boolean
 }
@@ -102,8 +96,7 @@ async function benchAction(options: BenchOptions): Promise<void> {
     const progress = createProgressBar(prompts.length * config.methods.length * config.repeats)
     let report: RunReport
     try {
-      const ran = withLoadedTrio(config, { contextSize: trio.models.target.context.contextSize, fingerprints: trio.fingerprints, threadPlan: trio.threadPlan })
-      report = await executeRun(store, ran, trio.models, prompts, {
+      report = await executeRun(store, withLoadedTrio(config, outcomeOf(trio)), trio.models, prompts, {
         prepared,
         onProgress: progress.update
       })

@@ -36,7 +36,6 @@ export function formatTable(header: string[], rows: string[][]): string {
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n')
 }
 
-const times = (value: number | null | undefined, digits = 2) => (value === null || value === undefined || !Number.isFinite(value) ? '–' : `${formatFixed(value, digits)}×`)
 
 /** "61.2 [58.0–64.1]": a median and its 95 % interval; the plain value when there is no interval. */
 export function formatInterval(interval: IntervalSummary | null | undefined, fallback: number | null, digits: number, unit = ''): string {

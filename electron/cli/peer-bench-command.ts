@@ -35,6 +35,7 @@ import { draftingThreads, targetThreads } from '../engine/model/thread-plan'
 import { formatFixed, formatInterval, formatNumber, formatTable } from './format'
 import { createProgressBar } from './progress'
 import { settingOption } from './setting-options'
+import type { RunSettingValues } from '../engine/settings/run-settings'
 import { benchPair, withBenchPair } from './bench-command'
 
 /**
@@ -56,18 +57,11 @@ export function defaultArms(cores = Math.max(1, os.availableParallelism?.() ?? o
   return [...speclab, ...peer]
 }
 
-interface PeerBenchOptions {
+/** The parsed options: the run settings by their catalog types, and the command's own. */
+interface PeerBenchOptions extends Pick<RunSettingValues, 'gamma' | 'maxTokens' | 'limit' | 'temperature' | 'topK' | 'seed' | 'repeats' | 'contextSize'> {
   arms?: string
   target?: string
   draft?: string
-  gamma: number
-  maxTokens: number
-  limit: number
-  temperature: number
-  topK: number
-  seed: number
-  repeats: number
-  contextSize: number
   json?: boolean
   save?: string
 }

@@ -5,9 +5,9 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import type { RunReport } from '../api/runs'
 import type { TheorySummary } from '../engine/metrics/summary'
 import { loadPrompts } from '../experiments/prompts'
-import { loadTrio, type CalibrationMode } from '../experiments/models'
-import { executeRun, type RunProgress } from '../experiments/runner'
-import { buildRunRequest, withLoadedTrio, type BuiltRun } from '../experiments/run-request'
+import { loadTrio } from '../experiments/models'
+import { executeRun } from '../experiments/runner'
+import { buildRunRequest, outcomeOf, withLoadedTrio, type BuiltRun } from '../experiments/run-request'
 import { assertGgufFile } from '../engine/model/llama-cpp-model'
 import { UserInputError } from '../engine/errors'
 import { methodHelp } from '../engine/methods/docs'
@@ -19,6 +19,7 @@ import { describeMachine } from '../experiments/machine-state'
 import { describeRunThreads } from '../api/thread-summary'
 import { createProgressBar } from './progress'
 import { settingOption } from './setting-options'
+import type { RunSettingValues } from '../engine/settings/run-settings'
 
 export { createProgressBar }
 
@@ -78,7 +79,10 @@ export function addModelOptions(command: Command): Command {
     .option('--json', 'print one JSON object on stdout; progress stays on stderr')
 }
 
-interface RunOptions {
+/** The parsed options: the run settings by their catalog types (absent: not given), and the command's own. */
+interface RunOptions
+  extends Pick<RunSettingValues, 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'gamma' | 'calibration' | 'contextSize'>,
+    Partial<Pick<RunSettingValues, 'limit' | 'fullVocabulary' | 'seed' | 'repeats' | 'threads' | 'batchThreads' | 'gpuLayers'>> {
   name?: string
   target: string
   mid?: string
@@ -88,23 +92,9 @@ interface RunOptions {
   methods: string
   prompts?: string
   dataset?: string
-  limit?: number
-  maxTokens: number
-  temperature: number
-  topK: number
-  topP: number
-  fullVocabulary?: boolean
-  seed?: number
-  gamma: number
-  repeats?: number
   syntheticAcceptance?: number[]
   set: Record<string, string | number | boolean>
   llamaServerUrl?: string
-  threads?: number
-  batchThreads?: number
-  calibration: CalibrationMode
-  gpuLayers?: number | 'auto'
-  contextSize: number
   db?: string
   json?: boolean
 }
@@ -200,8 +190,7 @@ async function runAction(options: RunOptions): Promise<void> {
   const progress = createProgressBar(prompts.length * config.methods.length * config.repeats)
   let report: RunReport
   try {
-    const ran = withLoadedTrio(config, { contextSize: trio.models.target.context.contextSize, fingerprints: trio.fingerprints, threadPlan: trio.threadPlan })
-    report = await executeRun(store, ran, trio.models, prompts, {
+    report = await executeRun(store, withLoadedTrio(config, outcomeOf(trio)), trio.models, prompts, {
       prepared,
       signal: stop.signal,
       onProgress: progress.update,

@@ -20,20 +20,16 @@ import { formatTable } from './format'
 import { createProgressLine, formatEta } from './progress'
 import { parseInteger, stopOnSignals } from './run-command'
 import { settingOption } from './setting-options'
+import type { RunSettingValues } from '../engine/settings/run-settings'
 
-interface SuiteOptions {
+/** The parsed options: the run settings by their catalog types (absent: not given), and the command's own. */
+interface SuiteOptions extends Partial<Pick<RunSettingValues, 'limit' | 'maxTokens' | 'seed' | 'threads' | 'contextSize' | 'repeats'>> {
   quick?: boolean
   target?: string
   mid?: string
   draft?: string
   dataset?: string
   prompts?: string
-  limit?: number
-  maxTokens?: number
-  seed?: number
-  threads?: number
-  contextSize?: number
-  repeats?: number
   resume?: number | true
   out?: string
   db?: string

@@ -17,6 +17,7 @@ import { UserInputError } from '../engine/errors'
 import { checkTrioFits } from './memory-estimate'
 import { calibrateThreads, setThreads, type ModelThreadCalibration } from '../engine/model/thread-calibration'
 import { threadPlanOf, type ThreadPlan } from '../engine/model/thread-plan'
+import type { CalibrationMode } from '../engine/settings/run-settings'
 import { cachedCalibration, calibrationKey, storeCalibration } from './thread-calibration-cache'
 
 export type TrioRole = 'target' | 'mid' | 'draft'
@@ -52,7 +53,7 @@ export interface TrioLoadOptions extends Omit<LlamaLoadOptions, 'onLoadProgress'
   calibration?: CalibrationMode
 }
 
-export type CalibrationMode = 'auto' | 'refresh' | 'off'
+export type { CalibrationMode }
 
 export interface LoadedTrio {
   models: DecoderModels & { target: LlamaCppModel; mid?: LlamaCppModel; draft?: LlamaCppModel }

@@ -18,32 +18,18 @@ import { defaultRepeats } from '../engine/methods/limits'
 import { type PreparedRun } from '../engine/methods/prepare'
 import { threadFieldsOf, type ThreadPlan } from '../engine/model/thread-plan'
 import type { WarpConfig } from '../engine/sampling/warp'
-import { runSetting, settingDefault, type CalibrationMode } from '../engine/settings/run-settings'
-import type { TrioLoadOptions } from './models'
+import { runSetting, settingDefault, type RunSettingValues } from '../engine/settings/run-settings'
+import type { LoadedTrio, TrioLoadOptions } from './models'
 import { prepareConfig } from './runner'
 
-/** The decoding settings of a run or a chat reply, by their catalog names; absent = the catalog's default. */
-export interface DecodeSettingValues {
-  maxTokens?: number
-  temperature?: number
-  topK?: number
-  topP?: number
-  gamma?: number
-  /** null or absent: a fresh random seed, recorded with the run. */
-  seed?: number | null
-}
+/** Settings by their catalog names; absent = the catalog's default, null = what empty means there. */
+type Given<K extends keyof RunSettingValues> = { [Key in K]?: RunSettingValues[Key] | null }
 
-/** The load settings of a run, by their catalog names; absent = the catalog's default. */
-export interface LoadSettingValues {
-  fullVocabulary?: boolean
-  contextSize?: number
-  /** null or absent: measured per model and phase (see calibration). */
-  threads?: number | null
-  /** null or absent: measured, else `threads`. */
-  batchThreads?: number | null
-  calibration?: CalibrationMode
-  gpuLayers?: number | 'auto'
-}
+/** The decoding settings of a run or a chat reply (seed null or absent: a fresh random seed, recorded). */
+export type DecodeSettingValues = Given<'maxTokens' | 'temperature' | 'topK' | 'topP' | 'gamma' | 'seed'>
+
+/** The load settings of a run (threads null or absent: measured per model and phase). */
+export type LoadSettingValues = Given<'fullVocabulary' | 'contextSize' | 'threads' | 'batchThreads' | 'calibration' | 'gpuLayers'>
 
 export interface RunRequest {
   /** The suite the run belongs to; null for an ad-hoc run. */
@@ -82,7 +68,7 @@ export function warpOfSettings(decode: DecodeSettingValues): WarpConfig {
 }
 
 /** A decode's settings with every default filled in and a seed drawn when none was given (Chat uses this alone). */
-export function resolveDecode(decode: DecodeSettingValues): Required<Omit<DecodeSettingValues, 'seed'>> & { seed: number; warp: WarpConfig } {
+export function resolveDecode(decode: DecodeSettingValues): Pick<RunSettingValues, 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'gamma' | 'seed'> & { warp: WarpConfig } {
   const warp = warpOfSettings(decode)
   return {
     maxTokens: decode.maxTokens ?? numberDefault('maxTokens'),
@@ -141,7 +127,7 @@ export function buildRunRequest(request: RunRequest): BuiltRun {
       batchThreads: load.batchThreads ?? undefined,
       calibration: load.calibration ?? 'auto',
       contextSize: config.contextSize,
-      gpuLayers: load.gpuLayers,
+      gpuLayers: load.gpuLayers ?? 'auto',
       fullVocabulary: config.sampling.fullVocabulary,
       // Beam methods keep one KV sequence per beam / tree path (4 unless a method asks for more).
       sequences: prepared.sessions,
@@ -159,6 +145,13 @@ export interface LoadOutcome {
   /** null for models without threads (toy models in tests). */
   threadPlan: ThreadPlan | null
 }
+
+/** What a trio's load decided, for withLoadedTrio. */
+export const outcomeOf = (trio: Pick<LoadedTrio, 'models' | 'fingerprints' | 'threadPlan'>): LoadOutcome => ({
+  contextSize: trio.models.target.context.contextSize,
+  fingerprints: trio.fingerprints,
+  threadPlan: trio.threadPlan
+})
 
 /**
  * The config as it ran: the context in effect (capped by the target's training context), the files' fingerprints,

@@ -47,7 +47,6 @@ import { warp, type WarpConfig } from '../sampling/warp'
 import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
 import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
-import type { ModelThreadCalibration } from './thread-calibration'
 
 export interface LlamaLoadOptions {
   /** Threads of single-token evaluations (default: defaultThreads()). */

@@ -182,6 +182,24 @@ export function parseSettingText(key: RunSettingKey, text: string): { value: num
   return error === null ? { value } : { error }
 }
 
+/** Every setting's value type, by key: what the CLI's parsed options, the builder's request and the forms carry. */
+export interface RunSettingValues {
+  maxTokens: number
+  temperature: number
+  topK: number
+  topP: number
+  gamma: number
+  seed: number
+  fullVocabulary: boolean
+  contextSize: number
+  threads: number
+  batchThreads: number
+  calibration: CalibrationMode
+  gpuLayers: number | 'auto'
+  repeats: number
+  limit: number
+}
+
 /** The settings whose value is a plain number (no word beside the numbers). */
 export type NumberSettingKey = Exclude<RunSettingKey, 'fullVocabulary' | 'calibration' | 'gpuLayers'>
 export type CalibrationMode = 'auto' | 'refresh' | 'off'
