@@ -12,7 +12,7 @@ import { DraftModelSelector, perplexity, type PromptFeatures } from '../engine/s
 import { TfIdfCorpus } from '../engine/selection/tf-idf'
 import { UserInputError } from '../engine/errors'
 import type { RunStore } from '../store/run-store'
-import { warpOf } from './runner-config'
+import { warpOfSettings } from './run-request'
 
 const ACC_MAX = 0.98
 
@@ -81,7 +81,7 @@ export class RunDraftSelection {
       models: { ...this.models, draft },
       promptTokens,
       maxTokens: this.config.maxTokens,
-      warp: warpOf(this.config),
+      warp: warpOfSettings(this.config.sampling),
       seed: this.config.seed,
       stream: promptIndex,
       onEvent: (event) => {

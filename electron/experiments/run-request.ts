@@ -15,12 +15,11 @@ import type { ParamValue } from '../api/methods'
 import { RunConfig, type ModelFingerprint, type ModelPaths, type PromptSource } from '../api/runs'
 import { UserInputError } from '../engine/errors'
 import { defaultRepeats } from '../engine/methods/limits'
-import { type PreparedRun } from '../engine/methods/prepare'
+import { prepareRun, type PreparedRun } from '../engine/methods/prepare'
 import { threadFieldsOf, type ThreadPlan } from '../engine/model/thread-plan'
 import type { WarpConfig } from '../engine/sampling/warp'
 import { runSetting, settingDefault, type RunSettingValues } from '../engine/settings/run-settings'
 import type { LoadedTrio, TrioLoadOptions } from './models'
-import { prepareConfig } from './runner'
 
 /** Settings by their catalog names; absent = the catalog's default, null = what empty means there. */
 type Given<K extends keyof RunSettingValues> = { [Key in K]?: RunSettingValues[Key] | null }
@@ -53,6 +52,20 @@ export interface BuiltRun {
   prepared: PreparedRun
   /** What loadTrio needs for this run (experiments/models.ts). */
   load: TrioLoadOptions
+}
+
+/**
+ * The run's methods prepared once (methods/prepare.ts): unknown or duplicate methods, missing models and bad
+ * parameters are refused before anything loads; the config that comes back records the RESOLVED parameters.
+ */
+export function prepareConfig<C extends Pick<RunConfig, 'methods' | 'models' | 'gamma' | 'params'> & { syntheticAcceptance?: readonly number[] | null }>(
+  config: C
+): { config: C; prepared: PreparedRun } {
+  const prepared = prepareRun(config.methods, { gamma: config.gamma, params: config.params, syntheticAcceptance: config.syntheticAcceptance }, {
+    draft: config.models.draft !== undefined,
+    mid: config.models.mid !== undefined
+  })
+  return { config: { ...config, params: prepared.params }, prepared }
 }
 
 const numberDefault = (key: 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'gamma' | 'contextSize'): number =>

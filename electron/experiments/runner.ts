@@ -12,14 +12,14 @@ import { buildRunReport } from '../api/runs-service'
 import type { DecodeEvent, DecoderModels, StopReason } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
 import { decodeOnce, type DecodeOutcome } from '../engine/methods/decode-once'
-import { prepareRun, type PreparedMethod, type PreparedRun } from '../engine/methods/prepare'
+import type { PreparedMethod, PreparedRun } from '../engine/methods/prepare'
 import type { LanguageModel } from '../engine/model/types'
 import type { WarpConfig } from '../engine/sampling/warp'
 import type { RunStore } from '../store/run-store'
 import { RunDraftSelection } from './draft-selection'
 import type { PromptItem } from './prompts'
 import { machineAfter, machineBefore } from './machine-state'
-import { warpOf } from './runner-config'
+import { prepareConfig, warpOfSettings } from './run-request'
 import { stopLocalServers } from '../engine/peers/llama-server-process'
 import { isLlamaServerMethod } from '../engine/methods/catalog'
 
@@ -48,20 +48,6 @@ export interface RunOptions {
   onRunCreated?(runId: number): void
   /** The methods as the caller already prepared them for this config (prepareConfig), so they are validated once. */
   prepared?: PreparedRun
-}
-
-/**
- * The run's methods prepared once (methods/prepare.ts): unknown or duplicate methods, missing models and bad
- * parameters are refused before anything loads; the config that comes back records the RESOLVED parameters.
- */
-export function prepareConfig<C extends Pick<RunConfig, 'methods' | 'models' | 'gamma' | 'params'> & { syntheticAcceptance?: readonly number[] | null }>(
-  config: C
-): { config: C; prepared: PreparedRun } {
-  const prepared = prepareRun(config.methods, { gamma: config.gamma, params: config.params, syntheticAcceptance: config.syntheticAcceptance }, {
-    draft: config.models.draft !== undefined,
-    mid: config.models.mid !== undefined
-  })
-  return { config: { ...config, params: prepared.params }, prepared }
 }
 
 /** Prompt + generated tokens must fit the context; say so up front rather than failing mid-run. */
@@ -204,7 +190,7 @@ export async function executeRun(
       models,
       promptTokens,
       maxTokens: config.maxTokens,
-      warp: warpOf(config),
+      warp: warpOfSettings(config.sampling),
       seed: config.seed,
       repeats,
       syntheticAcceptance: config.syntheticAcceptance,
