@@ -82,10 +82,11 @@ function flatten(value: unknown, prefix = '', out: Record<string, unknown> = {})
 
 /**
  * A thread calibration's timings, standard errors, date and source differ between any two loads that measured; what
- * a diff needs is what they chose (`threadCalibration.N.chosen.*`, and the run's targetThreads / batchThreads /
- * draftThreads), so the measurement details are left out.
+ * a diff needs is what they chose (`threadCalibration.N.chosen.*`, the thread plan's counts per model and phase, and
+ * the run's targetThreads / batchThreads / draftThreads), so the measurement details are left out — also where the
+ * thread plan carries them (`threadPlan.calibration.*`), and whether a measured count was measured now or cached.
  */
-const CALIBRATION_DETAIL = /^threadCalibration\.\d+\.(?!chosen\.|role$|path$)/
+const CALIBRATION_DETAIL = /^threadCalibration\.\d+\.(?!chosen\.|role$|path$)|^threadPlan\.calibration\.|^threadPlan\.models\.\d+\.(token|batch)\.source$/
 
 export function diffConfigs(a: object, b: object): RunDiff['configDifferences'] {
   const flatA = flatten(a)

@@ -12,6 +12,10 @@ import { RunConfig } from '../../electron/api/runs'
 import { loadTrio, type LoadedTrio } from '../../electron/experiments/models'
 import { loadPrompts } from '../../electron/experiments/prompts'
 import { executeRun } from '../../electron/experiments/runner'
+import { buildRunReport } from '../../electron/api/runs-service'
+import { diffRuns } from '../../electron/api/run-diff'
+import { bestSpeedup, formatDiff, formatFixed, methodTable } from '../../electron/cli/format'
+import { speedupCell } from '../../electron/experiments/reports/common'
 import { RunStore } from '../../electron/store/run-store'
 import { describeWithModels, modelPath } from '../helpers/gguf'
 
@@ -82,6 +86,17 @@ withModels('a run with repeats', () => {
       expect(cell.speedup).toBeCloseTo(cell.tokensPerSecond / base.tokensPerSecond, 12)
     }
     expect(sd.acceptanceByPosition.map((p) => p.position)).toEqual([1, 2, 3, 4])
+    // One speedup: `show --json` and the Runs screen (the report), `diff` and the Diff screen, the CLI's table,
+    // `runs`' best speedup and the suite reports all say the median of the paired ratios.
+    expect(sd.speedup).toBe(sd.speedupInterval!.median)
+    expect(sd.tokensPerSecond).toBe(sd.tokensPerSecondInterval!.median)
+    expect(buildRunReport(store, report.runId)!.methods.find((m) => m.method === 'sd')!.speedup).toBe(sd.speedup)
+    expect(diffRuns(report, report).methods.find((m) => m.method === 'sd')!.metrics.speedup.a).toBe(sd.speedup)
+    expect(methodTable(report.methods)).toContain(`${formatFixed(sd.speedup, 2)}× [`)
+    expect(formatDiff(diffRuns(report, report))).toMatch(new RegExp(`speedup vs ar\\s+${formatFixed(sd.speedup, 2).replace('.', '\\.')}\\s`))
+    const best = bestSpeedup(store.getPromptResults(report.runId), store.getRepeats(report.runId))!
+    expect(report.methods.find((m) => m.method === best.method)!.speedup).toBeCloseTo(best.speedup, 12)
+    expect(speedupCell(sd)).toMatchObject({ median: sd.speedup })
     expect(report.machine).toMatchObject({ cpus: os.availableParallelism(), loadBefore: expect.any(Array), loadAfter: expect.any(Array) })
   })
 })

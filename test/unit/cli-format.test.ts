@@ -25,6 +25,8 @@ function method(name: string, overrides: Partial<MethodSummary> = {}): MethodSum
     wallMs: 34.18,
     tokensPerSecond: 1404.0636299999896,
     speedup: name === 'ar' ? 1 : 1.3849999999,
+    aggregateTokensPerSecond: null,
+    throughputRatio: null,
     sigma: name === 'ar' ? null : 0.28301886792452835,
     eta: name === 'ar' ? 1 : 0.25,
     acceptanceRate: name === 'ar' ? null : 0.7169811320754716,

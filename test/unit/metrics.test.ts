@@ -176,17 +176,24 @@ describe('summarizeMethod', () => {
     expect(summarizeMethod('sd', prompts, baselineAt(40)).speedup).toBeCloseTo(0.5, 12)
   })
 
-  it('weighs prompts by their tokens (ratio of aggregate throughputs, not a mean of per-prompt speedups)', () => {
-    // 100 tokens in 1000 ms and 1 token in 1000 ms: aggregate 101 / 2 s = 50.5 tokens/s
-    // (the mean of per-prompt rates would be 50.5 too only by accident — use unequal times).
+  it('speedup and tokens/s are medians over the cells; the ratio of totals has names of its own', () => {
+    // 100 tokens in 1 s and 1 token in 9 s: aggregate 101 / 10 s = 10.1 tokens/s; per cell 100 and 0.111 tokens/s.
     const skewed: PromptOutcome[] = [
       { outputText: 'a', outputTokens: 100, wallMs: 1000, steps: [] },
       { outputText: 'b', outputTokens: 1, wallMs: 9000, steps: [] }
     ]
-    // 101 tokens / 10 s = 10.1 tokens/s (mean of rates would be (100 + 0.111) / 2 ≈ 50.06).
-    const summary = summarizeMethod('x', skewed, baselineAt(10.1))
-    expect(summary.tokensPerSecond).toBeCloseTo(10.1, 12)
-    expect(summary.speedup).toBeCloseTo(1, 12)
+    // ar at 50 tokens/s on both prompts: the paired ratios are 2 and 1/450.
+    const ar: PromptOutcome[] = [
+      { outputText: 'a', outputTokens: 50, wallMs: 1000, steps: [] },
+      { outputText: 'b', outputTokens: 50, wallMs: 1000, steps: [] }
+    ]
+    const summary = summarizeMethod('x', skewed, ar)
+    expect(summary.aggregateTokensPerSecond).toBeCloseTo(10.1, 12)
+    expect(summary.throughputRatio).toBeCloseTo(10.1 / 50, 12)
+    expect(summary.tokensPerSecond).toBeCloseTo((100 + 1 / 9) / 2, 9)
+    expect(summary.tokensPerSecond).toBe(summary.tokensPerSecondInterval!.median)
+    expect(summary.speedup).toBeCloseTo((2 + 1 / 450) / 2, 9)
+    expect(summary.speedup).toBe(summary.speedupInterval!.median)
     expect(summary.gammaTrajectory).toEqual([[], []])
     expect(summary.overheadPerStepMs).toBeNull()
     expect(summary.sigma).toBeNull()
@@ -208,7 +215,8 @@ describe('summarizeMethod', () => {
     const summary = summarizeMethod('sd', sd, ar)
     expect(summary.repeats).toBe(3)
     expect(summary.wallMs).toBe(50 + 200) // medians of each prompt's repeats
-    expect(summary.tokensPerSecond).toBeCloseTo(20 / 0.25, 9)
+    expect(summary.aggregateTokensPerSecond).toBeCloseTo(20 / 0.25, 9)
+    expect(summary.tokensPerSecond).toBe(75)
     expect(summary.speedup).toBeCloseTo(2, 12)
     expect(summary.speedupInterval).toMatchObject({ median: 2, low: 2, high: 2, cells: 6, prompts: 2, repeats: 3 })
     // tokens/s per cell: 200, 100, 200 and 50, 50, 25 → median 75; the interval spans the prompts.

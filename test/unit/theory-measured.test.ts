@@ -18,6 +18,8 @@ function summary(method: string, overrides: Partial<MethodSummary> = {}): Method
     wallMs: 1000,
     tokensPerSecond: 120,
     speedup: 1.5,
+    aggregateTokensPerSecond: null,
+    throughputRatio: null,
     sigma: 0.2,
     eta: 0.3,
     acceptanceRate: 0.7,

@@ -150,9 +150,13 @@ function typicalTiming(prompts: readonly PromptOutcome[]): { outputTokens: numbe
 
 /**
  * Aggregates one method over its prompts. `baseline` is `ar`'s outcomes on the same prompts (null when the run has
- * no `ar`). `speedup` is a ratio of aggregate throughputs (each prompt's median wall time over its repeats), so
- * prompts that produce more tokens weigh more, exactly as wall-clock time does; `speedupInterval` pairs every
- * (prompt, repeat) with `ar`'s and gives the median of those ratios with its 95 % bootstrap interval.
+ * no `ar`).
+ * - `speedup` is THE speedup every screen, command and report shows: the median over the (prompt, repeat) cells of
+ *   the paired ratio tokens/s ÷ `ar`'s tokens/s on the same prompt and repeat — the statistic `speedupInterval`'s
+ *   95 % bootstrap interval is about. `tokensPerSecond` likewise is the median over the cells.
+ * - `throughputRatio` and `aggregateTokensPerSecond` are the ratio of totals (Σ tokens ÷ Σ each prompt's median wall
+ *   time): prompts that produce more tokens weigh more, as wall-clock time does. Another statistic, another name.
+ * Without cells (no timed decode finished) both fall back to the totals.
  */
 export function summarizeMethod(method: string, prompts: readonly PromptOutcome[], baseline: readonly PromptOutcome[] | null): MethodSummary {
   const totals = emptyTotals()
@@ -171,13 +175,18 @@ export function summarizeMethod(method: string, prompts: readonly PromptOutcome[
   const overheadMs = Math.max(0, totals.stepMs - totals.draftMs - totals.verifyMs)
   const positions = acceptanceByPosition(allSteps.filter((step) => !isRequestTotals(step)))
   const timings = timingCells(prompts, baseline && baseline.length > 0 ? baseline : null)
+  const tokensPerSecondInterval = medianInterval(cellsOf(timings, 'tokensPerSecond'))
+  const speedupInterval = medianInterval(cellsOf(timings, 'speedup'))
+  const throughputRatio = baseTps > 0 ? tps / baseTps : null
   return {
     method,
     prompts: prompts.length,
     outputTokens,
     wallMs,
-    tokensPerSecond: tps,
-    speedup: baseTps > 0 ? tps / baseTps : null,
+    tokensPerSecond: tokensPerSecondInterval?.median ?? tps,
+    speedup: speedupInterval?.median ?? throughputRatio,
+    aggregateTokensPerSecond: tps,
+    throughputRatio,
     sigma: sigma(totals),
     eta: eta(totals),
     acceptanceRate: acceptanceRate(totals),
@@ -193,8 +202,8 @@ export function summarizeMethod(method: string, prompts: readonly PromptOutcome[
     steps: totals.steps,
     overheadPerStepMs: totals.steps > 0 ? overheadMs / totals.steps : null,
     repeats: Math.max(1, ...prompts.map((p) => repeatsOf(p).length)),
-    tokensPerSecondInterval: medianInterval(cellsOf(timings, 'tokensPerSecond')),
-    speedupInterval: medianInterval(cellsOf(timings, 'speedup')),
+    tokensPerSecondInterval,
+    speedupInterval,
     acceptanceByPosition: positions,
     alpha: pooledAlpha(positions),
     timings,

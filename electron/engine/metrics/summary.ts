@@ -104,9 +104,12 @@ export const MethodSummary = z.object({
   outputTokens: z.number().int(),
   /** Σ over prompts of the median wall time of the prompt's repeats (the one wall time when repeats = 1). */
   wallMs: z.number(),
-  /** outputTokens / wallMs. */
+  /** The median over (prompt, repeat) cells of each timed decode's tokens/s (outputTokens / wallMs without cells). */
   tokensPerSecond: z.number(),
-  /** tokens/s ÷ `ar` tokens/s over the same prompts in the same run; null without an `ar` baseline. */
+  /**
+   * The speedup: the median over (prompt, repeat) cells of tokens/s ÷ `ar`'s tokens/s on the same prompt and repeat
+   * in the same run (`speedupInterval` is its 95 % interval); null without an `ar` baseline.
+   */
   speedup: z.number().nullable(),
   sigma: z.number().nullable(),
   eta: z.number().nullable(),
@@ -131,6 +134,10 @@ export const MethodSummary = z.object({
   tokensPerSecondInterval: IntervalSummary.nullable().default(null),
   /** Speedup per (prompt, repeat), each paired with `ar` on the same prompt and repeat; null without `ar`. */
   speedupInterval: IntervalSummary.nullable().default(null),
+  /** Σ output tokens ÷ Σ each prompt's median wall time: the aggregate throughput (a ratio of totals, not `tokensPerSecond`). */
+  aggregateTokensPerSecond: z.number().nullable().default(null),
+  /** aggregateTokensPerSecond ÷ `ar`'s: a ratio of totals, where longer outputs weigh more (not `speedup`). */
+  throughputRatio: z.number().nullable().default(null),
   /** Acceptance at draft position 1, 2, …; empty for methods that do not draft. */
   acceptanceByPosition: z.array(PositionSummary).default([]),
   /** α̂: per-token acceptance under the i.i.d. model (accepted / draft tokens the verifier looked at). */
