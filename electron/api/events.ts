@@ -19,7 +19,9 @@ export const HostEvent = z.discriminatedUnion('type', [
     /** Model index within the trio being loaded, and how many there are. */
     index: z.number().int().min(0),
     count: z.number().int().min(1),
-    fraction: z.number().min(0).max(1)
+    fraction: z.number().min(0).max(1),
+    /** Reading the file's weights, or measuring its threads per phase once loaded; absent = loading. */
+    stage: z.enum(['loading', 'measuring']).optional()
   }),
   z.object({ type: z.literal('download:progress'), download: DownloadState }),
   z.object({

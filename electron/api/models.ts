@@ -206,3 +206,10 @@ export interface CatalogTrio {
   notes: string
   models: CatalogModel[]
 }
+
+/** A load's progress as one line (the Models screen's bar, the Workbench's status): which stage, which file. */
+export function describeLoadProgress(p: { fileName: string; index: number; count: number; fraction: number; stage?: 'loading' | 'measuring' }): string {
+  const which = `${p.fileName} (${p.index + 1}/${p.count})`
+  if (p.stage === 'measuring') return p.fraction >= 1 ? `Measured the threads of ${which}` : `Measuring the threads of ${which}: the best count per token and per batch, once per model and machine…`
+  return `Loading ${which} ${(p.fraction * 100).toFixed(0)}%`
+}

@@ -7,5 +7,6 @@
 export { DEFAULT_REPEATS } from '../engine/methods/limits'
 export { parseSettingText, runSetting, settingDefault, settingHelp, defaultText, type RunSetting, type RunSettingKey } from '../engine/settings/run-settings'
 export { bestGamma, speedupAt } from '../engine/theory/measured'
-export { calibrationNote, describeRunThreads, describeThreadPlan, howChosen, timingsText } from './thread-summary'
+export { calibrationInWords, calibrationNote, describeRunThreads, describeThreadPlan, howChosen, timingsText } from './thread-summary'
 export { RpcClient } from './rpc-client'
+export { describeLoadProgress } from './models'

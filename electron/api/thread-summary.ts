@@ -57,3 +57,20 @@ export function calibrationNote(calibration: ModelThreadCalibration | undefined)
     `warm-up; * = chosen: the fewest threads that no larger count beats by more than ${TIE_TOLERANCE * 100} % and two standard errors`
   )
 }
+
+/**
+ * One model's calibration in words: "1 thread per token (7.1 ms; 2 threads: 8.4 ms), 2 per batch (14.0 ms; 1 thread:
+ * 23.6 ms) — measured at load". The runner-up is the fastest count not chosen, so the choice reads as a comparison.
+ */
+export function calibrationInWords(calibration: ModelThreadCalibration): string {
+  const phase = (timings: readonly ThreadTiming[] | null, chosen: number, what: string) => {
+    const mine = timings?.find((t) => t.threads === chosen)
+    const other = timings?.filter((t) => t.threads !== chosen).sort((a, b) => a.ms - b.ms)[0]
+    const threads = (n: number) => `${n} thread${n === 1 ? '' : 's'}`
+    if (!mine) return `${threads(chosen)} ${what}`
+    return `${threads(chosen)} ${what} (${mine.ms.toFixed(1)} ms${other ? `; ${threads(other.threads)}: ${other.ms.toFixed(1)} ms` : ''})`
+  }
+  const single = phase(calibration.single, calibration.chosen.threads, 'per token')
+  const batch = calibration.batch ? phase(calibration.batch, calibration.chosen.batchThreads, 'per batch') : 'its one-token count for batches'
+  return `${single}, ${batch} — ${calibration.source === 'cached' ? 'measured at an earlier load (cached)' : 'measured at load'}`
+}

@@ -22,15 +22,22 @@ import { cachedCalibration, calibrationKey, storeCalibration } from './thread-ca
 
 export type TrioRole = 'target' | 'mid' | 'draft'
 
-/** Loading progress of one file of the trio; files load one after the other (index of count). */
+/**
+ * What a load is doing: reading a file's weights (node-llama-cpp's progress), or measuring a loaded model's threads
+ * per phase (seconds per model on a first load; a cached choice takes no time).
+ */
+export type LoadStage = 'loading' | 'measuring'
+
+/** Progress of one file of the trio; files load one after the other (index of count), then are measured in turn. */
 export interface TrioLoadProgress {
   role: TrioRole
   /** The file as given in the paths. */
   file: string
   index: number
   count: number
-  /** 0 before the file starts, node-llama-cpp's progress clamped to 0…1 while it loads, 1 once it is loaded. */
+  /** Loading: 0 before the file starts, node-llama-cpp's progress clamped to 0…1, 1 once loaded. Measuring: 0, then 1. */
   fraction: number
+  stage: LoadStage
 }
 
 /** `batchThreads` is the TARGET's (default targetBatchThreadsFor(threads)); drafts evaluate batches with `threads`. */
@@ -94,7 +101,7 @@ export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Pro
     const targetThreads = targetThreadsFor(loadOptions.threads, (await nativeBackend()).openmp)
     for (const [index, { role, file }] of files.entries()) {
       const progress = onProgress
-        ? (fraction: number) => onProgress({ role, file, index, count: files.length, fraction: Math.min(1, Math.max(0, fraction)) })
+        ? (fraction: number) => onProgress({ role, file, index, count: files.length, fraction: Math.min(1, Math.max(0, fraction)), stage: 'loading' })
         : undefined
       progress?.(0)
       // A tiny draft on two threads is ~35× slower (llama-cpp-model.ts): only the target batches on more.
@@ -111,7 +118,10 @@ export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Pro
     // An explicit thread count wins over any calibration mode.
     const mode = loadOptions.threads !== undefined ? 'off' : (calibration ?? 'auto')
     const roles = loaded.map((model, i) => ({ model, role: files[i]!.role, fingerprint: fingerprints[i]!.fingerprint }))
-    const threadCalibration = mode === 'off' ? null : await calibrateLoaded(roles, mode, loadOptions.batchThreads)
+    const measuring = onProgress
+      ? (index: number, fraction: number) => onProgress({ role: files[index]!.role, file: files[index]!.file, index, count: files.length, fraction, stage: 'measuring' })
+      : undefined
+    const threadCalibration = mode === 'off' ? null : await calibrateLoaded(roles, mode, loadOptions.batchThreads, measuring)
     const threadPlan = planOfLoaded(roles, { threads: loadOptions.threads, batchThreads: loadOptions.batchThreads }, threadCalibration)
     return { models: { target, mid, draft: drafts[0] }, drafts, fingerprints, vocabularyMismatch, threadPlan, threadCalibration, dispose: disposeAll }
   } catch (error) {
@@ -127,16 +137,19 @@ export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Pro
 export async function calibrateLoaded(
   models: readonly { model: LlamaCppModel; role: TrioRole; fingerprint: string }[],
   mode: Exclude<CalibrationMode, 'off'>,
-  targetBatchThreads: number | undefined
+  targetBatchThreads: number | undefined,
+  onMeasuring?: (index: number, fraction: number) => void
 ): Promise<ModelThreadCalibration[]> {
   const native = await nativeBackend()
   const calibrations: ModelThreadCalibration[] = []
-  for (const { model, role, fingerprint } of models) {
+  for (const [index, { model, role, fingerprint }] of models.entries()) {
     const key = calibrationKey({ fingerprint, role, gpuLayers: model.model.gpuLayers, native })
     let calibration = mode === 'auto' ? cachedCalibration(key, model.info.path) : null
     if (!calibration) {
+      onMeasuring?.(index, 0)
       calibration = await calibrateThreads(model, { role, cores: os.cpus().length, contextSize: model.context.contextSize })
       storeCalibration(key, calibration)
+      onMeasuring?.(index, 1)
     }
     const batchThreads = role === 'target' && targetBatchThreads !== undefined ? targetBatchThreads : calibration.chosen.batchThreads
     setThreads(model, { threads: calibration.chosen.threads, batchThreads })

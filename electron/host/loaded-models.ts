@@ -10,7 +10,7 @@ import { UserInputError } from '../engine/errors'
 import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'
 import { nativeBackend, type LlamaCppModel, type NativeBackend } from '../engine/model/llama-cpp-model'
-import { calibrateLoaded, loadTrio, planOfLoaded, type LoadedTrio as SuiteTrio, type TrioRole } from '../experiments/models'
+import { calibrateLoaded, loadTrio, planOfLoaded, type LoadedTrio as SuiteTrio, type LoadStage, type TrioRole } from '../experiments/models'
 import { draftingThreads, targetThreads, type ThreadPlan } from '../engine/model/thread-plan'
 
 export type Role = TrioRole
@@ -27,6 +27,7 @@ export interface LoadProgress {
   index: number
   count: number
   fraction: number
+  stage: LoadStage
 }
 
 export interface HeldTrio {
@@ -173,7 +174,7 @@ export class LoadedModels {
           sequences,
           // The method is not known yet: a trio of different vocabularies loads, marked, for sd-tli / sd-uad.
           sharedVocabulary: false,
-          onProgress: ({ role, index, count, fraction }) => onProgress({ role, fileName: entries[role]!.fileName, index, count, fraction })
+          onProgress: ({ role, index, count, fraction, stage }) => onProgress({ role, fileName: entries[role]!.fileName, index, count, fraction, stage })
         }
       )
       const { target, mid, draft } = trio.models

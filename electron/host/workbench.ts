@@ -5,7 +5,7 @@
  */
 import path from 'node:path'
 import type { HostEvent } from '../api/events'
-import type { LoadSettings } from '../api/models'
+import { describeLoadProgress, type LoadSettings } from '../api/models'
 import type { RunConfig } from '../api/runs'
 import type { DatasetInfo, WorkbenchProgress, WorkbenchStart } from '../api/workbench'
 import type { ApiHandlers } from '../api/runs-service'
@@ -174,7 +174,7 @@ export class WorkbenchService {
         load,
         (p) => {
           this.emit({ type: 'models:load-progress', ...p })
-          this.update(job, { message: `Loading ${p.fileName} (${p.index + 1}/${p.count}) ${(p.fraction * 100).toFixed(0)}%` })
+          this.update(job, { message: describeLoadProgress(p) })
         },
         prepared.sessions
       )

@@ -11,7 +11,8 @@ import {
   type PhaseThreads
 } from '../../electron/engine/model/thread-calibration'
 import { cachedCalibration, calibrationKey, storeCalibration } from '../../electron/experiments/thread-calibration-cache'
-import { describeRunThreads, timingsText } from '../../electron/api/thread-summary'
+import { calibrationInWords, describeRunThreads, describeThreadPlan, timingsText } from '../../electron/api/thread-summary'
+import { describeLoadProgress } from '../../electron/api/models'
 import type { ModelSession } from '../../electron/engine/model/types'
 
 /**
@@ -232,6 +233,43 @@ describe('thread summary', () => {
     expect(describeRunThreads({ ...config, targetThreads: null, batchThreads: null, models: { target: '/t.gguf' } })).toBe(
       'target 1 per token, 1 per batch — given or by rule (not measured)'
     )
+  })
+
+  it('describes a run by its thread plan where it has one: counts per phase and how each was chosen', () => {
+    const entry = (role: 'target' | 'draft', token: number, batch: number, source: 'given' | 'rule' | 'measured', batchSource = source) => ({
+      role,
+      file: `/${role}.gguf`,
+      token: { threads: token, source },
+      batch: { threads: batch, source: batchSource }
+    })
+    const plan = (models: ReturnType<typeof entry>[], calibration: ModelThreadCalibration[] | null = null) => ({ models, calibration })
+    expect(describeRunThreads({ ...config, threadPlan: plan([entry('target', 2, 2, 'given'), entry('draft', 2, 2, 'given')]) })).toBe(
+      'target 2 per token, 2 per batch; draft 2 — given (not measured)'
+    )
+    expect(describeThreadPlan(plan([entry('target', 1, 2, 'rule')]))).toBe('target 1 per token, 2 per batch — by rule (not measured)')
+    const measured = { source: 'measured' } as ModelThreadCalibration
+    expect(describeThreadPlan(plan([entry('target', 1, 3, 'measured', 'given'), entry('draft', 1, 1, 'measured')], [measured, measured]))).toBe(
+      "target 1 per token, 3 per batch; draft 1 — measured at load; the target's batch count given"
+    )
+  })
+
+  it('says a calibration in words: the chosen count against the fastest other one', () => {
+    const calibration = {
+      source: 'cached',
+      single: [{ threads: 1, ms: 4.76, sem: 0 }, { threads: 2, ms: 838.72, sem: 0 }],
+      batch: [{ threads: 1, ms: 23.6, sem: 0 }, { threads: 2, ms: 14.04, sem: 0 }],
+      chosen: { threads: 1, batchThreads: 2 }
+    } as ModelThreadCalibration
+    expect(calibrationInWords(calibration)).toBe(
+      '1 thread per token (4.8 ms; 2 threads: 838.7 ms), 2 threads per batch (14.0 ms; 1 thread: 23.6 ms) — measured at an earlier load (cached)'
+    )
+    expect(calibrationInWords({ ...calibration, source: 'measured', batch: null })).toMatch(/its one-token count for batches — measured at load$/)
+  })
+
+  it('labels the stages of a load', () => {
+    const p = { fileName: 't.gguf', index: 0, count: 2, fraction: 0.4 }
+    expect(describeLoadProgress(p)).toBe('Loading t.gguf (1/2) 40%')
+    expect(describeLoadProgress({ ...p, stage: 'measuring', fraction: 0 })).toMatch(/^Measuring the threads of t\.gguf \(1\/2\)/)
   })
 
   it('marks the chosen count among the timings', () => {
