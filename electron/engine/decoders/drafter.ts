@@ -39,6 +39,8 @@ export interface Proposal {
   facts?: ProposalFacts
   /** What an accepted token of this proposal is: `ngram` for a lookup; absent = `draft` (the draft model). */
   provenance?: Provenance
+  /** Tokens drafted behind the proposal when they are not the proposed tokens themselves (sd-uad drafts in its own vocabulary). */
+  drafted?: number
 }
 
 export interface DraftRound {
@@ -51,10 +53,31 @@ export interface DraftRound {
   rng: Prng
 }
 
+/** What the verifier and the output made of the last proposal. */
+export interface DraftOutcome {
+  /** γ of the proposal, and how many of its leading tokens the verifier kept. */
+  proposed: number
+  accepted: number
+  /** The tokens the output took this round: the accepted prefix and the closing token, cut by the stopping rules. */
+  emitted: readonly number[]
+}
+
+/** What a drafter can say only after the commit (sd-uad: how much of its text reached the output). */
+export interface DraftSettlement {
+  /** Replaces the proposal's facts in the step record. */
+  facts?: ProposalFacts
+  /** Drafted tokens that reached the output, when they are not the accepted proposed tokens (Proposal.drafted). */
+  acceptedDrafted?: number
+}
+
+/**
+ * One prompt's drafter: HF's candidate generator (generation/candidate_generator.py: `get_candidates`,
+ * `update_candidate_strategy`), llama.cpp's common_speculative_draft / common_speculative_accept.
+ */
 export interface DrafterSession {
   propose(round: DraftRound): Promise<Proposal>
-  /** The verifier kept `accepted` leading tokens of the last non-empty proposal (llama.cpp common_speculative_accept). */
-  accepted?(accepted: number): void
+  /** Every round's outcome, after the commit (a drafter that keeps the committed text in step, or learns from verdicts). */
+  update?(outcome: DraftOutcome): DraftSettlement | void
   dispose(): Promise<void>
 }
 
@@ -121,7 +144,9 @@ export function lookupDrafter(stage: string, start: (promptTokens: readonly numb
           proposal.ms = now() - started
           return proposal
         },
-        accepted: (accepted) => lookup.accepted?.(accepted),
+        update: ({ proposed, accepted }) => {
+          if (proposed > 0) lookup.accepted?.(accepted)
+        },
         dispose: async () => {}
       }
     }
@@ -176,7 +201,7 @@ export function chainDrafter(stage: string, links: readonly ChainLink[]): Drafte
           if (last === null) facts.source = null
           return { ...proposal!, ms, facts }
         },
-        accepted: (accepted) => last?.accepted?.(accepted),
+        update: (outcome) => last?.update?.(outcome),
         async dispose() {
           for (const session of sessions) await session.dispose()
         }
