@@ -10,7 +10,9 @@
  * and, for Haotian Chen's hierarchy (../shared/papers/hierarchical-sd-exploration-chen.txt §2.2 Algorithm 2),
  * `guess` (M_q2's one guess, lines 6–7) and verify's `target` correction (t ~ p_{k+1}, line 14 as printed).
  * The methods built on it differ only in their stopping rules: `pre-verify` / `pre-self-verify` (pre-verify.ts),
- * `hsddw` (hsddw.ts), `hier-chen` (hierarchical-chen.ts).
+ * `hsddw` (hsddw.ts), `hier-chen` (hierarchical-chen.ts). Their rounds run through round.ts's loop and tail but keep
+ * their own round body: the chain is built by an inner speculative loop (M_q1 → M_q2), M_p verifies each token
+ * against the law of the level that drew it, and every round counts per level.
  *
  * Exactness. The inner SD is Leviathan et al.'s exact speculative sampling for the pair (q1, q2): conditional on
  * everything that happened before it, each token the M_q2 level appends is distributed as q2(·|its context),
