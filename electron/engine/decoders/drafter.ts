@@ -88,6 +88,34 @@ export interface Drafter {
   open(models: DecoderModels, request: DecodeRequest, policy: DraftLengthPolicy): Promise<DrafterSession>
 }
 
+/** Where a round's drafting must stop: the policy's tests and cap, the --max-tokens budget, the end of generation. */
+export interface DraftBounds {
+  policy: DraftLengthPolicy
+  cap: number
+  limit: number
+  model: LanguageModel
+}
+
+/**
+ * Appends a drafted token (drawn from `distribution`; `entropy` of the kind the policy asked for) and records why
+ * drafting stops after it, if it does: the policy's own test, its cap, or the engine (the budget, an
+ * end-of-generation token — nothing after it can be kept). True when drafting stops.
+ */
+export function appendDrafted(proposal: Proposal, token: number, distribution: Distribution, entropy: number, bounds: DraftBounds): boolean {
+  proposal.tokens.push(token)
+  proposal.distributions.push(distribution)
+  proposal.entropies.push(entropy)
+  const position = proposal.tokens.length
+  proposal.stoppedBy = bounds.policy.shouldStop({ position, token, distribution, entropy })
+    ? 'policy'
+    : position >= bounds.cap
+      ? 'cap'
+      : position >= bounds.limit || bounds.model.isEndOfGeneration(token)
+        ? 'engine'
+        : null
+  return proposal.stoppedBy !== null
+}
+
 /** δ(x): the law of a deterministic proposal. */
 export function pointMass(token: number): Distribution {
   return { ids: Int32Array.of(token), probs: Float64Array.of(1) }
@@ -124,21 +152,9 @@ export function lookupDrafter(stage: string, start: (promptTokens: readonly numb
           const started = now()
           const found = lookup.propose(sequence, limit)
           const proposal: Proposal = { tokens: [], distributions: [], entropies: [], calls: 0, ms: 0, stoppedBy: null, facts: found.facts, provenance: 'ngram' }
+          const bounds = { policy, cap, limit, model: target }
           for (const token of found.tokens) {
-            if (proposal.tokens.length >= limit) break
-            const distribution = pointMass(token)
-            proposal.tokens.push(token)
-            proposal.distributions.push(distribution)
-            proposal.entropies.push(0)
-            const position = proposal.tokens.length
-            proposal.stoppedBy = policy.shouldStop({ position, token, distribution, entropy: 0 })
-              ? 'policy'
-              : position >= cap
-                ? 'cap'
-                : position >= limit || target.isEndOfGeneration(token)
-                  ? 'engine'
-                  : null
-            if (proposal.stoppedBy !== null) break
+            if (proposal.tokens.length >= limit || appendDrafted(proposal, token, pointMass(token), 0, bounds)) break
           }
           if (proposal.tokens.length > 0 && proposal.stoppedBy === null) proposal.stoppedBy = 'drafter'
           proposal.ms = now() - started

@@ -31,6 +31,7 @@ import { acceptGreedy, acceptSampling, residual } from '../sampling/verify'
 import { isGreedy } from '../sampling/warp'
 import type { EntropyThreshold } from './entropy-threshold'
 import type { OutputBuffer } from './output'
+import { countedCall } from './round'
 import { evaluatePending, now, rewindTo } from './session-sync'
 import { stepRecord } from './step-record'
 import type { DecodeEvent, DecodeRequest, DecoderModels, LevelCounters, Provenance, StepRecord } from './types'
@@ -165,10 +166,7 @@ export class Hierarchy {
     const draft: Level1Draft = { tokens: [], distributions: [], entropies: [], stop: 'window' }
     let pending = await rewindTo(this.q1, sequence)
     for (;;) {
-      const started = now()
-      const [q] = await evaluatePending(this.q1, pending)
-      this.counters.q1.ms += now() - started
-      this.counters.q1.calls += 1
+      const [q] = await countedCall(this.q1, pending, this.counters.q1)
       this.counters.q1.drafted += 1
       const token = this.pick(q)
       const h = entropy(q)
@@ -192,10 +190,7 @@ export class Hierarchy {
    */
   async preVerify(sequence: readonly number[], draft: Level1Draft, room: number): Promise<PreVerified> {
     const pending = await rewindTo(this.q2, sequence)
-    const started = now()
-    const q2 = await evaluatePending(this.q2, pending, draft.tokens)
-    this.counters.q2.ms += now() - started
-    this.counters.q2.calls += 1
+    const q2 = await countedCall(this.q2, pending, this.counters.q2, draft.tokens)
     const { rng } = this.request
     const tokens: ChainToken[] = []
     const chainToken = (token: number, origin: 'draft' | 'mid', i: number, q1: Distribution | null): ChainToken => ({
@@ -232,10 +227,7 @@ export class Hierarchy {
   /** M_q2 alone proposes the next token after `sequence` (one call; hier-chen's mid-model guess). */
   async guess(sequence: readonly number[]): Promise<ChainToken> {
     const pending = await rewindTo(this.q2, sequence)
-    const started = now()
-    const [q] = await evaluatePending(this.q2, pending)
-    this.counters.q2.ms += now() - started
-    this.counters.q2.calls += 1
+    const [q] = await countedCall(this.q2, pending, this.counters.q2)
     this.counters.q2.drafted += 1
     return { token: this.pick(q), origin: 'mid', q, entropy: entropy(q), q1: null, q2: q }
   }

@@ -65,6 +65,21 @@ export function* emitRound(events: readonly DecodeEvent[], record: StepRecord): 
   yield { type: 'step', record }
 }
 
+/** A phase's forward calls and their time (a drafter's, a hierarchy level's). */
+export interface PhaseTally {
+  calls: number
+  ms: number
+}
+
+/** One forward call — `pending`, then `extra`, on `session` (session-sync.ts) — counted and timed on `tally`. */
+export async function countedCall(session: ModelSession, pending: readonly number[], tally: PhaseTally, extra: readonly number[] = []): Promise<Distribution[]> {
+  const started = now()
+  const laws = await evaluatePending(session, pending, extra)
+  tally.ms += now() - started
+  tally.calls += 1
+  return laws
+}
+
 /** The target scores the position after the committed `sequence` and the `chain` after it, in one call, timed. */
 export async function scoreChain(target: ModelSession, sequence: readonly number[], chain: readonly number[]): Promise<{ p: Distribution[]; ms: number }> {
   const pending = await rewindTo(target, sequence)

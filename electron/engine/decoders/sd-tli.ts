@@ -50,7 +50,8 @@ import { argmax, entropy, fromWeights, sample, type Distribution } from '../samp
 import type { Prng } from '../sampling/prng'
 import { plainFixedLength } from '../policies/fixed'
 import type { Drafter } from './drafter'
-import { evaluatePending, now, rewindTo } from './session-sync'
+import { countedCall } from './round'
+import { now, rewindTo } from './session-sync'
 import { speculativeDecoder } from './speculative'
 import type { Decoder } from './types'
 
@@ -267,10 +268,7 @@ async function draftIntersection(
   const draft: TliDraft = { targetIds: [], draftIds: [], q: [], entropies: [], masses: [], calls: 0, ms: 0, stoppedBy: 'cap' }
   let pending = await rewindTo(session, sequence)
   for (;;) {
-    const started = now()
-    const [q] = await evaluatePending(session, pending)
-    draft.ms += now() - started
-    draft.calls += 1
+    const [q] = await countedCall(session, pending, draft)
     const restricted = restrictToIntersection(q, map)
     draft.masses.push(restricted?.mass ?? 0)
     if (!restricted) {

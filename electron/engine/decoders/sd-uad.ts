@@ -87,7 +87,8 @@ import type { Prng } from '../sampling/prng'
 import type { Verdict } from '../sampling/verify'
 import { plainFixedLength } from '../policies/fixed'
 import { pointMass, type DraftOutcome, type Drafter, type DraftSettlement } from './drafter'
-import { evaluatePending, now, rewindTo } from './session-sync'
+import { countedCall } from './round'
+import { now, rewindTo } from './session-sync'
 import { speculativeDecoder } from './speculative'
 import type { Decoder } from './types'
 import type { ExactRule } from './verifier'
@@ -464,10 +465,7 @@ async function draftText(
   let pending = await rewindTo(session, prefix === '' ? sequence : sequence.slice(0, -1))
   let added = 0
   for (;;) {
-    const started = now()
-    const [q] = await evaluatePending(session, pending)
-    draft.ms += now() - started
-    draft.calls += 1
+    const [q] = await countedCall(session, pending, draft)
     let from = q
     if (prefix !== '') {
       const restricted = restrictToPrefix(q, prefix, tk)

@@ -12,27 +12,18 @@
  * nothing to propose makes the round target-only.
  */
 import type { LanguageModel, ModelSession } from '../model/types'
-import type { DraftLengthPolicy, DraftStop, EntropySource, PolicyExplanation, VerificationOutcome } from '../policies/types'
+import type { DraftLengthPolicy, EntropySource, PolicyExplanation, VerificationOutcome } from '../policies/types'
 import { argmax, entropy, sample, type Distribution } from '../sampling/distribution'
 import type { Prng } from '../sampling/prng'
 import { isGreedy } from '../sampling/warp'
 import { targetOnlyRound } from './autoregressive'
-import type { Drafter, DrafterSession, Proposal, ProposalFacts } from './drafter'
+import { appendDrafted, type Drafter, type DrafterSession, type Proposal, type ProposalFacts } from './drafter'
 import { OutputBuffer } from './output'
-import { closingOf, emitRound, emittedTokens, roundCounters, runRounds, scoreChain, verdictCandidates } from './round'
-import { evaluatePending, now, rewindTo } from './session-sync'
+import { closingOf, countedCall, emitRound, emittedTokens, roundCounters, runRounds, scoreChain, verdictCandidates } from './round'
+import { now, rewindTo } from './session-sync'
 import { stepRecord } from './step-record'
 import type { Decoder, DecodeEvent, DecodeRequest, DecoderModels } from './types'
 import { chainVerifier, rejectionSampling, type ExactRule } from './verifier'
-
-interface Draft {
-  tokens: number[]
-  distributions: Distribution[]
-  entropies: number[]
-  calls: number
-  ms: number
-  stoppedBy: DraftStop
-}
 
 /**
  * Draft up to `limit` tokens (the policy's `cap`, or less when the --max-tokens budget is nearer), asking the policy
@@ -47,28 +38,14 @@ async function draftTokens(
   model: LanguageModel,
   greedy: boolean,
   rng: Prng
-): Promise<Draft> {
-  const draft: Draft = { tokens: [], distributions: [], entropies: [], calls: 0, ms: 0, stoppedBy: null }
+): Promise<Proposal> {
+  const draft: Proposal = { tokens: [], distributions: [], entropies: [], calls: 0, ms: 0, stoppedBy: null }
+  const bounds = { policy, cap, limit, model }
   let pending = await rewindTo(session, sequence)
   for (;;) {
-    const started = now()
-    const [q] = await evaluatePending(session, pending)
-    draft.ms += now() - started
-    draft.calls += 1
+    const [q] = await countedCall(session, pending, draft)
     const token = greedy ? argmax(q) : sample(q, rng)
-    const h = draftEntropy(q, policy.entropy ?? 'warped', model)
-    draft.tokens.push(token)
-    draft.distributions.push(q)
-    draft.entropies.push(h)
-    const position = draft.tokens.length
-    draft.stoppedBy = policy.shouldStop({ position, token, distribution: q, entropy: h })
-      ? 'policy'
-      : position >= cap
-        ? 'cap'
-        : position >= limit || model.isEndOfGeneration(token)
-          ? 'engine'
-          : null
-    if (draft.stoppedBy !== null) return draft
+    if (appendDrafted(draft, token, q, draftEntropy(q, policy.entropy ?? 'warped', model), bounds)) return draft
     pending = [token]
   }
 }
