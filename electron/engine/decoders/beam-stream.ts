@@ -8,8 +8,9 @@
  */
 import type { LanguageModel } from '../model/types'
 import { OutputBuffer } from './output'
+import { emitRound } from './round'
 import { commonPrefixLength } from './session-sync'
-import type { DecodeEvent, Provenance } from './types'
+import type { DecodeEvent, DecodeRequest, Provenance, StepRecord } from './types'
 
 export interface Beam {
   /** Prompt + generated tokens. */
@@ -57,5 +58,39 @@ export class BeamStream {
       candidates.push({ token: beam.tokens[this.promptLength + i], provenance: beam.provenance[i] })
     this.committed = generated
     return this.output.commit(candidates, step)
+  }
+}
+
+/** One step of a beam decoder: the tokens it streamed, its record, and whether every beam is done. */
+export interface BeamStep {
+  events: DecodeEvent[]
+  record: StepRecord
+  finished: boolean
+}
+
+/**
+ * The loop of a beam decoder. Not round.ts's loop: the output lags the beams (only their common prefix streams), so
+ * the beams — `finished` — decide the last step, and the output's own stopping rules only cut it short.
+ */
+export async function* beamSteps(
+  stream: BeamStream,
+  request: DecodeRequest,
+  step: (index: number) => Promise<BeamStep>,
+  release: () => Promise<void>
+): AsyncGenerator<DecodeEvent> {
+  let cancelled = false
+  try {
+    for (let index = 0; ; index++) {
+      if (request.signal?.aborted) {
+        cancelled = true
+        break
+      }
+      const { events, record, finished } = await step(index)
+      yield* emitRound(events, record)
+      if (finished || stream.output.done) break
+    }
+    yield { type: 'done', stopReason: cancelled ? 'cancelled' : (stream.output.stopReason ?? 'max-tokens') }
+  } finally {
+    await release()
   }
 }
