@@ -8,7 +8,7 @@
  */
 import type { LanguageModel } from '../model/types'
 import { OutputBuffer } from './output'
-import { emitRound } from './round'
+import { emitRound, runRounds } from './round'
 import { commonPrefixLength } from './session-sync'
 import type { DecodeEvent, DecodeRequest, Provenance, StepRecord } from './types'
 
@@ -69,28 +69,20 @@ export interface BeamStep {
 }
 
 /**
- * The loop of a beam decoder. Not round.ts's loop: the output lags the beams (only their common prefix streams), so
- * the beams — `finished` — decide the last step, and the output's own stopping rules only cut it short.
+ * The loop of a beam decoder: round.ts's loop, except that the output lags the beams (only their common prefix
+ * streams), so the beams — `finished` — end it, and the output's own stopping rules only cut it short.
  */
-export async function* beamSteps(
+export function beamSteps(
   stream: BeamStream,
   request: DecodeRequest,
   step: (index: number) => Promise<BeamStep>,
   release: () => Promise<void>
 ): AsyncGenerator<DecodeEvent> {
-  let cancelled = false
-  try {
-    for (let index = 0; ; index++) {
-      if (request.signal?.aborted) {
-        cancelled = true
-        break
-      }
-      const { events, record, finished } = await step(index)
-      yield* emitRound(events, record)
-      if (finished || stream.output.done) break
-    }
-    yield { type: 'done', stopReason: cancelled ? 'cancelled' : (stream.output.stopReason ?? 'max-tokens') }
-  } finally {
-    await release()
+  let finished = false
+  const round = async function* (index: number): AsyncGenerator<DecodeEvent> {
+    const outcome = await step(index)
+    finished = outcome.finished
+    yield* emitRound(outcome.events, outcome.record)
   }
+  return runRounds(stream.output, request, round, release, () => finished)
 }

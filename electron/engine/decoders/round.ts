@@ -39,17 +39,19 @@ export interface Candidate {
 }
 
 /**
- * Runs rounds until the output is done or the request is cancelled, then says why the output ended; `release` frees
- * the decode's sessions however the loop ends (done, cancelled, thrown, or the consumer stopped reading).
+ * Runs rounds until the output is done, the request is cancelled or `ended` says so (a beam decoder's beams all
+ * finished), then says why the output ended; `release` frees the decode's sessions however the loop ends (done,
+ * cancelled, thrown, or the consumer stopped reading).
  */
 export async function* runRounds(
   output: OutputBuffer,
   request: DecodeRequest,
   round: (step: number) => AsyncIterable<DecodeEvent>,
-  release: () => Promise<void>
+  release: () => Promise<void>,
+  ended: () => boolean = () => false
 ): AsyncGenerator<DecodeEvent> {
   try {
-    for (let step = 0; !output.done; step++) {
+    for (let step = 0; !output.done && !ended(); step++) {
       if (output.cancelledBy(request.signal)) break
       yield* round(step)
     }
