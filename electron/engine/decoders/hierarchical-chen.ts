@@ -28,6 +28,7 @@
  *
  * Provenance: accepted M_s guesses `draft`, accepted M_q guesses `mid`, t `resampled` after a rejection (drawn from
  * p_{k+1} as printed, or from the residual with chen.residual) and `bonus` when all were accepted.
+ * Its rounds run through round.ts's loop and tail; the round body is the hierarchy's own (hierarchy.ts says why).
  */
 import { OutputBuffer } from './output'
 import { Hierarchy, type ChainToken } from './hierarchy'

@@ -44,6 +44,7 @@
  * Differences from `pre-self-verify` (pre-verify.ts): HSDDW tests M_q2's confidence once per pre-verify round and
  * hands over ALL n_tot tokens, with no window on n_tot; pre-self-verify stops at the first unconfident M_q2 token
  * inside a window W.
+ * Its rounds run through round.ts's loop and tail; the round body is the hierarchy's own (hierarchy.ts says why).
  */
 import { EntropyThreshold } from './entropy-threshold'
 import { OutputBuffer } from './output'

@@ -32,6 +32,7 @@
  * the target's warped distribution (toy chi-square: test/unit/hierarchy-lossless).
  *
  * Provenance and step records as in hierarchy.ts: one step record per M_p round, with per-level counters (`levels`).
+ * Its rounds run through round.ts's loop and tail; the round body is the hierarchy's own (hierarchy.ts says why).
  */
 import { EntropyThreshold } from './entropy-threshold'
 import { Hierarchy, type ChainToken } from './hierarchy'

@@ -5,8 +5,10 @@
  *              sd-tli's intersection-restricted draft, sd-uad's re-tokenised draft)
  *   policy     how long the chain may be (policies/: fixed γ, heuristics, entropy stops, adaptive γ)
  *   verifier   which rule decides the verdict (decoders/verifier.ts: standard, sample-then-match, synthetic)
- * The speculative decoder (speculative.ts) composes a round from them; PEARL (parallel-drafting.ts) and the
- * hierarchies run their own round bodies through the same loop, tail and counters.
+ * The speculative decoder (speculative.ts) composes a round from them: sd, the draft-length policies, the n-gram
+ * family, sd+ngram, sd-tli and sd-uad. PEARL (parallel-drafting.ts) runs its own round body through the same loop,
+ * counters and tail; `ar`, the hierarchies, sd-tree, beam and dsbd keep their round bodies and share the loop or the
+ * tail (their headers say why).
  *
  * Terms:
  *   round            one target verification: everything between two step records (an `ar` token is a round too)

@@ -8,8 +8,10 @@
  * information and every drafted token is verified exactly.
  * What drafts is a Drafter (decoders/drafter.ts): the draft model (`modelDrafter`, the default), or a model-free
  * drafter whose proposals are point masses q = δ(x) — prompt lookup and llama.cpp's n-gram maps (engine/lookup/),
- * verified by the same Verify/Correct (accept with p(x), correct from norm(max(0, p − δ))). A drafter that finds
- * nothing to propose makes the round target-only.
+ * verified by the same Verify/Correct (accept with p(x), correct from norm(max(0, p − δ))) — or a cross-vocabulary
+ * drafter (sd-tli.ts, sd-uad.ts). A drafter that finds nothing proposes γ = 0: the round is the target's own token,
+ * drawn from p as a verdict on an empty chain. The verifier is the third seam (decoders/verifier.ts); the round's
+ * loop, tail and counters are round.ts's.
  */
 import type { LanguageModel, ModelSession } from '../model/types'
 import type { DraftLengthPolicy, EntropySource, PolicyExplanation, VerificationOutcome } from '../policies/types'

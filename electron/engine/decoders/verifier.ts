@@ -3,7 +3,8 @@
  * proposed chain into a verdict. Chosen once per decode, from the request and the method's exact rule:
  *   standard   exact rejection sampling (Leviathan et al. 2023, Alg. 1; SVIP App. A Alg. 2–6): accept x_i with
  *              min(1, p_i(x_i)/q_i(x_i)), correct from norm(max(0, p_i − q_i)), bonus from p_{γ+1} (sampling/verify.ts)
- *   match      sample-then-match (llama.cpp common_sampler_sample_and_accept_n; sd-uad): draw y_i ~ p_i and keep x_i
+ *   match      sample-then-match (llama.cpp common_sampler_sample_and_accept_n; sd-uad.ts sampleThenMatch, passed in
+ *              as the exact rule): draw y_i ~ p_i and keep x_i
  *              while y_i = x_i — equal in law to `standard` with q = δ(x_i), and needs no q
  *   synthetic  accept position i with probability r_i whatever the models say (sampling/synthetic-acceptance.ts):
  *              the engine's cost curve at chosen acceptance rates; NOT lossless, so it replaces the exact rule only
