@@ -8,7 +8,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { autoregressive } from '../../electron/engine/decoders/autoregressive'
-import { parallelDraftingDecoder, type PrefixVerifier } from '../../electron/engine/decoders/parallel-drafting'
+import { parallelDraftingDecoder } from '../../electron/engine/decoders/parallel-drafting'
+import type { ExactPrefixRule } from '../../electron/engine/decoders/verifier'
 import type { Decoder, DecoderModels, StepRecord } from '../../electron/engine/decoders/types'
 import type { RawParams as MethodParams } from '../../electron/engine/methods/param-spec'
 import { prepare } from '../../electron/engine/methods/prepare'
@@ -86,7 +87,7 @@ describe('parallel drafting is lossless: chi-square against the exact target law
   // PEARL's look-ahead token y_1 stands where sd draws its bonus, and pre-verify tests x_1 alone: the natural mistake
   // is to commit that token untested, as if it were the bonus. Both kinds of round make it here.
   it('negative control: pearl committing the last tested token untested (y_1 as the bonus) fails the same test', async () => {
-    const lastUntested: PrefixVerifier = (tokens, q, p, greedy, rng) => {
+    const lastUntested: ExactPrefixRule = (tokens, q, p, greedy, rng) => {
       const verdict = verifyPrefix(tokens.slice(0, -1), q.slice(0, -1), p, greedy, rng)
       return verdict.correction === null ? { accepted: tokens.length, correction: null } : verdict
     }

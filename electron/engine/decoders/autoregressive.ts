@@ -6,6 +6,7 @@ import type { ModelSession } from '../model/types'
 import { argmax, sample } from '../sampling/distribution'
 import { isGreedy } from '../sampling/warp'
 import { OutputBuffer } from './output'
+import { emitRound, runRounds } from './round'
 import { evaluatePending, now, rewindTo } from './session-sync'
 import { stepRecord } from './step-record'
 import type { Decoder, DecodeEvent, DecodeRequest } from './types'
@@ -13,15 +14,7 @@ import type { Decoder, DecodeEvent, DecodeRequest } from './types'
 export const autoregressive: Decoder = async function* (models, request) {
   const session = await models.target.createSession(request.warp)
   const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
-  try {
-    for (let step = 0; !output.done; step++) {
-      if (output.cancelledBy(request.signal)) break
-      yield* targetOnlyRound(session, output, step, request, 'ar')
-    }
-    yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }
-  } finally {
-    await session.dispose()
-  }
+  yield* runRounds(output, request, (step) => targetOnlyRound(session, output, step, request, 'ar'), () => session.dispose())
 }
 
 /** One token from the target by itself: an `ar` step, or a speculative round whose policy chose γ = 0. */
@@ -40,7 +33,5 @@ export async function* targetOnlyRound(
   const token = isGreedy(request.warp) ? argmax(p) : sample(p, request.rng)
   const events = output.commit([{ token, provenance: 'target' }], step)
   const totalMs = now() - started
-  const record = stepRecord({ index: step, stage, emitted: events.length, targetCalls: 1, verifyMs, totalMs })
-  yield* events
-  yield { type: 'step', record }
+  yield* emitRound(events, stepRecord({ index: step, stage, emitted: events.length, targetCalls: 1, verifyMs, totalMs }))
 }

@@ -8,8 +8,9 @@
  */
 import type { LanguageModel } from '../model/types'
 import { OutputBuffer } from './output'
+import { emitRound, runRounds } from './round'
 import { commonPrefixLength } from './session-sync'
-import type { DecodeEvent, Provenance } from './types'
+import type { DecodeEvent, DecodeRequest, Provenance, StepRecord } from './types'
 
 export interface Beam {
   /** Prompt + generated tokens. */
@@ -58,4 +59,30 @@ export class BeamStream {
     this.committed = generated
     return this.output.commit(candidates, step)
   }
+}
+
+/** One step of a beam decoder: the tokens it streamed, its record, and whether every beam is done. */
+export interface BeamStep {
+  events: DecodeEvent[]
+  record: StepRecord
+  finished: boolean
+}
+
+/**
+ * The loop of a beam decoder: round.ts's loop, except that the output lags the beams (only their common prefix
+ * streams), so the beams — `finished` — end it, and the output's own stopping rules only cut it short.
+ */
+export function beamSteps(
+  stream: BeamStream,
+  request: DecodeRequest,
+  step: (index: number) => Promise<BeamStep>,
+  release: () => Promise<void>
+): AsyncGenerator<DecodeEvent> {
+  let finished = false
+  const round = async function* (index: number): AsyncGenerator<DecodeEvent> {
+    const outcome = await step(index)
+    finished = outcome.finished
+    yield* emitRound(outcome.events, outcome.record)
+  }
+  return runRounds(stream.output, request, round, release, () => finished)
 }

@@ -26,11 +26,13 @@
  * score, and §3.4's rule for picking the input beam in the memory mode), streamed by BeamStream (beam-stream.ts).
  *
  * KV state: one context sequence per distinct beam, kept by SessionPool (session-pool.ts).
+ * Not a round of draft-then-verify (each step samples W beams from the target alone, nothing is verified), so it
+ * runs the beam loop (beam-stream.ts beamSteps), which ends when the beams do, not round.ts's.
  */
 import type { Distribution } from '../sampling/distribution'
 import { fromWeights, probabilityOf, sample } from '../sampling/distribution'
 import { warp, type WarpConfig } from '../sampling/warp'
-import { BeamStream, type Beam } from './beam-stream'
+import { BeamStream, beamSteps, type Beam, type BeamStep } from './beam-stream'
 import { SessionPool, distinctSequences, subtractStats } from './session-pool'
 import { now } from './session-sync'
 import { stepRecord } from './step-record'
@@ -175,66 +177,58 @@ export function beamDecoder(options: BeamOptions): Decoder {
     const pool = new SessionPool(target, { maxSessions: options.width })
     const stream = new BeamStream(promptLength, request.promptTokens, request.maxTokens, target)
     let beams: Beam[] = [{ tokens: [...request.promptTokens], logP: 0, finished: false, provenance: [] }]
-    let stopReason: 'cancelled' | null = null
-    try {
-      for (let step = 0, depth = 0; ; step++) {
-        if (request.signal?.aborted) {
-          stopReason = 'cancelled'
-          break
-        }
-        const started = now()
-        const before = { ...pool.stats }
-        const live = beams.filter((b) => !b.finished)
-        const dists = await pool.distributions(live.map((b) => b.tokens))
-        const nextOf = new Map<Beam, Distribution>()
-        live.forEach((b, i) => nextOf.set(b, dists[i]))
-        const law = beamLaw(
-          beams.map((b) => ({ logWeight: b.logP, next: nextOf.get(b) ?? null })),
-          request.warp,
-          keys
-        )
-        const picks = options.deterministic
-          ? topCandidates(law, options.width)
-          : Array.from({ length: options.width }, () => sample(law, request.rng))
-        beams = picks.map((key) => {
-          const parent = beams[keys.row(key)]
-          const child = extendBeam(parent, keys.token(key), nextOf.get(parent) ?? null, 'target')
-          if (child !== parent && target.isEndOfGeneration(keys.token(key))) child.finished = true
-          return child
-        })
-        depth += 1
-        const finished = beams.every((b) => b.finished) || depth >= request.maxTokens
-        await pool.retain(beams.filter((b) => !b.finished).map((b) => b.tokens))
-        const events = finished ? stream.finish(bestBeam(beams, promptLength), step) : stream.commitCommonPrefix(beams, step)
-        const spent = subtractStats(pool.stats, before)
-        const record = stepRecord({
-          index: step,
-          stage: 'beam',
-          emitted: events.length,
-          decision: {
-            width: beams.length,
-            layers: 1,
-            widthSum: beams.length,
-            distinctBeams: distinctSequences(beams.map((b) => b.tokens)).length,
-            liveSequences: pool.liveSessions,
-            peakSequences: pool.takePeak(),
-            kvCells: pool.kvCells,
-            requested: spent.requested,
-            evaluated: spent.evaluated,
-            copies: spent.copies,
-            copyMs: spent.copyMs
-          },
-          targetCalls: spent.calls,
-          verifyMs: spent.ms,
-          totalMs: now() - started
-        })
-        yield* events
-        yield { type: 'step', record }
-        if (finished || stream.output.done) break
-      }
-      yield { type: 'done', stopReason: stopReason ?? stream.output.stopReason ?? 'max-tokens' }
-    } finally {
-      await pool.dispose()
+    let depth = 0
+    yield* beamSteps(stream, request, beamStep, () => pool.dispose())
+
+    /** One step: its committed tokens, its record, and whether the beams are done. */
+    async function beamStep(step: number): Promise<BeamStep> {
+      const started = now()
+      const before = { ...pool.stats }
+      const live = beams.filter((b) => !b.finished)
+      const dists = await pool.distributions(live.map((b) => b.tokens))
+      const nextOf = new Map<Beam, Distribution>()
+      live.forEach((b, i) => nextOf.set(b, dists[i]))
+      const law = beamLaw(
+        beams.map((b) => ({ logWeight: b.logP, next: nextOf.get(b) ?? null })),
+        request.warp,
+        keys
+      )
+      const picks = options.deterministic
+        ? topCandidates(law, options.width)
+        : Array.from({ length: options.width }, () => sample(law, request.rng))
+      beams = picks.map((key) => {
+        const parent = beams[keys.row(key)]
+        const child = extendBeam(parent, keys.token(key), nextOf.get(parent) ?? null, 'target')
+        if (child !== parent && target.isEndOfGeneration(keys.token(key))) child.finished = true
+        return child
+      })
+      depth += 1
+      const finished = beams.every((b) => b.finished) || depth >= request.maxTokens
+      await pool.retain(beams.filter((b) => !b.finished).map((b) => b.tokens))
+      const events = finished ? stream.finish(bestBeam(beams, promptLength), step) : stream.commitCommonPrefix(beams, step)
+      const spent = subtractStats(pool.stats, before)
+      const record = stepRecord({
+        index: step,
+        stage: 'beam',
+        emitted: events.length,
+        decision: {
+          width: beams.length,
+          layers: 1,
+          widthSum: beams.length,
+          distinctBeams: distinctSequences(beams.map((b) => b.tokens)).length,
+          liveSequences: pool.liveSessions,
+          peakSequences: pool.takePeak(),
+          kvCells: pool.kvCells,
+          requested: spent.requested,
+          evaluated: spent.evaluated,
+          copies: spent.copies,
+          copyMs: spent.copyMs
+        },
+        targetCalls: spent.calls,
+        verifyMs: spent.ms,
+        totalMs: now() - started
+      })
+      return { events, record, finished }
     }
   }
 }

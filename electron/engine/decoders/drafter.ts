@@ -39,6 +39,8 @@ export interface Proposal {
   facts?: ProposalFacts
   /** What an accepted token of this proposal is: `ngram` for a lookup; absent = `draft` (the draft model). */
   provenance?: Provenance
+  /** Tokens drafted behind the proposal when they are not the proposed tokens themselves (sd-uad drafts in its own vocabulary). */
+  drafted?: number
 }
 
 export interface DraftRound {
@@ -51,10 +53,31 @@ export interface DraftRound {
   rng: Prng
 }
 
+/** What the verifier and the output made of the last proposal. */
+export interface DraftOutcome {
+  /** γ of the proposal, and how many of its leading tokens the verifier kept. */
+  proposed: number
+  accepted: number
+  /** The tokens the output took this round: the accepted prefix and the closing token, cut by the stopping rules. */
+  emitted: readonly number[]
+}
+
+/** What a drafter can say only after the commit (sd-uad: how much of its text reached the output). */
+export interface DraftSettlement {
+  /** Replaces the proposal's facts in the step record. */
+  facts?: ProposalFacts
+  /** Drafted tokens that reached the output, when they are not the accepted proposed tokens (Proposal.drafted). */
+  acceptedDrafted?: number
+}
+
+/**
+ * One prompt's drafter: HF's candidate generator (generation/candidate_generator.py: `get_candidates`,
+ * `update_candidate_strategy`), llama.cpp's common_speculative_draft / common_speculative_accept.
+ */
 export interface DrafterSession {
   propose(round: DraftRound): Promise<Proposal>
-  /** The verifier kept `accepted` leading tokens of the last non-empty proposal (llama.cpp common_speculative_accept). */
-  accepted?(accepted: number): void
+  /** Every round's outcome, after the commit (a drafter that keeps the committed text in step, or learns from verdicts). */
+  update?(outcome: DraftOutcome): DraftSettlement | void
   dispose(): Promise<void>
 }
 
@@ -63,6 +86,34 @@ export interface Drafter {
   readonly stage: string
   /** Opened once per prompt, after the target's session. */
   open(models: DecoderModels, request: DecodeRequest, policy: DraftLengthPolicy): Promise<DrafterSession>
+}
+
+/** Where a round's drafting must stop: the policy's tests and cap, the --max-tokens budget, the end of generation. */
+export interface DraftBounds {
+  policy: DraftLengthPolicy
+  cap: number
+  limit: number
+  model: LanguageModel
+}
+
+/**
+ * Appends a drafted token (drawn from `distribution`; `entropy` of the kind the policy asked for) and records why
+ * drafting stops after it, if it does: the policy's own test, its cap, or the engine (the budget, an
+ * end-of-generation token — nothing after it can be kept). True when drafting stops.
+ */
+export function appendDrafted(proposal: Proposal, token: number, distribution: Distribution, entropy: number, bounds: DraftBounds): boolean {
+  proposal.tokens.push(token)
+  proposal.distributions.push(distribution)
+  proposal.entropies.push(entropy)
+  const position = proposal.tokens.length
+  proposal.stoppedBy = bounds.policy.shouldStop({ position, token, distribution, entropy })
+    ? 'policy'
+    : position >= bounds.cap
+      ? 'cap'
+      : position >= bounds.limit || bounds.model.isEndOfGeneration(token)
+        ? 'engine'
+        : null
+  return proposal.stoppedBy !== null
 }
 
 /** δ(x): the law of a deterministic proposal. */
@@ -101,27 +152,17 @@ export function lookupDrafter(stage: string, start: (promptTokens: readonly numb
           const started = now()
           const found = lookup.propose(sequence, limit)
           const proposal: Proposal = { tokens: [], distributions: [], entropies: [], calls: 0, ms: 0, stoppedBy: null, facts: found.facts, provenance: 'ngram' }
+          const bounds = { policy, cap, limit, model: target }
           for (const token of found.tokens) {
-            if (proposal.tokens.length >= limit) break
-            const distribution = pointMass(token)
-            proposal.tokens.push(token)
-            proposal.distributions.push(distribution)
-            proposal.entropies.push(0)
-            const position = proposal.tokens.length
-            proposal.stoppedBy = policy.shouldStop({ position, token, distribution, entropy: 0 })
-              ? 'policy'
-              : position >= cap
-                ? 'cap'
-                : position >= limit || target.isEndOfGeneration(token)
-                  ? 'engine'
-                  : null
-            if (proposal.stoppedBy !== null) break
+            if (proposal.tokens.length >= limit || appendDrafted(proposal, token, pointMass(token), 0, bounds)) break
           }
           if (proposal.tokens.length > 0 && proposal.stoppedBy === null) proposal.stoppedBy = 'drafter'
           proposal.ms = now() - started
           return proposal
         },
-        accepted: (accepted) => lookup.accepted?.(accepted),
+        update: ({ proposed, accepted }) => {
+          if (proposed > 0) lookup.accepted?.(accepted)
+        },
         dispose: async () => {}
       }
     }
@@ -179,7 +220,7 @@ export function chainDrafter(stage: string, links: readonly ChainLink[]): Drafte
           if (last === null) facts.source = null
           return { ...proposal!, ms, facts }
         },
-        accepted: (accepted) => last?.accepted?.(accepted),
+        update: (outcome) => last?.update?.(outcome),
         async dispose() {
           for (const session of sessions) await session.dispose()
         }

@@ -56,6 +56,9 @@
  * generated and their summed width (W̄ = Σ widthSum / Σ layers, metrics/fold.ts beamWidthTotals), live sequences
  * and KV cells of both models after the iteration, peak sequences, evaluated / requested positions, copies.
  * Temperature 0 makes both beam laws point masses: dsbd is then speculative greedy decoding (W identical beams).
+ *
+ * Its own loop: an iteration verifies a forest of beams layer by layer (Algorithm 1), not a chain, and its output
+ * lags the beams; it shares `beam`'s loop (beam-stream.ts beamSteps), not round.ts's.
  */
 import type { LanguageModel } from '../model/types'
 import { entropy, probabilityOf, sample, type Distribution } from '../sampling/distribution'
@@ -63,9 +66,9 @@ import type { Prng } from '../sampling/prng'
 import { acceptSampling, residual } from '../sampling/verify'
 import type { WarpConfig } from '../sampling/warp'
 import { CandidateKeys, STAY, beamLaw, bestBeam, restrictLaw, type Beam } from './beam'
-import { BeamStream } from './beam-stream'
+import { BeamStream, beamSteps, type BeamStep } from './beam-stream'
 import { dynamicWidth, type LayerWidth } from './dsbd-width'
-import { SessionPool, distinctSequences, subtractStats, treePrice } from './session-pool'
+import { SessionPool, distinctSequences, pooledCalls, subtractStats, treePrice } from './session-pool'
 import { now } from './session-sync'
 import { stepRecord } from './step-record'
 import type { Decoder, DecodeEvent, DecodeRequest, DecoderModels, Provenance } from './types'
@@ -222,7 +225,6 @@ async function* runDsbd(
     { tokens: [...request.promptTokens], parent: null, token: -1, logP: 0, logQ: 0, finished: false, provenance: [] }
   ]
   let previousWidth = options.fixedWidth > 0 ? options.fixedWidth : options.wMin
-  let stopReason: 'cancelled' | null = null
 
   /** Draft distributions after every unfinished node lacking one, and log q of nodes whose last token(s) lack it. */
   const scoreWithDraft = async (nodes: readonly Node[]): Promise<void> => {
@@ -255,200 +257,193 @@ async function* runDsbd(
     }
   }
 
-  try {
-    for (let iteration = 0, depth = 0; ; iteration++) {
-      if (request.signal?.aborted) {
-        stopReason = 'cancelled'
-        break
-      }
-      const started = now()
-      const targetBefore = { ...targetPool.stats }
-      const draftBefore = { ...draftPool.stats }
-      const gamma = Math.min(options.gamma, request.maxTokens - depth - 1)
-
-      // ---- Draft: beam sampling with the small model, W_S beams per layer, γ layers.
-      const layers: Entry[][] = [inputs.map((node) => ({ node, parent: -1, token: node.token }))]
-      const qLaws: Distribution[] = []
-      const draftEntropies: number[] = []
-      for (let l = 1; l <= gamma; l++) {
-        const previous = layers[l - 1].map((e) => e.node)
-        await scoreWithDraft(previous)
-        // An input beam that holds a token the draft's vocabulary lacks (a padded target's id) has q = 0, log q = −∞,
-        // and gets no drafts. When every input beam has, the draft weighs them alike instead of proposing nothing:
-        // any proposal is exact, because the test, the residual and Eq 4 use the law the drafts were drawn from.
-        const uniform = !previous.some((n) => Number.isFinite(n.logQ!))
-        const qLaw = beamLaw(
-          previous.map((n) => ({ logWeight: uniform ? 0 : n.logQ!, next: n.finished ? null : n.qNext! })),
-          warp,
-          keys
-        )
-        qLaws[l] = qLaw
-        draftEntropies.push(entropy(qLaw))
-        layers[l] = Array.from({ length: options.ws }, () => {
-          const key = sample(qLaw, rng)
-          const parent = keys.row(key)
-          const token = keys.token(key)
-          return { node: childNode(previous[parent], token, 'draft', target), parent, token }
-        })
-      }
-      const draftMs = draftPool.stats.ms - draftBefore.ms
-
-      // ---- Score every node of the forest with the target: one batched decode, one sequence per path.
-      const unscored = new Set<Node>()
-      for (const layer of layers) for (const { node } of layer) if (!node.finished && !node.pNext) unscored.add(node)
-      const scored = [...unscored]
-      const pDists = await targetPool.distributions(scored.map((n) => n.tokens))
-      scored.forEach((n, i) => (n.pNext = pDists[i]))
-      for (let l = 1; l <= gamma; l++)
-        for (const { node } of layers[l])
-          if (node.parent && Number.isNaN(node.logP)) node.logP = node.parent.logP + Math.log(probabilityOf(node.parent.pNext!, node.token))
-
-      // ---- Verify layer by layer.
-      let accepted = layers[0].map((_, i) => i)
-      const widths: number[] = []
-      const acceptedPerLayer: number[] = []
-      const draftsPerLayer: number[] = []
-      const betas: number[] = []
-      const layerAcceptance: number[] = []
-      let proposed = 0
-      let acceptedDrafts = 0
-      let outputs: Node[] | null = null
-      let outputWidth = previousWidth
-      let passedLayers = 0
-      for (let l = 1; l <= gamma && outputs === null; l++) {
-        const parents = accepted.map((i) => layers[l - 1][i].node)
-        const rowOf = new Map(accepted.map((index, row) => [index, row]))
-        const pLaw = beamLaw(
-          parents.map((n) => ({ logWeight: n.logP, next: n.finished ? null : n.pNext! })),
-          warp,
-          keys
-        )
-        const qLaw = restrictLaw(qLaws[l], (key) => {
-          const row = rowOf.get(keys.row(key))
-          return row === undefined ? null : keys.key(row, keys.token(key))
-        })
-        const survivors = layers[l].map((entry, index) => ({ entry, index })).filter(({ entry }) => rowOf.has(entry.parent))
-        const draftKeys = survivors.map(({ entry }) => keys.key(rowOf.get(entry.parent)!, entry.token))
-        let width: number
-        let widthInfo: LayerWidth | null = null
-        if (options.fixedWidth > 0) width = options.fixedWidth
-        else if (qLaw && survivors.length > 0) {
-          const aligned = alignLaws(pLaw, qLaw)
-          widthInfo = dynamicWidth(aligned.p, aligned.q, survivors.length, options.t, options.wMin)
-          width = widthInfo.width
-        } else width = options.wMin
-        widths.push(width)
-        draftsPerLayer.push(survivors.length)
-        if (widthInfo) {
-          betas.push(widthInfo.beta)
-          layerAcceptance.push(widthInfo.acceptance)
-        }
-        const verdict = verifyLayer(pLaw, qLaw ?? pLaw, draftKeys, width, rng)
-        proposed += verdict.examined
-        acceptedDrafts += verdict.accepted.length
-        acceptedPerLayer.push(verdict.accepted.length)
-        outputWidth = width
-        if (verdict.passed) {
-          accepted = verdict.accepted.map((i) => survivors[i].index)
-          passedLayers += 1
-          observer.onLayer?.(accepted.map((i) => layers[l][i].node), l, iteration)
-          continue
-        }
-        outputs = [
-          ...verdict.accepted.map((i) => survivors[i].entry.node),
-          ...verdict.completion.map(({ key, provenance }) =>
-            childNode(parents[keys.row(key)], keys.token(key), provenance, target)
-          )
-        ]
-      }
-      const layerFailed = outputs !== null
-      if (outputs === null) {
-        // Line 31–33: every draft layer passed (or none was drafted): sample one more layer from p_beam^{(γ+1)}.
-        const parents = accepted.map((i) => layers[gamma][i].node)
-        const pLaw = beamLaw(
-          parents.map((n) => ({ logWeight: n.logP, next: n.finished ? null : n.pNext! })),
-          warp,
-          keys
-        )
-        const width = options.fixedWidth > 0 ? options.fixedWidth : gamma > 0 ? widths[widths.length - 1] : previousWidth
-        const provenance: Provenance = gamma > 0 ? 'bonus' : 'target'
-        outputs = Array.from({ length: width }, () => {
-          const key = sample(pLaw, rng)
-          return childNode(parents[keys.row(key)], keys.token(key), provenance, target)
-        })
-        outputWidth = width
-      }
-      previousWidth = outputWidth
-      observer.onLayer?.(outputs, passedLayers + 1, iteration)
-      observer.onOutputBeams?.(outputs, iteration)
-      depth += passedLayers + 1
-
-      // ---- Next input beams; keep one KV sequence per distinct one (dsbd-1beam: exactly one).
-      const next = options.oneBeam ? [bestBeam(outputs, promptLength)] : outputs
-      const finished = next.every((n) => n.finished) || depth >= request.maxTokens
-      const live = next.filter((n) => !n.finished).map((n) => n.tokens)
-      // (Also after the last iteration, so its record reports what a continuing decode would keep.)
-      await targetPool.retain(live)
-      await draftPool.retain(live)
-      for (const node of next) {
-        // Only the parent can still be needed (for log q of a token the draft has not scored yet).
-        if (node.logQ !== null) node.parent = null
-        else if (node.parent) node.parent.parent = null
-      }
-      inputs = next
-      const events = finished ? stream.finish(bestBeam(next, promptLength), iteration) : stream.commitCommonPrefix(next, iteration)
-
-      const t = subtractStats(targetPool.stats, targetBefore)
-      const d = subtractStats(draftPool.stats, draftBefore)
-      const list = (values: readonly number[], digits?: number) =>
-        values.map((v) => (digits === undefined ? String(v) : v.toFixed(digits))).join(',')
-      const record = stepRecord({
-        index: iteration,
-        stage,
-        proposed,
-        accepted: acceptedDrafts,
-        resampled: layerFailed,
-        bonus: !layerFailed,
-        emitted: events.length,
-        draftTokens: gamma * options.ws,
-        acceptedDraftTokens: acceptedDrafts,
-        draftEntropies,
-        threshold: options.fixedWidth > 0 ? null : options.t,
-        decision: {
-          gamma,
-          inputBeams: layers[0].length,
-          widths: list(widths),
-          acceptedPerLayer: list(acceptedPerLayer),
-          draftsPerLayer: list(draftsPerLayer),
-          beta: betas.length > 0 ? betas.reduce((a, b) => a + b, 0) / betas.length : null,
-          betas: list(betas, 4),
-          layerAcceptance: list(layerAcceptance, 4),
-          passedLayers,
-          layers: passedLayers + 1,
-          widthSum: widths.slice(0, passedLayers).reduce((a, b) => a + b, 0) + outputWidth,
-          outputBeams: outputs.length,
-          liveSequences: targetPool.liveSessions,
-          draftLiveSequences: draftPool.liveSessions,
-          kvCells: targetPool.kvCells,
-          draftKvCells: draftPool.kvCells,
-          peakSequences: targetPool.takePeak(),
-          forestNodes: layers.reduce((n, layer) => n + layer.length, 0),
-          scoredNodes: distinctSequences(scored.map((n) => n.tokens)).length,
-          ...treePrice(t, d)
-        },
-        targetCalls: t.calls,
-        draftCalls: d.calls,
-        draftMs,
-        verifyMs: t.ms,
-        totalMs: now() - started
-      })
-      yield* events
-      yield { type: 'step', record }
-      if (finished || stream.output.done) break
-    }
-    yield { type: 'done', stopReason: stopReason ?? stream.output.stopReason ?? 'max-tokens' }
-  } finally {
+  let depth = 0
+  yield* beamSteps(stream, request, iterate, async () => {
     await targetPool.dispose()
     await draftPool.dispose()
+  })
+
+  /** One iteration: its committed tokens, its record, and whether the beams are done. */
+  async function iterate(iteration: number): Promise<BeamStep> {
+    const started = now()
+    const targetBefore = { ...targetPool.stats }
+    const draftBefore = { ...draftPool.stats }
+    const gamma = Math.min(options.gamma, request.maxTokens - depth - 1)
+
+    // ---- Draft: beam sampling with the small model, W_S beams per layer, γ layers.
+    const layers: Entry[][] = [inputs.map((node) => ({ node, parent: -1, token: node.token }))]
+    const qLaws: Distribution[] = []
+    const draftEntropies: number[] = []
+    for (let l = 1; l <= gamma; l++) {
+      const previous = layers[l - 1].map((e) => e.node)
+      await scoreWithDraft(previous)
+      // An input beam that holds a token the draft's vocabulary lacks (a padded target's id) has q = 0, log q = −∞,
+      // and gets no drafts. When every input beam has, the draft weighs them alike instead of proposing nothing:
+      // any proposal is exact, because the test, the residual and Eq 4 use the law the drafts were drawn from.
+      const uniform = !previous.some((n) => Number.isFinite(n.logQ!))
+      const qLaw = beamLaw(
+        previous.map((n) => ({ logWeight: uniform ? 0 : n.logQ!, next: n.finished ? null : n.qNext! })),
+        warp,
+        keys
+      )
+      qLaws[l] = qLaw
+      draftEntropies.push(entropy(qLaw))
+      layers[l] = Array.from({ length: options.ws }, () => {
+        const key = sample(qLaw, rng)
+        const parent = keys.row(key)
+        const token = keys.token(key)
+        return { node: childNode(previous[parent], token, 'draft', target), parent, token }
+      })
+    }
+    const draftMs = draftPool.stats.ms - draftBefore.ms
+
+    // ---- Score every node of the forest with the target: one batched decode, one sequence per path.
+    const unscored = new Set<Node>()
+    for (const layer of layers) for (const { node } of layer) if (!node.finished && !node.pNext) unscored.add(node)
+    const scored = [...unscored]
+    const pDists = await targetPool.distributions(scored.map((n) => n.tokens))
+    scored.forEach((n, i) => (n.pNext = pDists[i]))
+    for (let l = 1; l <= gamma; l++)
+      for (const { node } of layers[l])
+        if (node.parent && Number.isNaN(node.logP)) node.logP = node.parent.logP + Math.log(probabilityOf(node.parent.pNext!, node.token))
+
+    // ---- Verify layer by layer.
+    let accepted = layers[0].map((_, i) => i)
+    const widths: number[] = []
+    const acceptedPerLayer: number[] = []
+    const draftsPerLayer: number[] = []
+    const betas: number[] = []
+    const layerAcceptance: number[] = []
+    let proposed = 0
+    let acceptedDrafts = 0
+    let outputs: Node[] | null = null
+    let outputWidth = previousWidth
+    let passedLayers = 0
+    for (let l = 1; l <= gamma && outputs === null; l++) {
+      const parents = accepted.map((i) => layers[l - 1][i].node)
+      const rowOf = new Map(accepted.map((index, row) => [index, row]))
+      const pLaw = beamLaw(
+        parents.map((n) => ({ logWeight: n.logP, next: n.finished ? null : n.pNext! })),
+        warp,
+        keys
+      )
+      const qLaw = restrictLaw(qLaws[l], (key) => {
+        const row = rowOf.get(keys.row(key))
+        return row === undefined ? null : keys.key(row, keys.token(key))
+      })
+      const survivors = layers[l].map((entry, index) => ({ entry, index })).filter(({ entry }) => rowOf.has(entry.parent))
+      const draftKeys = survivors.map(({ entry }) => keys.key(rowOf.get(entry.parent)!, entry.token))
+      let width: number
+      let widthInfo: LayerWidth | null = null
+      if (options.fixedWidth > 0) width = options.fixedWidth
+      else if (qLaw && survivors.length > 0) {
+        const aligned = alignLaws(pLaw, qLaw)
+        widthInfo = dynamicWidth(aligned.p, aligned.q, survivors.length, options.t, options.wMin)
+        width = widthInfo.width
+      } else width = options.wMin
+      widths.push(width)
+      draftsPerLayer.push(survivors.length)
+      if (widthInfo) {
+        betas.push(widthInfo.beta)
+        layerAcceptance.push(widthInfo.acceptance)
+      }
+      const verdict = verifyLayer(pLaw, qLaw ?? pLaw, draftKeys, width, rng)
+      proposed += verdict.examined
+      acceptedDrafts += verdict.accepted.length
+      acceptedPerLayer.push(verdict.accepted.length)
+      outputWidth = width
+      if (verdict.passed) {
+        accepted = verdict.accepted.map((i) => survivors[i].index)
+        passedLayers += 1
+        observer.onLayer?.(accepted.map((i) => layers[l][i].node), l, iteration)
+        continue
+      }
+      outputs = [
+        ...verdict.accepted.map((i) => survivors[i].entry.node),
+        ...verdict.completion.map(({ key, provenance }) =>
+          childNode(parents[keys.row(key)], keys.token(key), provenance, target)
+        )
+      ]
+    }
+    const layerFailed = outputs !== null
+    if (outputs === null) {
+      // Line 31–33: every draft layer passed (or none was drafted): sample one more layer from p_beam^{(γ+1)}.
+      const parents = accepted.map((i) => layers[gamma][i].node)
+      const pLaw = beamLaw(
+        parents.map((n) => ({ logWeight: n.logP, next: n.finished ? null : n.pNext! })),
+        warp,
+        keys
+      )
+      const width = options.fixedWidth > 0 ? options.fixedWidth : gamma > 0 ? widths[widths.length - 1] : previousWidth
+      const provenance: Provenance = gamma > 0 ? 'bonus' : 'target'
+      outputs = Array.from({ length: width }, () => {
+        const key = sample(pLaw, rng)
+        return childNode(parents[keys.row(key)], keys.token(key), provenance, target)
+      })
+      outputWidth = width
+    }
+    previousWidth = outputWidth
+    observer.onLayer?.(outputs, passedLayers + 1, iteration)
+    observer.onOutputBeams?.(outputs, iteration)
+    depth += passedLayers + 1
+
+    // ---- Next input beams; keep one KV sequence per distinct one (dsbd-1beam: exactly one).
+    const next = options.oneBeam ? [bestBeam(outputs, promptLength)] : outputs
+    const finished = next.every((n) => n.finished) || depth >= request.maxTokens
+    const live = next.filter((n) => !n.finished).map((n) => n.tokens)
+    // (Also after the last iteration, so its record reports what a continuing decode would keep.)
+    await targetPool.retain(live)
+    await draftPool.retain(live)
+    for (const node of next) {
+      // Only the parent can still be needed (for log q of a token the draft has not scored yet).
+      if (node.logQ !== null) node.parent = null
+      else if (node.parent) node.parent.parent = null
+    }
+    inputs = next
+    const events = finished ? stream.finish(bestBeam(next, promptLength), iteration) : stream.commitCommonPrefix(next, iteration)
+
+    const t = subtractStats(targetPool.stats, targetBefore)
+    const d = subtractStats(draftPool.stats, draftBefore)
+    const list = (values: readonly number[], digits?: number) =>
+      values.map((v) => (digits === undefined ? String(v) : v.toFixed(digits))).join(',')
+    const record = stepRecord({
+      index: iteration,
+      stage,
+      proposed,
+      accepted: acceptedDrafts,
+      resampled: layerFailed,
+      bonus: !layerFailed,
+      emitted: events.length,
+      draftTokens: gamma * options.ws,
+      acceptedDraftTokens: acceptedDrafts,
+      draftEntropies,
+      threshold: options.fixedWidth > 0 ? null : options.t,
+      decision: {
+        gamma,
+        inputBeams: layers[0].length,
+        widths: list(widths),
+        acceptedPerLayer: list(acceptedPerLayer),
+        draftsPerLayer: list(draftsPerLayer),
+        beta: betas.length > 0 ? betas.reduce((a, b) => a + b, 0) / betas.length : null,
+        betas: list(betas, 4),
+        layerAcceptance: list(layerAcceptance, 4),
+        passedLayers,
+        layers: passedLayers + 1,
+        widthSum: widths.slice(0, passedLayers).reduce((a, b) => a + b, 0) + outputWidth,
+        outputBeams: outputs.length,
+        liveSequences: targetPool.liveSessions,
+        draftLiveSequences: draftPool.liveSessions,
+        kvCells: targetPool.kvCells,
+        draftKvCells: draftPool.kvCells,
+        peakSequences: targetPool.takePeak(),
+        forestNodes: layers.reduce((n, layer) => n + layer.length, 0),
+        scoredNodes: distinctSequences(scored.map((n) => n.tokens)).length,
+        ...treePrice(t, d)
+      },
+      ...pooledCalls(t, d),
+      draftMs,
+      totalMs: now() - started
+    })
+    return { events, record, finished }
   }
 }

@@ -28,11 +28,13 @@
  *
  * Provenance: accepted M_s guesses `draft`, accepted M_q guesses `mid`, t `resampled` after a rejection (drawn from
  * p_{k+1} as printed, or from the residual with chen.residual) and `bonus` when all were accepted.
+ * Its rounds run through round.ts's loop and tail; the round body is the hierarchy's own (hierarchy.ts says why).
  */
 import { OutputBuffer } from './output'
 import { Hierarchy, type ChainToken } from './hierarchy'
+import { emitRound, runRounds } from './round'
 import { now } from './session-sync'
-import type { Decoder } from './types'
+import type { DecodeEvent, Decoder } from './types'
 
 export interface ChenOptions {
   /** m: medium-model guesses per target step. */
@@ -49,39 +51,35 @@ export function chenDecoder(options: ChenOptions): Decoder {
   return async function* hierChen(models, request) {
     const h = await Hierarchy.open(models, request, 'hier-chen')
     const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
-    try {
-      for (let step = 0; !output.done; step++) {
-        if (output.cancelledBy(request.signal)) break
-        const started = now()
-        h.newRound(false)
-        const remaining = request.maxTokens - output.tokens.length
-        const chain: ChainToken[] = []
-        const sequence = () => [...output.sequence, ...chain.map((t) => t.token)]
-        const ended = () => chain.length >= remaining || (chain.length > 0 && h.isEnd(chain[chain.length - 1].token))
-        for (let i = 1; i <= options.m && !ended(); i++) {
-          if (options.n > 0) {
-            // lines 3–5: x_{i,j} ~ s_{i,j}
-            const small = await h.draft(sequence(), Math.min(options.n, remaining - chain.length), null)
-            small.tokens.forEach((token, j) => {
-              const s = small.distributions[j]
-              chain.push({ token, origin: 'draft', q: s, entropy: small.entropies[j], q1: s, q2: null })
-            })
-            if (ended()) break
-          }
-          chain.push(await h.guess(sequence())) // lines 6–7: x_{i,n+1} ~ q_i
+    yield* runRounds(output, request, targetRound, () => h.dispose())
+
+    /** One M_p round: the chain M_q1 and M_q2 build, verified by M_p. */
+    async function* targetRound(step: number): AsyncGenerator<DecodeEvent> {
+      const started = now()
+      h.newRound(false)
+      const remaining = request.maxTokens - output.tokens.length
+      const chain: ChainToken[] = []
+      const sequence = () => [...output.sequence, ...chain.map((t) => t.token)]
+      const ended = () => chain.length >= remaining || (chain.length > 0 && h.isEnd(chain[chain.length - 1].token))
+      for (let i = 1; i <= options.m && !ended(); i++) {
+        if (options.n > 0) {
+          // lines 3–5: x_{i,j} ~ s_{i,j}
+          const small = await h.draft(sequence(), Math.min(options.n, remaining - chain.length), null)
+          small.tokens.forEach((token, j) => {
+            const s = small.distributions[j]
+            chain.push({ token, origin: 'draft', q: s, entropy: small.entropies[j], q1: s, q2: null })
+          })
+          if (ended()) break
         }
-        // lines 8–16
-        const verdict = await h.verify(output, chain, step, options.residual ? 'residual' : 'target')
-        const record = h.record(step, 'hier-chen', chain, verdict, started, {
-          threshold: null,
-          decision: { m: options.m, n: options.n, residual: options.residual }
-        })
-        yield* verdict.events
-        yield { type: 'step', record }
+        chain.push(await h.guess(sequence())) // lines 6–7: x_{i,n+1} ~ q_i
       }
-      yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }
-    } finally {
-      await h.dispose()
+      // lines 8–16
+      const verdict = await h.verify(output, chain, step, options.residual ? 'residual' : 'target')
+      const record = h.record(step, 'hier-chen', chain, verdict, started, {
+        threshold: null,
+        decision: { m: options.m, n: options.n, residual: options.residual }
+      })
+      yield* emitRound(verdict.events, record)
     }
   }
 }

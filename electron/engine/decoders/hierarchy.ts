@@ -10,7 +10,9 @@
  * and, for Haotian Chen's hierarchy (../shared/papers/hierarchical-sd-exploration-chen.txt §2.2 Algorithm 2),
  * `guess` (M_q2's one guess, lines 6–7) and verify's `target` correction (t ~ p_{k+1}, line 14 as printed).
  * The methods built on it differ only in their stopping rules: `pre-verify` / `pre-self-verify` (pre-verify.ts),
- * `hsddw` (hsddw.ts), `hier-chen` (hierarchical-chen.ts).
+ * `hsddw` (hsddw.ts), `hier-chen` (hierarchical-chen.ts). Their rounds run through round.ts's loop and tail but keep
+ * their own round body: the chain is built by an inner speculative loop (M_q1 → M_q2), M_p verifies each token
+ * against the law of the level that drew it, and every round counts per level.
  *
  * Exactness. The inner SD is Leviathan et al.'s exact speculative sampling for the pair (q1, q2): conditional on
  * everything that happened before it, each token the M_q2 level appends is distributed as q2(·|its context),
@@ -29,6 +31,7 @@ import { acceptGreedy, acceptSampling, residual } from '../sampling/verify'
 import { isGreedy } from '../sampling/warp'
 import type { EntropyThreshold } from './entropy-threshold'
 import type { OutputBuffer } from './output'
+import { countedCall } from './round'
 import { evaluatePending, now, rewindTo } from './session-sync'
 import { stepRecord } from './step-record'
 import type { DecodeEvent, DecodeRequest, DecoderModels, LevelCounters, Provenance, StepRecord } from './types'
@@ -163,10 +166,7 @@ export class Hierarchy {
     const draft: Level1Draft = { tokens: [], distributions: [], entropies: [], stop: 'window' }
     let pending = await rewindTo(this.q1, sequence)
     for (;;) {
-      const started = now()
-      const [q] = await evaluatePending(this.q1, pending)
-      this.counters.q1.ms += now() - started
-      this.counters.q1.calls += 1
+      const [q] = await countedCall(this.q1, pending, this.counters.q1)
       this.counters.q1.drafted += 1
       const token = this.pick(q)
       const h = entropy(q)
@@ -190,10 +190,7 @@ export class Hierarchy {
    */
   async preVerify(sequence: readonly number[], draft: Level1Draft, room: number): Promise<PreVerified> {
     const pending = await rewindTo(this.q2, sequence)
-    const started = now()
-    const q2 = await evaluatePending(this.q2, pending, draft.tokens)
-    this.counters.q2.ms += now() - started
-    this.counters.q2.calls += 1
+    const q2 = await countedCall(this.q2, pending, this.counters.q2, draft.tokens)
     const { rng } = this.request
     const tokens: ChainToken[] = []
     const chainToken = (token: number, origin: 'draft' | 'mid', i: number, q1: Distribution | null): ChainToken => ({
@@ -230,10 +227,7 @@ export class Hierarchy {
   /** M_q2 alone proposes the next token after `sequence` (one call; hier-chen's mid-model guess). */
   async guess(sequence: readonly number[]): Promise<ChainToken> {
     const pending = await rewindTo(this.q2, sequence)
-    const started = now()
-    const [q] = await evaluatePending(this.q2, pending)
-    this.counters.q2.ms += now() - started
-    this.counters.q2.calls += 1
+    const [q] = await countedCall(this.q2, pending, this.counters.q2)
     this.counters.q2.drafted += 1
     return { token: this.pick(q), origin: 'mid', q, entropy: entropy(q), q1: null, q2: q }
   }

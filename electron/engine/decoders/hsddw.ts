@@ -44,12 +44,14 @@
  * Differences from `pre-self-verify` (pre-verify.ts): HSDDW tests M_q2's confidence once per pre-verify round and
  * hands over ALL n_tot tokens, with no window on n_tot; pre-self-verify stops at the first unconfident M_q2 token
  * inside a window W.
+ * Its rounds run through round.ts's loop and tail; the round body is the hierarchy's own (hierarchy.ts says why).
  */
 import { EntropyThreshold } from './entropy-threshold'
 import { OutputBuffer } from './output'
 import { Hierarchy, type ChainToken } from './hierarchy'
+import { emitRound, runRounds } from './round'
 import { now } from './session-sync'
-import type { Decoder } from './types'
+import type { DecodeEvent, Decoder } from './types'
 
 export interface HsddwOptions {
   /** K: M_q1's window (--gamma). */
@@ -63,49 +65,45 @@ export function hsddwDecoder(options: HsddwOptions): Decoder {
     const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
     const tauQ1 = new EntropyThreshold() // line 1
     const tauQ2 = new EntropyThreshold()
-    try {
-      for (let step = 0; !output.done; step++) {
-        // line 2: while len(x) < L (OutputBuffer applies L = --max-tokens and end-of-generation)
-        if (output.cancelledBy(request.signal)) break
-        const started = now()
-        h.newRound()
-        const tauQ2InForce = tauQ2.tau
-        tauQ2.startRound()
-        const remaining = request.maxTokens - output.tokens.length
-        /** The n_tot tokens awaiting M_p (choice 2). */
-        const chain: ChainToken[] = []
-        let handover: 'entropy' | 'eos' | 'budget' | null = null
-        let innerRounds = 0
-        // mode = "Draft" (lines 3–38)
-        while (handover === null) {
-          const sequence = [...output.sequence, ...chain.map((t) => t.token)]
-          const draft = await h.draft(sequence, Math.min(options.gamma, remaining - chain.length), tauQ1) // 4–12
-          const round = await h.preVerify(sequence, draft, remaining - chain.length) // 13–24
-          innerRounds += 1
-          tauQ1.verified(draft.tokens.length, round.accepted, draft.entropies) // 25
-          chain.push(...round.tokens) // 29
-          // 28: j ← the first appended token M_q2 is not confident about (choice 3); every token is tested so
-          // the τ_q2 bookkeeping sees the whole round.
-          const unconfident = round.tokens.map((t) => tauQ2.exceeds(t.entropy, t.q)).some(Boolean)
-          if (h.isEnd(chain[chain.length - 1].token)) handover = 'eos' // choice 6
-          else if (unconfident) handover = 'entropy' // 34–37: mode ← "verify"
-          else if (chain.length >= remaining) handover = 'budget' // choice 6
-          // else 30–33: j = 0, mode ← "Draft"
-        }
-        // mode = "verify" (lines 40–55)
-        const verdict = await h.verify(output, chain, step)
-        tauQ2.verified(chain.length, verdict.accepted, chain.map((t) => t.entropy)) // 53
-        const record = h.record(step, 'hsddw', chain, verdict, started, {
-          threshold: tauQ2InForce,
-          decision: { gamma: options.gamma, nTot: chain.length, innerRounds, handover, tauQ1: tauQ1.tau, tauQ2: tauQ2.tau }
-        })
-        yield* verdict.events
-        yield { type: 'step', record }
-        // 55: mode ← "Draft"; n_tot ← 0 (choice 2)
+    // line 2: while len(x) < L (OutputBuffer applies L = --max-tokens and end-of-generation)
+    yield* runRounds(output, request, targetRound, () => h.dispose())
+
+    /** One M_p round: the chain M_q1 and M_q2 build, verified by M_p. */
+    async function* targetRound(step: number): AsyncGenerator<DecodeEvent> {
+      const started = now()
+      h.newRound()
+      const tauQ2InForce = tauQ2.tau
+      tauQ2.startRound()
+      const remaining = request.maxTokens - output.tokens.length
+      /** The n_tot tokens awaiting M_p (choice 2). */
+      const chain: ChainToken[] = []
+      let handover: 'entropy' | 'eos' | 'budget' | null = null
+      let innerRounds = 0
+      // mode = "Draft" (lines 3–38)
+      while (handover === null) {
+        const sequence = [...output.sequence, ...chain.map((t) => t.token)]
+        const draft = await h.draft(sequence, Math.min(options.gamma, remaining - chain.length), tauQ1) // 4–12
+        const round = await h.preVerify(sequence, draft, remaining - chain.length) // 13–24
+        innerRounds += 1
+        tauQ1.verified(draft.tokens.length, round.accepted, draft.entropies) // 25
+        chain.push(...round.tokens) // 29
+        // 28: j ← the first appended token M_q2 is not confident about (choice 3); every token is tested so
+        // the τ_q2 bookkeeping sees the whole round.
+        const unconfident = round.tokens.map((t) => tauQ2.exceeds(t.entropy, t.q)).some(Boolean)
+        if (h.isEnd(chain[chain.length - 1].token)) handover = 'eos' // choice 6
+        else if (unconfident) handover = 'entropy' // 34–37: mode ← "verify"
+        else if (chain.length >= remaining) handover = 'budget' // choice 6
+        // else 30–33: j = 0, mode ← "Draft"
       }
-      yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }
-    } finally {
-      await h.dispose()
+      // mode = "verify" (lines 40–55)
+      const verdict = await h.verify(output, chain, step)
+      tauQ2.verified(chain.length, verdict.accepted, chain.map((t) => t.entropy)) // 53
+      const record = h.record(step, 'hsddw', chain, verdict, started, {
+        threshold: tauQ2InForce,
+        decision: { gamma: options.gamma, nTot: chain.length, innerRounds, handover, tauQ1: tauQ1.tau, tauQ2: tauQ2.tau }
+      })
+      yield* emitRound(verdict.events, record)
+      // 55: mode ← "Draft"; n_tot ← 0 (choice 2)
     }
   }
 }

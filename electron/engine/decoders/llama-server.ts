@@ -14,6 +14,7 @@
  * Lossless as llama.cpp is; greedy output must equal `ar`'s (same llama.cpp) — test/integration/llama-server-gguf.
  * At temperature > 0 the server samples with its own sampler and RNG (seeded from the run's PRNG), so its text is a
  * different draw from the same law.
+ * Not round.ts's loop: the server decodes the whole request, and one record sums it.
  */
 import type { LlamaCppModel } from '../model/llama-cpp-model'
 import { localServer, remoteServer, type PeerServer } from '../peers/llama-server-process'

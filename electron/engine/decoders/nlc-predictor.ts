@@ -9,6 +9,7 @@
  * model's, `ngram` for the input lookup's: PredictorRun.predicted), otherwise
  * from the target. Each token becomes one step record whose time is all inside node-llama-cpp (verifyMs), so these
  * methods report no engine overhead and no target-call count (η is n/a).
+ * Not round.ts's loop: node-llama-cpp drafts and verifies inside its own evaluation, and we only see its tokens.
  */
 import type { LlamaContextSequence, Token, TokenPredictor } from 'node-llama-cpp'
 import { LlamaCppModel } from '../model/llama-cpp-model'

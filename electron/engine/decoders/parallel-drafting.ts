@@ -26,27 +26,28 @@
  * - A window ending in an end-of-generation token, or reaching the --max-tokens budget, gets no look-ahead.
  * - Threads: the target's verification keeps its phase's threads (--batch-threads) while the draft runs on
  *   --threads: on a machine with fewer cores than both, pass --batch-threads so that they add up to the cores.
+ *
+ * Its own round body: a round verifies a window drafted during the previous verification, without a bonus position,
+ * and may close with a look-ahead draft token — not round.ts's draft-then-verify chain. The loop, the verifier choice
+ * (prefix verifiers, verifier.ts), the counters and the tail are round.ts's.
  */
 import type { DraftLengthPolicy } from '../policies/types'
-import type { Distribution } from '../sampling/distribution'
-import { verifySyntheticPrefix } from '../sampling/synthetic-acceptance'
-import { verifyPrefix, withBonus, type PrefixVerdict } from '../sampling/verify'
+import { withBonus, type PrefixVerdict } from '../sampling/verify'
 import { isGreedy } from '../sampling/warp'
-import type { ModelSession } from '../model/types'
-import type { DraftRound, DrafterSession, Proposal } from './drafter'
+import type { DraftRound, Proposal } from './drafter'
 import { OutputBuffer } from './output'
-import { evaluatePending, now, rewindTo } from './session-sync'
-import { modelDrafter, targetOnlyPolicyRound } from './speculative'
+import { emitRound, emittedTokens, roundCounters, runRounds, scoreChain, type Candidate } from './round'
+import { now } from './session-sync'
+import { modelDrafter, openSessions, policyOutcome, targetOnlyPolicyRound } from './speculative'
 import { stepRecord } from './step-record'
-import type { DecodeEvent, DecodeRequest, DecoderModels, Decoder, Provenance } from './types'
+import type { DecodeEvent, DecodeRequest, DecoderModels, Decoder } from './types'
+import { prefixVerifier, type ExactPrefixRule } from './verifier'
 
-/** How a round's tested tokens are verified: verifyPrefix, replaced only by the tests' negative control. */
-export type PrefixVerifier = typeof verifyPrefix
 
 export interface ParallelDraftingOptions {
   /** PEARL's pre-verify rounds after a rejection (`pearl`); false: the draft drafts alone then (`sd.parallel`). */
   preVerify: boolean
-  verifyPrefix?: PrefixVerifier
+  verifyPrefix?: ExactPrefixRule
 }
 
 /** What one round verified and committed, for the policy and the step record. */
@@ -75,40 +76,21 @@ function concat(a: Proposal, b: Proposal): Proposal {
   return { ...a, tokens: [...a.tokens, ...b.tokens], distributions: [...a.distributions, ...b.distributions], entropies: [...a.entropies, ...b.entropies] }
 }
 
-/** The target scores `extra` after the committed `sequence` (1 + extra.length distributions), timed. */
-async function score(target: ModelSession, sequence: readonly number[], extra: readonly number[]): Promise<{ p: Distribution[]; ms: number }> {
-  const pending = await rewindTo(target, sequence)
-  const started = now()
-  const p = await evaluatePending(target, pending, extra)
-  return { p, ms: now() - started }
-}
-
 export function parallelDraftingDecoder(policy: DraftLengthPolicy, options: ParallelDraftingOptions): Decoder {
   const stage = options.preVerify ? 'pearl' : 'sd'
   return async function* parallelDrafting(models: DecoderModels, request: DecodeRequest): AsyncGenerator<DecodeEvent> {
-    const target = await models.target.createSession(request.warp)
-    let drafts: DrafterSession
-    try {
-      drafts = await modelDrafter.open(models, request, policy)
-    } catch (error) {
-      await target.dispose()
-      throw error
-    }
+    const { target, drafts, release } = await openSessions(models, request, policy, modelDrafter)
     const greedy = isGreedy(request.warp)
-    const verifyExact = options.verifyPrefix ?? verifyPrefix
-    const verify = (tokens: readonly number[], q: readonly Distribution[], p: readonly Distribution[]): PrefixVerdict =>
-      request.syntheticAcceptance
-        ? verifySyntheticPrefix(tokens, p, request.syntheticAcceptance, greedy, request.rng)
-        : verifyExact(tokens, q, p, greedy, request.rng)
+    const verify = prefixVerifier(request, options.verifyPrefix)
     const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
     const budget = () => request.maxTokens - output.tokens.length
-    const round = (sequence: readonly number[], cap: number, limit: number): DraftRound => ({ sequence, cap, limit, greedy, rng: request.rng })
+    const draftRound = (sequence: readonly number[], cap: number, limit: number): DraftRound => ({ sequence, cap, limit, greedy, rng: request.rng })
     policy.startPrompt?.(request.promptTokens)
 
     /** PEARL pre-verify: draft x_1..x_k ‖ the target scores the next position; test x_1 alone. */
     const preVerify = async (cap: number, limit: number): Promise<{ outcome: RoundOutcome; waiting: Proposal | null }> => {
       const sequence = output.sequence
-      const [scored, drafted] = await Promise.all([score(target, sequence, []), drafts.propose(round(sequence, cap, limit))])
+      const [scored, drafted] = await Promise.all([scoreChain(target, sequence, []), drafts.propose(draftRound(sequence, cap, limit))])
       const tested = head(drafted, 1)
       const verdict = verify(tested.tokens, tested.distributions, scored.p)
       const waiting = verdict.correction === null ? tail(drafted, 1) : null
@@ -122,8 +104,8 @@ export function parallelDraftingDecoder(policy: DraftLengthPolicy, options: Para
       const last = waiting.tokens[waiting.tokens.length - 1]
       const cap = policy.draftLength()
       const limit = models.target.isEndOfGeneration(last) ? 0 : Math.min(cap, budget() - waiting.tokens.length)
-      const lookahead = limit > 0 ? drafts.propose(round([...sequence, ...waiting.tokens], cap, limit)) : Promise.resolve(null)
-      const [scored, ahead] = await Promise.all([score(target, sequence, waiting.tokens), lookahead])
+      const lookahead = limit > 0 ? drafts.propose(draftRound([...sequence, ...waiting.tokens], cap, limit)) : Promise.resolve(null)
+      const [scored, ahead] = await Promise.all([scoreChain(target, sequence, waiting.tokens), lookahead])
       const tested = ahead && ahead.tokens.length > 0 ? concat(waiting, head(ahead, 1)) : waiting
       const verdict = verify(tested.tokens, tested.distributions, scored.p)
       const allAccepted = verdict.correction === null
@@ -143,75 +125,57 @@ export function parallelDraftingDecoder(policy: DraftLengthPolicy, options: Para
     }
 
     let waiting: Proposal | null = null
-    try {
-      for (let step = 0; !output.done; step++) {
-        if (output.cancelledBy(request.signal)) break
-        const started = now()
-        let result: { outcome: RoundOutcome; waiting: Proposal | null }
-        if (waiting !== null) {
-          result = await postVerify(waiting, { ms: 0, calls: 0 })
+    yield* runRounds(output, request, round, release)
+
+    /** A post-verify round when drafts wait, else a fresh window: PEARL's pre-verify, or drafted alone first. */
+    async function* round(step: number): AsyncGenerator<DecodeEvent> {
+      const started = now()
+      let result: { outcome: RoundOutcome; waiting: Proposal | null }
+      if (waiting !== null) {
+        result = await postVerify(waiting, { ms: 0, calls: 0 })
+      } else {
+        const cap = policy.draftLength()
+        const limit = Math.min(cap, budget())
+        if (limit <= 0) return yield* targetOnlyPolicyRound(target, output, step, request, policy)
+        if (options.preVerify) {
+          result = await preVerify(cap, limit)
         } else {
-          const cap = policy.draftLength()
-          const limit = Math.min(cap, budget())
-          if (limit <= 0) {
-            yield* targetOnlyPolicyRound(target, output, step, request, policy)
-            continue
-          }
-          if (options.preVerify) {
-            result = await preVerify(cap, limit)
-          } else {
-            const drafted = await drafts.propose(round(output.sequence, cap, limit))
-            result = await postVerify(drafted, drafted)
-          }
+          const drafted = await drafts.propose(draftRound(output.sequence, cap, limit))
+          result = await postVerify(drafted, drafted)
         }
-        waiting = result.waiting
-        yield* commitRound(result.outcome, step, started)
       }
-      yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }
-    } finally {
-      await drafts.dispose()
-      await target.dispose()
+      waiting = result.waiting
+      yield* commitRound(result.outcome, step, started)
     }
 
     /** Commits a round's accepted tokens and correction or bonus, tells the policy, and records the step. */
     function* commitRound(outcome: RoundOutcome, step: number, started: number): Generator<DecodeEvent> {
       const { tested, verdict } = outcome
-      const candidates: { token: number; provenance: Provenance }[] = tested.tokens.slice(0, verdict.accepted).map((token) => ({ token, provenance: 'draft' }))
+      const candidates: Candidate[] = tested.tokens.slice(0, verdict.accepted).map((token) => ({ token, provenance: 'draft' }))
       if (verdict.correction !== null) candidates.push({ token: verdict.correction, provenance: 'resampled' })
       if (outcome.bonus !== null) candidates.push({ token: outcome.bonus, provenance: 'bonus' })
       const events = output.commit(candidates, step)
-      policy.update({
-        stoppedBy: tested.stoppedBy,
-        proposed: tested.tokens.length,
-        accepted: verdict.accepted,
-        draftEntropies: tested.entropies,
-        draftTokens: tested.tokens,
-        emittedTokens: events.map((e) => (e.type === 'token' ? e.token : -1)),
-        draftMs: outcome.draftMs,
-        verifyMs: outcome.verifyMs
-      })
+      policy.update(policyOutcome(tested, verdict.accepted, emittedTokens(events), outcome.draftMs, outcome.verifyMs))
       const explanation = policy.explain()
       const record = stepRecord({
         index: step,
         stage,
-        proposed: tested.tokens.length,
-        accepted: verdict.accepted,
-        resampled: verdict.correction !== null,
-        bonus: outcome.bonus !== null,
-        emitted: events.length,
-        draftTokens: tested.tokens.length,
-        acceptedDraftTokens: Math.min(verdict.accepted, events.length),
+        ...roundCounters({
+          proposed: tested.tokens.length,
+          accepted: verdict.accepted,
+          // A window whose look-ahead token passed closes with neither: that token is a draft token.
+          closing: verdict.correction !== null ? 'resampled' : outcome.bonus !== null ? 'bonus' : null,
+          emitted: events.length,
+          draftCalls: outcome.draftCalls,
+          draftMs: outcome.draftMs,
+          verifyMs: outcome.verifyMs
+        }),
         draftEntropies: tested.entropies,
         threshold: explanation.threshold,
         decision: { ...(explanation.decision ?? {}), verify: outcome.kind, carried: outcome.carried },
-        targetCalls: 1,
-        draftCalls: outcome.draftCalls,
-        draftMs: outcome.draftMs,
-        verifyMs: outcome.verifyMs,
         totalMs: now() - started
       })
-      yield* events
-      yield { type: 'step', record }
+      yield* emitRound(events, record)
     }
   }
 }

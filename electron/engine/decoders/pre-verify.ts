@@ -32,12 +32,14 @@
  * the target's warped distribution (toy chi-square: test/unit/hierarchy-lossless).
  *
  * Provenance and step records as in hierarchy.ts: one step record per M_p round, with per-level counters (`levels`).
+ * Its rounds run through round.ts's loop and tail; the round body is the hierarchy's own (hierarchy.ts says why).
  */
 import { EntropyThreshold } from './entropy-threshold'
 import { Hierarchy, type ChainToken } from './hierarchy'
 import { OutputBuffer } from './output'
+import { emitRound, runRounds } from './round'
 import { now } from './session-sync'
-import type { Decoder } from './types'
+import type { DecodeEvent, Decoder } from './types'
 
 export interface PreVerifyOptions {
   /** K: M_q1's draft window per pre-verify round (--gamma). */
@@ -57,51 +59,47 @@ export function preVerifyDecoder(options: PreVerifyOptions): Decoder {
     // τ_q1, τ_q2 = 0 at the start of every prompt (Algorithm 2 line 1).
     const tauQ1 = options.selfVerify ? new EntropyThreshold() : null
     const tauQ2 = options.selfVerify ? new EntropyThreshold() : null
-    try {
-      for (let step = 0; !output.done; step++) {
-        if (output.cancelledBy(request.signal)) break
-        const started = now()
-        h.newRound()
-        const tauQ2InForce = tauQ2?.tau ?? null
-        tauQ2?.startRound()
-        const budget = Math.min(options.window, request.maxTokens - output.tokens.length)
-        const chain: ChainToken[] = []
-        let handover: 'window' | 'entropy' | 'eos' | null = null
-        let innerRounds = 0
-        while (handover === null) {
-          const sequence = [...output.sequence, ...chain.map((t) => t.token)]
-          const draft = await h.draft(sequence, Math.min(options.gamma, budget - chain.length), tauQ1)
-          const round = await h.preVerify(sequence, draft, budget - chain.length)
-          innerRounds += 1
-          tauQ1?.verified(draft.tokens.length, round.accepted, draft.entropies)
-          for (const t of round.tokens) {
-            chain.push(t)
-            if (h.isEnd(t.token)) handover = 'eos'
-            else if (tauQ2?.exceeds(t.entropy, t.q)) handover = 'entropy'
-            else if (chain.length >= budget) handover = 'window'
-            // pre-self-verify: the tokens after an entropy stop are dropped (generated, so they count in σ).
-            if (handover !== null) break
-          }
+    yield* runRounds(output, request, targetRound, () => h.dispose())
+
+    /** One M_p round: the chain M_q1 and M_q2 build, verified by M_p. */
+    async function* targetRound(step: number): AsyncGenerator<DecodeEvent> {
+      const started = now()
+      h.newRound()
+      const tauQ2InForce = tauQ2?.tau ?? null
+      tauQ2?.startRound()
+      const budget = Math.min(options.window, request.maxTokens - output.tokens.length)
+      const chain: ChainToken[] = []
+      let handover: 'window' | 'entropy' | 'eos' | null = null
+      let innerRounds = 0
+      while (handover === null) {
+        const sequence = [...output.sequence, ...chain.map((t) => t.token)]
+        const draft = await h.draft(sequence, Math.min(options.gamma, budget - chain.length), tauQ1)
+        const round = await h.preVerify(sequence, draft, budget - chain.length)
+        innerRounds += 1
+        tauQ1?.verified(draft.tokens.length, round.accepted, draft.entropies)
+        for (const t of round.tokens) {
+          chain.push(t)
+          if (h.isEnd(t.token)) handover = 'eos'
+          else if (tauQ2?.exceeds(t.entropy, t.q)) handover = 'entropy'
+          else if (chain.length >= budget) handover = 'window'
+          // pre-self-verify: the tokens after an entropy stop are dropped (generated, so they count in σ).
+          if (handover !== null) break
         }
-        const verdict = await h.verify(output, chain, step)
-        tauQ2?.verified(chain.length, verdict.accepted, chain.map((t) => t.entropy))
-        const record = h.record(step, stage, chain, verdict, started, {
-          threshold: tauQ2InForce,
-          decision: {
-            gamma: options.gamma,
-            window: options.window,
-            innerRounds,
-            handover,
-            tauQ1: tauQ1?.tau ?? null,
-            tauQ2: tauQ2?.tau ?? null
-          }
-        })
-        yield* verdict.events
-        yield { type: 'step', record }
       }
-      yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }
-    } finally {
-      await h.dispose()
+      const verdict = await h.verify(output, chain, step)
+      tauQ2?.verified(chain.length, verdict.accepted, chain.map((t) => t.entropy))
+      const record = h.record(step, stage, chain, verdict, started, {
+        threshold: tauQ2InForce,
+        decision: {
+          gamma: options.gamma,
+          window: options.window,
+          innerRounds,
+          handover,
+          tauQ1: tauQ1?.tau ?? null,
+          tauQ2: tauQ2?.tau ?? null
+        }
+      })
+      yield* emitRound(verdict.events, record)
     }
   }
 }

@@ -30,6 +30,8 @@
  *    a window is given without its leading space, or its lone leading space token is dropped.
  *  - The prompt reaches the draft as text: the target's prompt tokens spelled as bytes, tokenized by the draft after
  *    its BOS. A draft whose tokenizer adds a space at the very start of a text the target began without one sees it.
+ * TLI is a drafter (`tliDrafter`), not a decoder of its own: the speculative round (round.ts) scores, verifies and
+ * records its proposals as it does the draft model's.
  * Step records are sd's (γ proposed, accepted, σ, η, draft entropies H(q_I), provenance 'draft' / 'resampled' /
  * 'bonus' / 'target'), stage 'sd-tli', and `decision` holds |I| (`intersection`), the mean mass q put inside I at the
  * drafted positions (`draftMass`), the draft tokens re-tokenised before the round (`retokenised`) and why drafting
@@ -46,13 +48,12 @@ import {
 } from '../model/vocabulary-bytes'
 import { argmax, entropy, fromWeights, sample, type Distribution } from '../sampling/distribution'
 import type { Prng } from '../sampling/prng'
-import { verifySynthetic } from '../sampling/synthetic-acceptance'
-import { verifyDraft } from '../sampling/verify'
-import { isGreedy } from '../sampling/warp'
-import { OutputBuffer } from './output'
-import { evaluatePending, now, rewindTo } from './session-sync'
-import { stepRecord } from './step-record'
-import type { DecodeEvent, DecodeRequest, DecoderModels, Provenance } from './types'
+import { plainFixedLength } from '../policies/fixed'
+import type { Drafter } from './drafter'
+import { countedCall } from './round'
+import { now, rewindTo } from './session-sync'
+import { speculativeDecoder } from './speculative'
+import type { Decoder } from './types'
 
 /** Draft tokens before the last synced one that a re-tokenisation may rewrite (see the file comment). */
 export const LOOKBEHIND = 4
@@ -258,12 +259,6 @@ interface TliDraft {
 /** How q is restricted to I: restrictToIntersection, replaced only by the tests' negative control. */
 export type Restriction = (q: Distribution, map: CrossVocabulary) => Restricted | null
 
-export interface SdTliOptions {
-  /** Draft tokens per round (--gamma). */
-  gamma: number
-  restrict?: Restriction
-}
-
 async function draftIntersection(
   session: ModelSession,
   sequence: readonly number[],
@@ -277,10 +272,7 @@ async function draftIntersection(
   const draft: TliDraft = { targetIds: [], draftIds: [], q: [], entropies: [], masses: [], calls: 0, ms: 0, stoppedBy: 'cap' }
   let pending = await rewindTo(session, sequence)
   for (;;) {
-    const started = now()
-    const [q] = await evaluatePending(session, pending)
-    draft.ms += now() - started
-    draft.calls += 1
+    const [q] = await countedCall(session, pending, draft)
     const restricted = restrict(q, map)
     draft.masses.push(restricted?.mass ?? 0)
     if (!restricted) {
@@ -304,71 +296,58 @@ async function draftIntersection(
 
 const round3 = (x: number): number => Math.round(x * 1000) / 1000
 
-export function sdTliDecoder(options: SdTliOptions) {
-  const restrict = options.restrict ?? restrictToIntersection
-  return async function* sdTli(models: DecoderModels, request: DecodeRequest): AsyncGenerator<DecodeEvent> {
-    const draftModel = models.draft
-    if (!draftModel) throw new Error('sd-tli needs a draft model')
-    const map = crossVocabulary(models.target, draftModel)
-    const target = await models.target.createSession(request.warp)
-    const drafter = await draftModel.createSession(request.warp)
-    const greedy = isGreedy(request.warp)
-    const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
-    const sync = new DraftTextSync(draftModel, map, request.promptTokens)
-    try {
-      for (let step = 0; !output.done; step++) {
-        if (output.cancelledBy(request.signal)) break
-        const started = now()
-        const retokenised = sync.sync()
-        const syncMs = now() - started
-        const limit = Math.min(options.gamma, request.maxTokens - output.tokens.length)
-        const draft = await draftIntersection(drafter, sync.tokens, limit, map, models.target, greedy, request.rng, restrict)
-        const pending = await rewindTo(target, output.sequence)
-        const verifyStarted = now()
-        const p = await evaluatePending(target, pending, draft.targetIds)
-        const verifyMs = now() - verifyStarted
-        const verdict = request.syntheticAcceptance
-          ? verifySynthetic(draft.targetIds, p, request.syntheticAcceptance, greedy, request.rng)
-          : verifyDraft(draft.targetIds, draft.q, p, greedy, request.rng)
-        const proposed = draft.targetIds.length
-        const candidates: { token: number; provenance: Provenance }[] = draft.targetIds
-          .slice(0, verdict.accepted)
-          .map((token) => ({ token, provenance: 'draft' }))
-        candidates.push({ token: verdict.next, provenance: proposed === 0 ? 'target' : verdict.rejected ? 'resampled' : 'bonus' })
-        const events = output.commit(candidates, step)
-        events.forEach((event, i) => {
-          if (event.type === 'token') sync.append(event.token, i < verdict.accepted ? draft.draftIds[i] : undefined)
-        })
-        const record = stepRecord({
-          index: step,
-          stage: 'sd-tli',
-          proposed,
-          accepted: verdict.accepted,
-          resampled: proposed > 0 && verdict.rejected,
-          bonus: proposed > 0 && !verdict.rejected,
-          emitted: events.length,
-          draftTokens: proposed,
-          acceptedDraftTokens: Math.min(verdict.accepted, events.length),
-          draftEntropies: draft.entropies,
-          decision: {
-            intersection: map.size,
-            draftMass: round3(draft.masses.reduce((a, b) => a + b, 0) / draft.masses.length),
-            retokenised,
-            stoppedBy: draft.stoppedBy
-          },
-          targetCalls: 1,
-          draftCalls: draft.calls,
-          draftMs: draft.ms + syncMs,
-          verifyMs,
-          totalMs: now() - started
-        })
-        yield* events
-        yield { type: 'step', record }
+/** Why TLI drafting stopped, in the words the policy seam knows: the cap, the drafter (no mass in I), the engine (EOG). */
+const DRAFT_STOPS = { cap: 'cap', intersection: 'drafter', eog: 'engine' } as const
+
+/**
+ * TLI as a drafter of the speculative round (HF's UniversalSpeculativeDecodingGenerator is a candidate generator too):
+ * each round re-syncs the draft's text, drafts from q_I and proposes the mapped target ids with q_I as their law; the
+ * committed tokens are appended to the draft's text afterwards (its own accepted draws as drawn).
+ */
+export const tliDrafter: Drafter = tliDrafterWith(restrictToIntersection)
+
+/** The TLI drafter with a given restriction of q to I (the tests' negative control passes a broken one). */
+export function tliDrafterWith(restrict: Restriction): Drafter {
+  return {
+    stage: 'sd-tli',
+    async open(models, request) {
+      const draftModel = models.draft
+      if (!draftModel) throw new Error('sd-tli needs a draft model')
+      const map = crossVocabulary(models.target, draftModel)
+      const session = await draftModel.createSession(request.warp)
+      const sync = new DraftTextSync(draftModel, map, request.promptTokens)
+      let drawn: number[] = []
+      return {
+        async propose({ limit, greedy, rng }) {
+          const started = now()
+          const retokenised = sync.sync()
+          const syncMs = now() - started
+          const draft = await draftIntersection(session, sync.tokens, limit, map, models.target, greedy, rng, restrict)
+          drawn = draft.draftIds
+          return {
+            tokens: draft.targetIds,
+            distributions: draft.q,
+            entropies: draft.entropies,
+            calls: draft.calls,
+            ms: draft.ms + syncMs,
+            stoppedBy: DRAFT_STOPS[draft.stoppedBy],
+            facts: {
+              intersection: map.size,
+              draftMass: round3(draft.masses.reduce((a, b) => a + b, 0) / draft.masses.length),
+              retokenised,
+              stoppedBy: draft.stoppedBy
+            }
+          }
+        },
+        update({ accepted, emitted }) {
+          emitted.forEach((token, i) => sync.append(token, i < accepted ? drawn[i] : undefined))
+        },
+        dispose: () => session.dispose()
       }
-      yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }
-    } finally {
-      await drafter.dispose()
-      await target.dispose()
     }
   }
 }
+
+/** sd-tli: the speculative round with the TLI drafter, γ fixed, verified by the standard rule against q_I. */
+export const sdTliDecoder = (options: { gamma: number; restrict?: Restriction }): Decoder =>
+  speculativeDecoder(plainFixedLength(options.gamma), options.restrict ? tliDrafterWith(options.restrict) : tliDrafter)

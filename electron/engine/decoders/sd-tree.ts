@@ -39,6 +39,9 @@
  * (`0` = the draft's first choice, `n` = the n-gram branch; e.g. `0.1.0`), and the KV price. Provenance of an
  * accepted token: `draft` (the draft's first choice at its node), `branch` (another sibling), `ngram` (the n-gram
  * branch).
+ *
+ * Its own round body: the proposal is a tree scored through session pools, one KV sequence per path, and verified by
+ * walking it — not round.ts's chain in one target session. Its step record ends the round as round.ts's do.
  */
 import type { LanguageModel } from '../model/types'
 import { argmax, entropy, fromWeights, sample, type Distribution } from '../sampling/distribution'
@@ -47,7 +50,8 @@ import { acceptGreedy, acceptSampling, residual } from '../sampling/verify'
 import { isGreedy } from '../sampling/warp'
 import { pointMass, type TokenLookup } from './drafter'
 import { OutputBuffer } from './output'
-import { SessionPool, subtractStats, treePrice } from './session-pool'
+import { emitRound } from './round'
+import { SessionPool, pooledCalls, subtractStats, treePrice } from './session-pool'
 import { now } from './session-sync'
 import { stepRecord } from './step-record'
 import type { Decoder, DecodeEvent, DecodeRequest, DecoderModels, Provenance } from './types'
@@ -316,14 +320,11 @@ export function sdTreeDecoder(
             ngramChain: lookup ? tree.ngramChain : null,
             ...treePrice(t, d)
           },
-          targetCalls: t.calls,
-          draftCalls: d.calls,
+          ...pooledCalls(t, d),
           draftMs,
-          verifyMs: t.ms,
           totalMs: now() - started
         })
-        yield* events
-        yield { type: 'step', record }
+        yield* emitRound(events, record)
       }
       yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }
     } finally {

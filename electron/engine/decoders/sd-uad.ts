@@ -69,6 +69,8 @@
  *    trades the rare long match for cheaper rounds).
  *  - A round with nothing to propose (the draft's text is empty or cannot continue the committed text) is the
  *    target's own token, provenance 'target', one target call.
+ * UAD is a drafter (`uadDrafter`), not a decoder of its own: the speculative round (round.ts) scores, verifies and
+ * records its proposals, with sample-then-match as its verifier.
  * Step records are sd's: proposed = target tokens proposed, accepted, resampled / bonus, targetCalls = 1, draftTokens
  * = tokens the DRAFT model generated (its end-of-generation token included) and acceptedDraftTokens = those whose
  * text reached the output (so σ counts wasted draft tokens), draftEntropies = H of the draft's warped q per draft
@@ -82,13 +84,14 @@ import type { LanguageModel, ModelSession } from '../model/types'
 import { addsSpacePrefix, bytesOfTokens, completeUtf8Length, utf8Of, vocabularyBytes, type VocabularyBytes } from '../model/vocabulary-bytes'
 import { argmax, entropy, fromWeights, sample, type Distribution } from '../sampling/distribution'
 import type { Prng } from '../sampling/prng'
-import { verifySynthetic } from '../sampling/synthetic-acceptance'
 import type { Verdict } from '../sampling/verify'
-import { isGreedy } from '../sampling/warp'
-import { OutputBuffer } from './output'
-import { evaluatePending, now, rewindTo } from './session-sync'
-import { stepRecord } from './step-record'
-import type { DecodeEvent, DecodeRequest, DecoderModels, Provenance } from './types'
+import { plainFixedLength } from '../policies/fixed'
+import { pointMass, type DraftOutcome, type Drafter, type DraftSettlement } from './drafter'
+import { countedCall } from './round'
+import { now, rewindTo } from './session-sync'
+import { speculativeDecoder } from './speculative'
+import type { Decoder } from './types'
+import type { ExactRule } from './verifier'
 
 /** HF's `target_lookbehind` / `assistant_lookbehind` default (GenerationConfig). */
 export const DEFAULT_LOOKBEHIND = 10
@@ -462,10 +465,7 @@ async function draftText(
   let pending = await rewindTo(session, prefix === '' ? sequence : sequence.slice(0, -1))
   let added = 0
   for (;;) {
-    const started = now()
-    const [q] = await evaluatePending(session, pending)
-    draft.ms += now() - started
-    draft.calls += 1
+    const [q] = await countedCall(session, pending, draft)
     let from = q
     if (prefix !== '') {
       const restricted = restrictToPrefix(q, prefix, tk)
@@ -510,112 +510,126 @@ function commonPrefixLength(a: string, b: string): number {
 
 const round3 = (x: number): number => Math.round(x * 1000) / 1000
 
-export function sdUadDecoder(options: SdUadOptions) {
-  const lookbehind = options.lookbehind ?? DEFAULT_LOOKBEHIND
-  const verify = options.verify ?? sampleThenMatch
-  return async function* sdUad(models: DecoderModels, request: DecodeRequest): AsyncGenerator<DecodeEvent> {
-    const draftModel = models.draft
-    if (!draftModel) throw new Error('sd-uad needs a draft model')
-    const targetTk = textTokenizer(models.target)
-    const draftTk = textTokenizer(draftModel)
-    const target = await models.target.createSession(request.warp)
-    let drafter: ModelSession
-    try {
-      drafter = await draftModel.createSession(request.warp)
-    } catch (error) {
-      await target.dispose()
-      throw error
-    }
-    const greedy = isGreedy(request.warp)
-    const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
-    const view = new DraftText(draftTk, lookbehind, spell(targetTk, request.promptTokens), options.rewrite ?? true)
-    try {
-      for (let step = 0; !output.done; step++) {
-        if (output.cancelledBy(request.signal)) break
-        const started = now()
-        const budget = request.maxTokens - output.tokens.length
-        const heal = options.heal !== false && view.covered === view.text.length
-        const draft = await draftText(drafter, view.tokens, heal, Math.min(options.gamma, budget), draftTk, greedy, request.rng)
+/** Why drafting stopped, in the words the policy seam knows: the cap, the engine (EOG), the drafter (a control token). */
+const DRAFT_STOPS = { cap: 'cap', eog: 'engine', control: 'drafter' } as const
 
-        // The draft's text starts where its kept view ends (before the healed token); the target's committed text
-        // runs further (the healed token's text, an incomplete character): the proposal starts after it.
-        const syncStarted = now()
-        const drafted = spell(draftTk, draft.tokens)
-        const draftStart = view.covered - (draft.healed > 0 ? lengthOf(draftTk, view.tokens[view.tokens.length - 1]) : 0)
-        const waiting = view.text.slice(draftStart)
-        const complete = completeUtf8Length(drafted)
-        const fresh = drafted.startsWith(waiting) ? drafted.slice(waiting.length, Math.max(waiting.length, complete)) : ''
-        const continuation = continueText(targetTk, output.sequence, fresh, lookbehind)
-        const proposal = continuation.tokens.slice(0, options.maxProposed ? Math.min(budget, options.maxProposed) : budget)
-        const eosProposed =
-          draft.eog &&
-          complete === drafted.length &&
-          drafted.startsWith(waiting) &&
-          proposal.length === continuation.tokens.length &&
-          models.target.info.eos !== null &&
-          proposal.length < budget
-        if (eosProposed) proposal.push(models.target.info.eos!)
-        const mapMs = now() - syncStarted
+/** Step 2's outcome: the target tokens proposed, and what the settlement after the commit needs of the round. */
+interface TextProposal {
+  tokens: number[]
+  /** The draft's new text after the committed text (complete characters). */
+  fresh: string
+  junction: boolean
+  /** The target's EOS closes the proposal (the draft ended its text there). */
+  eosProposed: boolean
+}
 
-        const pending = await rewindTo(target, output.sequence)
-        const verifyStarted = now()
-        const p = await evaluatePending(target, pending, proposal)
-        const verifyMs = now() - verifyStarted
-        const verdict = request.syntheticAcceptance
-          ? verifySynthetic(proposal, p, request.syntheticAcceptance, greedy, request.rng)
-          : verify(proposal, p, greedy, request.rng)
-        const proposed = proposal.length
-        const candidates: { token: number; provenance: Provenance }[] = proposal
-          .slice(0, verdict.accepted)
-          .map((token) => ({ token, provenance: 'draft' }))
-        candidates.push({ token: verdict.next, provenance: proposed === 0 ? 'target' : verdict.rejected ? 'resampled' : 'bonus' })
-        const events = output.commit(candidates, step)
-        const emittedTokens = events.flatMap((event) => (event.type === 'token' ? [event.token] : []))
+/**
+ * Steps 2 (and the EOS choice): the draft's text after the committed text, re-tokenised with the target's tokenizer
+ * and its look-behind, at most `budget` tokens (and uad.maxProposed).
+ */
+function proposeText(
+  draft: UadDraft,
+  view: DraftText,
+  sequence: readonly number[],
+  budget: number,
+  options: SdUadOptions,
+  targetTk: TextTokenizer,
+  draftTk: TextTokenizer
+): TextProposal {
+  // The draft's text starts where its kept view ends (before the healed token); the target's committed text
+  // runs further (the healed token's text, an incomplete character): the proposal starts after it.
+  const drafted = spell(draftTk, draft.tokens)
+  const draftStart = view.covered - (draft.healed > 0 ? lengthOf(draftTk, view.tokens[view.tokens.length - 1]) : 0)
+  const waiting = view.text.slice(draftStart)
+  const complete = completeUtf8Length(drafted)
+  const fresh = drafted.startsWith(waiting) ? drafted.slice(waiting.length, Math.max(waiting.length, complete)) : ''
+  const continuation = continueText(targetTk, sequence, fresh, options.lookbehind ?? DEFAULT_LOOKBEHIND)
+  const tokens = continuation.tokens.slice(0, options.maxProposed ? Math.min(budget, options.maxProposed) : budget)
+  const eos = targetTk.model.info.eos
+  const eosProposed =
+    draft.eog &&
+    complete === drafted.length &&
+    drafted.startsWith(waiting) &&
+    tokens.length === continuation.tokens.length &&
+    eos !== null &&
+    tokens.length < budget
+  if (eosProposed) tokens.push(eos!)
+  return { tokens, fresh, junction: continuation.junction, eosProposed }
+}
 
-        const resyncStarted = now()
-        const added = spell(targetTk, emittedTokens)
-        const before = view.retokenised
-        // Draft tokens whose text reached the output (its end-of-generation token when the target took the EOS).
-        let keptDraftTokens = view.commit(added, draft.tokens, draft.healed)
-        if (eosProposed && verdict.accepted === proposed) keptDraftTokens++
-        const resyncMs = now() - resyncStarted
+/**
+ * Step 4 and the round's facts: the draft's view takes the committed text; returns how much of the draft's text and
+ * which of its tokens reached the output.
+ */
+function settleText(view: DraftText, round: { draft: UadDraft; text: TextProposal }, outcome: DraftOutcome, targetTk: TextTokenizer): DraftSettlement {
+  const { draft, text } = round
+  const added = spell(targetTk, outcome.emitted)
+  const before = view.retokenised
+  // Draft tokens whose text reached the output (its end-of-generation token when the target took the EOS).
+  let keptDraftTokens = view.commit(added, draft.tokens, draft.healed)
+  if (text.eosProposed && outcome.accepted === outcome.proposed) keptDraftTokens++
+  // Draft text kept: the longest prefix of the fresh draft text that this round committed.
+  const kept = commonPrefixLength(text.fresh, added)
+  const draftChars = characters(text.fresh)
+  const keptChars = characters(text.fresh.slice(0, kept))
+  return {
+    facts: {
+      draftChars,
+      keptChars,
+      textKept: draftChars > 0 ? round3(keptChars / draftChars) : null,
+      junction: text.junction,
+      retokenised: view.retokenised - before,
+      stoppedBy: draft.stoppedBy
+    },
+    acceptedDrafted: Math.min(keptDraftTokens, draft.calls)
+  }
+}
 
-        // Draft text kept: the longest prefix of the fresh draft text that this round committed.
-        const kept = commonPrefixLength(fresh, added)
-        const draftChars = characters(fresh)
-        const keptChars = characters(fresh.slice(0, kept))
-        const record = stepRecord({
-          index: step,
-          stage: 'sd-uad',
-          proposed,
-          accepted: verdict.accepted,
-          resampled: proposed > 0 && verdict.rejected,
-          bonus: proposed > 0 && !verdict.rejected,
-          emitted: events.length,
-          draftTokens: draft.calls,
-          acceptedDraftTokens: Math.min(keptDraftTokens, draft.calls),
-          draftEntropies: draft.entropies,
-          decision: {
-            draftChars,
-            keptChars,
-            textKept: draftChars > 0 ? round3(keptChars / draftChars) : null,
-            junction: continuation.junction,
-            retokenised: view.retokenised - before,
-            stoppedBy: draft.stoppedBy
-          },
-          targetCalls: 1,
-          draftCalls: draft.calls,
-          draftMs: draft.ms + mapMs + resyncMs,
-          verifyMs,
-          totalMs: now() - started
-        })
-        yield* events
-        yield { type: 'step', record }
+/**
+ * UAD as a drafter of the speculative round (HF's AssistedCandidateGeneratorDifferentTokenizers is a candidate
+ * generator too): steps 1–2 propose, the round verifies (step 3, sample-then-match), `update` re-syncs (step 4).
+ * The proposal's laws are point masses δ(t_i): what sample-then-match is equal to in law.
+ */
+export function uadDrafter(options: SdUadOptions): Drafter {
+  return {
+    stage: 'sd-uad',
+    async open(models, request) {
+      const draftModel = models.draft
+      if (!draftModel) throw new Error('sd-uad needs a draft model')
+      const targetTk = textTokenizer(models.target)
+      const draftTk = textTokenizer(draftModel)
+      const session = await draftModel.createSession(request.warp)
+      const lookbehind = options.lookbehind ?? DEFAULT_LOOKBEHIND
+      const view = new DraftText(draftTk, lookbehind, spell(targetTk, request.promptTokens), options.rewrite ?? true)
+      let last: { draft: UadDraft; text: TextProposal } | null = null
+      return {
+        async propose({ sequence, limit, greedy, rng }) {
+          const budget = request.maxTokens - (sequence.length - request.promptTokens.length)
+          const heal = options.heal !== false && view.covered === view.text.length
+          const draft = await draftText(session, view.tokens, heal, limit, draftTk, greedy, rng)
+          const mapping = now()
+          const text = proposeText(draft, view, sequence, budget, options, targetTk, draftTk)
+          last = { draft, text }
+          return {
+            tokens: text.tokens,
+            distributions: text.tokens.map(pointMass),
+            entropies: draft.entropies,
+            calls: draft.calls,
+            ms: draft.ms + (now() - mapping),
+            stoppedBy: DRAFT_STOPS[draft.stoppedBy],
+            drafted: draft.calls
+          }
+        },
+        update: (outcome) => (last ? settleText(view, last, outcome, targetTk) : undefined),
+        dispose: () => session.dispose()
       }
-      yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }
-    } finally {
-      await drafter.dispose()
-      await target.dispose()
     }
   }
+}
+
+/** sd-uad: the speculative round with the UAD drafter, γ fixed, verified by sample-then-match (`options.verify`). */
+export function sdUadDecoder(options: SdUadOptions): Decoder {
+  const verify = options.verify ?? sampleThenMatch
+  const matching: ExactRule = (tokens, _q, p, greedy, rng) => verify(tokens, p, greedy, rng)
+  return speculativeDecoder(plainFixedLength(options.gamma), uadDrafter(options), matching)
 }

@@ -74,6 +74,11 @@ export function subtractStats(after: PoolStats, before: PoolStats): PoolStats {
   }
 }
 
+/** A pooled round's calls for its step record: the target pool's decodes are its verification, the draft pool's its drafting. */
+export function pooledCalls(target: PoolStats, draft: PoolStats): { targetCalls: number; draftCalls: number; verifyMs: number } {
+  return { targetCalls: target.calls, draftCalls: draft.calls, verifyMs: target.ms }
+}
+
 /**
  * What one round's scoring cost without tree attention masks, for the step record's decision (dsbd, sd-tree): the
  * target's paths, requested vs evaluated positions, and both models' KV copies.

@@ -8,32 +8,24 @@
  * information and every drafted token is verified exactly.
  * What drafts is a Drafter (decoders/drafter.ts): the draft model (`modelDrafter`, the default), or a model-free
  * drafter whose proposals are point masses q = δ(x) — prompt lookup and llama.cpp's n-gram maps (engine/lookup/),
- * verified by the same Verify/Correct (accept with p(x), correct from norm(max(0, p − δ))). A drafter that finds
- * nothing to propose makes the round target-only.
+ * verified by the same Verify/Correct (accept with p(x), correct from norm(max(0, p − δ))) — or a cross-vocabulary
+ * drafter (sd-tli.ts, sd-uad.ts). A drafter that finds nothing proposes γ = 0: the round is the target's own token,
+ * drawn from p as a verdict on an empty chain. The verifier is the third seam (decoders/verifier.ts); the round's
+ * loop, tail and counters are round.ts's.
  */
-import type { ModelSession } from '../model/types'
-import type { DraftLengthPolicy, DraftStop, EntropySource, PolicyExplanation } from '../policies/types'
+import type { LanguageModel, ModelSession } from '../model/types'
+import type { DraftLengthPolicy, EntropySource, PolicyExplanation, VerificationOutcome } from '../policies/types'
 import { argmax, entropy, sample, type Distribution } from '../sampling/distribution'
 import type { Prng } from '../sampling/prng'
-import { verifySynthetic } from '../sampling/synthetic-acceptance'
-import { verifyDraft } from '../sampling/verify'
 import { isGreedy } from '../sampling/warp'
-import type { LanguageModel } from '../model/types'
 import { targetOnlyRound } from './autoregressive'
-import type { Drafter, DrafterSession, Proposal, ProposalFacts } from './drafter'
+import { appendDrafted, type Drafter, type DrafterSession, type Proposal, type ProposalFacts } from './drafter'
 import { OutputBuffer } from './output'
-import { evaluatePending, now, rewindTo } from './session-sync'
+import { closingOf, countedCall, emitRound, emittedTokens, roundCounters, runRounds, scoreChain, verdictCandidates } from './round'
+import { now, rewindTo } from './session-sync'
 import { stepRecord } from './step-record'
-import type { DecodeEvent, DecodeRequest, DecoderModels, Provenance } from './types'
-
-interface Draft {
-  tokens: number[]
-  distributions: Distribution[]
-  entropies: number[]
-  calls: number
-  ms: number
-  stoppedBy: DraftStop
-}
+import type { Decoder, DecodeEvent, DecodeRequest, DecoderModels } from './types'
+import { chainVerifier, rejectionSampling, type ExactRule } from './verifier'
 
 /**
  * Draft up to `limit` tokens (the policy's `cap`, or less when the --max-tokens budget is nearer), asking the policy
@@ -48,28 +40,14 @@ async function draftTokens(
   model: LanguageModel,
   greedy: boolean,
   rng: Prng
-): Promise<Draft> {
-  const draft: Draft = { tokens: [], distributions: [], entropies: [], calls: 0, ms: 0, stoppedBy: null }
+): Promise<Proposal> {
+  const draft: Proposal = { tokens: [], distributions: [], entropies: [], calls: 0, ms: 0, stoppedBy: null }
+  const bounds = { policy, cap, limit, model }
   let pending = await rewindTo(session, sequence)
   for (;;) {
-    const started = now()
-    const [q] = await evaluatePending(session, pending)
-    draft.ms += now() - started
-    draft.calls += 1
+    const [q] = await countedCall(session, pending, draft)
     const token = greedy ? argmax(q) : sample(q, rng)
-    const h = draftEntropy(q, policy.entropy ?? 'warped', model)
-    draft.tokens.push(token)
-    draft.distributions.push(q)
-    draft.entropies.push(h)
-    const position = draft.tokens.length
-    draft.stoppedBy = policy.shouldStop({ position, token, distribution: q, entropy: h })
-      ? 'policy'
-      : position >= cap
-        ? 'cap'
-        : position >= limit || model.isEndOfGeneration(token)
-          ? 'engine'
-          : null
-    if (draft.stoppedBy !== null) return draft
+    if (appendDrafted(draft, token, q, draftEntropy(q, policy.entropy ?? 'warped', model), bounds)) return draft
     pending = [token]
   }
 }
@@ -96,87 +74,93 @@ export const modelDrafter: Drafter = {
   }
 }
 
-export function speculativeDecoder(policy: DraftLengthPolicy, drafter: Drafter = modelDrafter) {
+/** The target's session and the drafter's, opened in that order; the target's is closed again if the drafter fails. */
+export async function openSessions(
+  models: DecoderModels,
+  request: DecodeRequest,
+  policy: DraftLengthPolicy,
+  drafter: Drafter
+): Promise<{ target: ModelSession; drafts: DrafterSession; release: () => Promise<void> }> {
+  const target = await models.target.createSession(request.warp)
+  let drafts: DrafterSession
+  try {
+    drafts = await drafter.open(models, request, policy)
+  } catch (error) {
+    await target.dispose()
+    throw error
+  }
+  const release = async () => {
+    await drafts.dispose()
+    await target.dispose()
+  }
+  return { target, drafts, release }
+}
+
+/**
+ * The speculative decoder: every round is round.ts's draft → score → verify → commit with its three seams — the
+ * policy caps the chain, the drafter proposes it, the verifier (`exact`, or synthetic acceptance when the request
+ * asks) judges it.
+ */
+export function speculativeDecoder(policy: DraftLengthPolicy, drafter: Drafter = modelDrafter, exact: ExactRule = rejectionSampling): Decoder {
   return async function* speculative(models: DecoderModels, request: DecodeRequest): AsyncGenerator<DecodeEvent> {
-    const target = await models.target.createSession(request.warp)
-    let drafts: DrafterSession
-    try {
-      drafts = await drafter.open(models, request, policy)
-    } catch (error) {
-      await target.dispose()
-      throw error
-    }
-    const greedy = isGreedy(request.warp)
+    const { target, drafts, release } = await openSessions(models, request, policy, drafter)
     const output = new OutputBuffer([...request.promptTokens], request.maxTokens, models.target)
+    const verify = chainVerifier(request, exact)
+    const greedy = isGreedy(request.warp)
     policy.startPrompt?.(request.promptTokens)
-    try {
-      for (let step = 0; !output.done; step++) {
-        if (output.cancelledBy(request.signal)) break
-        const started = now()
-        const cap = policy.draftLength()
-        const limit = Math.min(cap, request.maxTokens - output.tokens.length)
-        if (limit <= 0) {
-          yield* targetOnlyPolicyRound(target, output, step, request, policy)
-          continue
-        }
-        const draft = await drafts.propose({ sequence: output.sequence, cap, limit, greedy, rng: request.rng })
-        if (draft.tokens.length === 0) {
-          // A model-free drafter found nothing: the target decodes one token alone, recorded under the drafter's stage.
-          yield* targetOnlyPolicyRound(target, output, step, request, policy, drafter.stage, draft)
-          continue
-        }
-        const pending = await rewindTo(target, output.sequence)
-        const verifyStarted = now()
-        const p = await evaluatePending(target, pending, draft.tokens)
-        const verifyMs = now() - verifyStarted
-        const verdict = request.syntheticAcceptance
-          ? verifySynthetic(draft.tokens, p, request.syntheticAcceptance, greedy, request.rng)
-          : verifyDraft(draft.tokens, draft.distributions, p, greedy, request.rng)
-        const candidates: { token: number; provenance: Provenance }[] = draft.tokens
-          .slice(0, verdict.accepted)
-          .map((token) => ({ token, provenance: draft.provenance ?? 'draft' }))
-        candidates.push({ token: verdict.next, provenance: verdict.rejected ? 'resampled' : 'bonus' })
-        const events = output.commit(candidates, step)
-        const acceptedDraftTokens = Math.min(verdict.accepted, events.length)
-        drafts.accepted?.(verdict.accepted)
-        policy.update({
-          stoppedBy: draft.stoppedBy,
-          proposed: draft.tokens.length,
+    yield* runRounds(output, request, round, release)
+
+    /** One round; a policy's γ = 0 lets the target decode alone, a drafter's empty proposal is verified as γ = 0. */
+    async function* round(step: number): AsyncGenerator<DecodeEvent> {
+      const started = now()
+      const cap = policy.draftLength()
+      const limit = Math.min(cap, request.maxTokens - output.tokens.length)
+      if (limit <= 0) return yield* targetOnlyPolicyRound(target, output, step, request, policy)
+      const proposal = await drafts.propose({ sequence: output.sequence, cap, limit, greedy, rng: request.rng })
+      const scored = await scoreChain(target, output.sequence, proposal.tokens)
+      const verdict = verify(proposal.tokens, proposal.distributions, scored.p)
+      const events = output.commit(verdictCandidates(proposal.tokens, verdict, proposal.provenance ?? 'draft'), step)
+      const emitted = emittedTokens(events)
+      const settling = now()
+      const settled = drafts.update?.({ proposed: proposal.tokens.length, accepted: verdict.accepted, emitted }) ?? undefined
+      const draftMs = proposal.ms + (now() - settling)
+      policy.update(policyOutcome(proposal, verdict.accepted, emitted, draftMs, scored.ms))
+      const explanation = policy.explain()
+      const record = stepRecord({
+        index: step,
+        stage: drafter.stage,
+        ...roundCounters({
+          proposed: proposal.tokens.length,
           accepted: verdict.accepted,
-          draftEntropies: draft.entropies,
-          draftTokens: draft.tokens,
-          emittedTokens: events.map((e) => (e.type === 'token' ? e.token : -1)),
-          draftMs: draft.ms,
-          verifyMs
-        })
-        const explanation = policy.explain()
-        const record = stepRecord({
-          index: step,
-          stage: drafter.stage,
-          proposed: draft.tokens.length,
-          accepted: verdict.accepted,
-          resampled: verdict.rejected,
-          bonus: !verdict.rejected,
+          closing: closingOf(proposal.tokens.length, verdict.rejected),
           emitted: events.length,
-          draftTokens: draft.tokens.length,
-          acceptedDraftTokens,
-          draftEntropies: draft.entropies,
-          threshold: explanation.threshold,
-          decision: withFacts(explanation.decision, draft.facts),
-          targetCalls: 1,
-          draftCalls: draft.calls,
-          draftMs: draft.ms,
-          verifyMs,
-          totalMs: now() - started
-        })
-        yield* events
-        yield { type: 'step', record }
-      }
-      yield { type: 'done', stopReason: output.stopReason ?? 'max-tokens' }
-    } finally {
-      await drafts.dispose()
-      await target.dispose()
+          drafted: proposal.drafted,
+          acceptedDrafted: settled?.acceptedDrafted,
+          draftCalls: proposal.calls,
+          draftMs,
+          verifyMs: scored.ms
+        }),
+        draftEntropies: proposal.entropies,
+        threshold: explanation.threshold,
+        decision: withFacts(explanation.decision, settled?.facts ?? proposal.facts),
+        totalMs: now() - started
+      })
+      yield* emitRound(events, record)
     }
+  }
+}
+
+/** What the policy hears after a verified chain (its `update`). */
+export function policyOutcome(chain: Proposal, accepted: number, emitted: readonly number[], draftMs: number, verifyMs: number): VerificationOutcome {
+  return {
+    stoppedBy: chain.stoppedBy,
+    proposed: chain.tokens.length,
+    accepted,
+    draftEntropies: chain.entropies,
+    draftTokens: chain.tokens,
+    emittedTokens: emitted,
+    draftMs,
+    verifyMs
   }
 }
 
@@ -186,21 +170,18 @@ function withFacts(decision: PolicyExplanation['decision'], facts: ProposalFacts
 }
 
 /**
- * A policy chose γ = 0, or a model-free drafter found nothing to propose (`nothing`, recorded under its stage with
- * what it looked for and the time it took): the target decodes one token alone. The policy still hears the outcome
- * (nothing proposed) so state machines can leave 0 again, and the round's record carries the policy's explanation.
+ * A policy chose γ = 0: the target decodes one token alone. The policy still hears the outcome (nothing proposed) so
+ * state machines can leave 0 again, and the round's record carries the explanation the policy decided the round by.
  */
 export async function* targetOnlyPolicyRound(
   target: ModelSession,
   output: OutputBuffer,
   step: number,
   request: DecodeRequest,
-  policy: DraftLengthPolicy,
-  stage = 'target-only',
-  nothing?: Proposal
+  policy: DraftLengthPolicy
 ): AsyncGenerator<DecodeEvent> {
   const explanation = policy.explain()
-  for await (const event of targetOnlyRound(target, output, step, request, stage)) {
+  for await (const event of targetOnlyRound(target, output, step, request, 'target-only')) {
     if (event.type === 'step') {
       policy.update({
         stoppedBy: null,
@@ -212,12 +193,7 @@ export async function* targetOnlyPolicyRound(
         draftMs: 0,
         verifyMs: event.record.verifyMs
       })
-      const record = { ...event.record, threshold: explanation.threshold, decision: withFacts(explanation.decision, nothing?.facts) }
-      if (nothing) {
-        record.draftMs = nothing.ms
-        record.totalMs += nothing.ms
-      }
-      yield { type: 'step', record }
+      yield { type: 'step', record: { ...event.record, threshold: explanation.threshold, decision: explanation.decision } }
     } else yield event
   }
 }

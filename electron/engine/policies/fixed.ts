@@ -10,3 +10,11 @@ export function fixedLengthPolicy(gamma: number): DraftLengthPolicy {
     explain: () => ({ threshold: null, decision: { gamma } })
   }
 }
+
+/**
+ * Constant γ with nothing to explain: for the cross-vocabulary drafters (sd-tli, sd-uad), whose step records carry
+ * their own facts alone.
+ */
+export function plainFixedLength(gamma: number): DraftLengthPolicy {
+  return { ...fixedLengthPolicy(gamma), explain: () => ({ threshold: null, decision: null }) }
+}
