@@ -33,4 +33,6 @@ export interface AppInfo {
   suites: SuiteInfo[]
   cpuCount: number
   defaultThreads: number | null
+  /** Whether the llama-server:* methods can start a server here (a built binary), and if not, why and what to do. */
+  llamaServer: { available: boolean; reason: string | null }
 }

@@ -5,6 +5,7 @@
  * api's Node-free RPC client, which the browser mode needs for its WebSocket.
  */
 export { DEFAULT_REPEATS } from '../engine/methods/limits'
+export { METHOD_GROUPS, type MethodGroup } from '../engine/methods/groups'
 export { parseSettingText, runSetting, settingDefault, settingHelp, defaultText, type RunSetting, type RunSettingKey } from '../engine/settings/run-settings'
 export { bestGamma, speedupAt } from '../engine/theory/measured'
 export { calibrationInWords, calibrationNote, describeRunThreads, describeThreadPlan, howChosen, timingsText } from './thread-summary'

@@ -24,6 +24,7 @@ import { DownloadManager, type CreateDownloader } from './downloads'
 import { JobLock } from './job-lock'
 import { LoadedModels, refuseFailedLoads } from './loaded-models'
 import { methodInfos } from '../engine/methods/docs'
+import { findLlamaServer } from '../engine/peers/llama-server-binary'
 import { ModelLibrary } from './model-library'
 import { RunsBrowser } from './runs-browser'
 import { SuiteService } from './suites'
@@ -70,6 +71,12 @@ export function readCatalog(): CatalogTrio[] {
 }
 
 const DATABASE_FILE = /\.(sqlite|sqlite3|db)$/i
+
+/** The llama-server binary the peer methods would start (a `llamaserver.url` parameter needs none). */
+function llamaServerAvailability(): AppInfo['llamaServer'] {
+  const found = findLlamaServer()
+  return found.path !== null ? { available: true, reason: null } : { available: false, reason: found.reason }
+}
 
 export class EngineHost {
   private runStore: RunStore
@@ -146,7 +153,8 @@ export class EngineHost {
       datasets: this.workbench.datasets(),
       suites: SUITES.map(({ id, name, description, preset, estimate }) => ({ id, name, description, preset, estimate })),
       cpuCount: os.cpus().length,
-      defaultThreads: defaultThreads() ?? null
+      defaultThreads: defaultThreads() ?? null,
+      llamaServer: llamaServerAvailability()
     }
   }
 

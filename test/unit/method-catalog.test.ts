@@ -13,6 +13,7 @@ import { UserInputError } from '../../electron/engine/errors'
 import { CATALOG, checkCatalog, isLlamaServerMethod } from '../../electron/engine/methods/catalog'
 import { idsModule, METHOD_SUMMARY, methodHelp, methodInfos, methodTable, withGeneratedBlock, withMethodTable } from '../../electron/engine/methods/docs'
 import { METHOD_IDS } from '../../electron/engine/methods/ids'
+import { METHOD_GROUPS } from '../../electron/engine/methods/groups'
 import { keysOf, prepare, prepareRun } from '../../electron/engine/methods/prepare'
 import type { ParamSpec } from '../../electron/engine/methods/param-spec'
 
@@ -172,5 +173,29 @@ describe('method catalog', () => {
       const imports = [...source.matchAll(/^import .* from '([^']+)'/gm)].map((m) => m[1])
       for (const specifier of imports) expect(specifier, file).not.toMatch(/^electron$|\/(api|host|store)\//)
     }
+  })
+})
+
+describe('method picker groups', () => {
+  it('puts every method in one group of METHOD_GROUPS, trees and cross-tokenizer drafts apart, and every group is used', () => {
+    const infos = methodInfos()
+    const groupOf = Object.fromEntries(infos.map((info) => [info.id, info.group]))
+    expect(infos.every((info) => (METHOD_GROUPS as readonly string[]).includes(info.group))).toBe(true)
+    expect(new Set(infos.map((info) => info.group))).toEqual(new Set(METHOD_GROUPS))
+    expect([groupOf['ar'], groupOf['sd'], groupOf['svip'], groupOf['hsddw'], groupOf['dsbd'], groupOf['pld']]).toEqual([
+      'baselines',
+      'draft model',
+      'adaptive draft length',
+      'hierarchies',
+      'beam',
+      'model-free'
+    ])
+    expect([groupOf['sd-tli'], groupOf['sd-uad'], groupOf['sd-tree'], groupOf['sd-tree+ngram'], groupOf['llama-server:draft']]).toEqual([
+      'cross-tokenizer',
+      'cross-tokenizer',
+      'trees',
+      'trees',
+      'peers'
+    ])
   })
 })

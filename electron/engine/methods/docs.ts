@@ -4,6 +4,7 @@
  * README (scripts/generate-methods.ts writes both; a unit test fails when either is stale).
  */
 import { CATALOG, type MethodDefinition, type MethodFamily } from './catalog'
+import type { MethodGroup } from './groups'
 import type { MethodId } from './ids'
 import { describeRange, type ParamSpec } from './param-spec'
 import { keyOf, needsSharedVocabulary } from './prepare'
@@ -25,9 +26,27 @@ export interface MethodParamInfo {
   source: string | null
 }
 
+const GROUP_OF_FAMILY: Record<MethodFamily, MethodGroup> = {
+  baseline: 'baselines',
+  speculative: 'draft model',
+  policy: 'adaptive draft length',
+  hierarchy: 'hierarchies',
+  beam: 'beam',
+  lookup: 'model-free',
+  peer: 'peers'
+}
+
+export function methodGroup(definition: MethodDefinition): MethodGroup {
+  if (definition.family === 'speculative' && !needsSharedVocabulary(definition)) return 'cross-tokenizer'
+  if (definition.family === 'speculative' && definition.id.startsWith('sd-tree')) return 'trees'
+  return GROUP_OF_FAMILY[definition.family]
+}
+
 export interface MethodInfo {
   id: MethodId
   family: MethodFamily
+  /** The picker's group (methodGroup). */
+  group: MethodGroup
   summary: string
   description: string
   needs: { draft: boolean; mid: boolean }
@@ -60,6 +79,7 @@ export function methodInfo(definition: MethodDefinition): MethodInfo {
   return {
     id: definition.id,
     family: definition.family,
+    group: methodGroup(definition),
     summary: definition.summary,
     description: definition.description,
     needs: { ...definition.needs },
