@@ -1,13 +1,15 @@
 /**
- * The one run-request builder. Every entry path — `speclab run`, `bench`, `ablation`, `suite`, `peer-bench`, the
- * Workbench, Chat and the app's suites — hands it the run settings as the run-settings catalog names them
+ * The one run-request builder. Every path that stores a run — `speclab run`, `bench`, `ablation`, `suite`, the
+ * Workbench and the app's suites — hands it the run settings as the run-settings catalog names them
  * (engine/settings/run-settings.ts), the methods, the models and the prompts, and gets back:
  * - the run config the store records (defaults filled in from the catalog, method parameters resolved, validated
  *   with the contract's schema: one refusal text whichever path sent the value);
  * - the prepared methods (validated once, before anything loads);
  * - the loader's options (threads, calibration, context, KV sequences, vocabulary rule).
  * After the load, `withLoadedTrio` records what loaded: the context in effect, the files' fingerprints and the thread
- * plan. Decoding settings (temperature, top-k, top-p → the warp; seed; γ) are shaped here and only here.
+ * plan. Decoding settings (temperature, top-k, top-p → the warp; seed; γ) are shaped here and only here: Chat's
+ * replies, `peer-bench`'s arms and `dsbd-bench`, which store no run config, take them from `resolveDecode` /
+ * `warpOfSettings`.
  */
 import { randomInt } from 'node:crypto'
 import path from 'node:path'
