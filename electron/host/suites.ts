@@ -1,7 +1,8 @@
 /**
  * Experiment suites from the app: the same `runSuite` as `speclab suite <id>` (experiments/suite-runner.ts), on
  * library models or the suite's default files, holding the host's one-model-job lock for the whole suite. The trio
- * the Models screen holds is lent to the suite when it is the same files, and freed otherwise (never two copies). Progress
+ * the Models screen holds is lent to the suite when it is the same files, and freed otherwise (never two copies) and
+ * loaded again when the suite ends, so the user's Chat and Models screen find it as they left it. Progress
  * (cell, token-budget units, ETA) is pushed as `suite:progress`; cancel aborts the cell in progress (finished cells
  * stay, a resume skips them). Reports are re-rendered from the store with the CLI's renderer on every request.
  */
@@ -17,7 +18,7 @@ import { SuiteStore } from '../store/suite-store'
 import { loadTrio } from '../experiments/models'
 import type { JobLock } from './job-lock'
 import { JobSlot, type Job } from './job-slot'
-import type { LoadedModels } from './loaded-models'
+import type { HeldTrio, LoadedModels } from './loaded-models'
 import type { ModelLibrary } from './model-library'
 
 /** Progress events at most this often (phase and cell changes are always sent). */
@@ -112,13 +113,17 @@ export class SuiteService {
   }
 
   private async run(job: Job<SuiteJobProgress>, request: SuiteRunRequest): Promise<void> {
+    /** The user's trio when the suite had to free it for other files: loaded again once the suite ends. */
+    let freed: Pick<HeldTrio, 'entries' | 'settings' | 'sequences'> | null = null
     try {
       const result = await runSuite(this.store(), request, {
         signal: job.abort.signal,
         onProgress: (p) => this.update(job, p),
         onSuiteRunCreated: () => this.emit({ type: 'runs:changed' }),
         loadModels: async (paths, options) => {
+          const held = this.loaded.current
           const lent = await this.loaded.lendOrFree(paths, options)
+          if (!lent && held) freed = { entries: held.entries, settings: held.settings, sequences: held.sequences }
           this.emit({ type: 'models:changed' }) // lent or freed: the Models screen re-reads what is loaded
           return lent ?? (await loadTrio(paths, options))
         }
@@ -134,7 +139,25 @@ export class SuiteService {
         etaMs: null
       }
     } finally {
+      const notRestored = await this.restore(freed)
+      if (notRestored) job.progress = { ...job.progress, error: job.progress.error ? `${job.progress.error}; ${notRestored}` : notRestored }
       this.jobs.finish(job, { announce: true }) // the one 'finished' progress
+    }
+  }
+
+  /**
+   * Loads the user's trio again after a suite that freed it; a failure is returned as the job's message, not thrown
+   * (the suite itself is over).
+   */
+  private async restore(freed: Pick<HeldTrio, 'entries' | 'settings' | 'sequences'> | null): Promise<string | null> {
+    if (!freed || this.loaded.current) return null
+    try {
+      await this.loaded.load(freed.entries, freed.settings, (p) => this.emit({ type: 'models:load-progress', ...p }), freed.sequences)
+      return null
+    } catch (error) {
+      return `the models loaded before the suite could not be loaded again: ${error instanceof Error ? error.message : String(error)}`
+    } finally {
+      this.emit({ type: 'models:changed' })
     }
   }
 

@@ -564,6 +564,13 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
         if (eta && !seen.eta.includes(eta)) seen.eta.push(eta)
       }).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true })
     })
+    // A suite on other files than the loaded trio asks first (they are unloaded while it runs, loaded again after).
+    const dialogs: string[] = []
+    const acceptDialog = (dialog: import('playwright-core').Dialog) => {
+      dialogs.push(dialog.message())
+      void dialog.accept()
+    }
+    page.on('dialog', acceptDialog)
     await page.getByTestId('wb-suite-run').click()
     const panel = page.getByTestId('wb-suite-progress')
     await waitForAttribute(panel, 'data-phase', /finished/, 90_000)
@@ -575,6 +582,8 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     expect(await page.getByTestId('wb-suite-bar').getByRole('progressbar').getAttribute('aria-valuenow')).toBe('1')
     const suiteRunId = Number(await panel.getAttribute('data-suite-run'))
     expect(suiteRunId).toBeGreaterThan(0)
+    page.off('dialog', acceptDialog)
+    expect(dialogs.every((message) => /unloaded while it runs and loaded again when it ends/.test(message))).toBe(true)
     await shot('workbench-suite-run')
 
     // Runs lists the suite run and opens its report (self-contained HTML in a sandboxed iframe).

@@ -506,10 +506,13 @@ describe.skipIf(!haveModels)('engine host', () => {
     expect((await call('models:list', {})).loaded?.target.id).toBe(ids.target) // still held, never reloaded
     expect(events.filter((e) => e.type === 'models:load-progress').length).toBe(loadsBefore)
 
-    // smoke runs DSBD with 12 KV sequences per model; the held trio has 4: it is freed before the suite loads its own.
+    // smoke runs DSBD with 12 KV sequences per model; the held trio has 4: it is freed before the suite loads its own,
+    // and the user's trio (same files, settings and sequences) is loaded again when the suite ends.
     const freed = await call('suites:start', { suite: 'smoke', quick: true, resume: null, models: trio })
     expect(await suiteFinished(freed.jobId)).toMatchObject({ status: 'done', error: null })
-    expect((await call('models:list', {})).loaded).toBeNull()
+    const after = (await call('models:list', {})).loaded
+    expect(after).toMatchObject({ target: { id: ids.target }, mid: { id: ids.mid }, draft: { id: ids.draft }, sequences: DEFAULT_SEQUENCES })
+    expect(after!.settings).toMatchObject({ ...LOAD, threads: null })
   }, 240_000)
 
   it('loads the trio with the KV sequences a beam or DSBD run needs, from the Workbench and from chat', async () => {
