@@ -95,7 +95,7 @@ withModels('speclab CLI', () => {
     ['a missing model file', ['run', '--methods', 'ar', '--target', '/no/such/model.gguf'], /model file not found: \/no\/such\/model.gguf/],
     ['a file that is not a GGUF', ['run', '--methods', 'ar', '--target', cli], /not a GGUF model file/],
     ['mismatched vocabularies', ['run', '--target', target, '--draft', modelPath(OTHER_VOCABULARY)], /vocabulary mismatch between .*stories260K-f32.gguf and .*tinystories-656k-f32.gguf: .*; only sd-tli\b.* with another tokenizer/],
-    ['an invalid --top-p', ['run', '--target', target, '--top-p', '1.5', '--methods', 'ar'], /invalid --top-p/],
+    ['an invalid --top-p', ['run', '--target', target, '--top-p', '1.5', '--methods', 'ar'], /'--top-p <p>' argument '1\.5' is invalid\. expected a number above 0 and at most 1$/],
     ['a non-numeric --max-tokens', ['run', '--target', target, '--max-tokens', 'many'], /--max-tokens/],
     ['an unknown method', ['run', '--target', target, '--methods', 'ar,warp-drive'], /unknown method 'warp-drive'/],
     ['a method without its draft', ['run', '--target', target, '--methods', 'sd'], /method 'sd' needs a draft model/],
@@ -121,7 +121,7 @@ withModels('speclab CLI', () => {
       ['README.md as --target', ['run', '--target', path.join(root, 'README.md')], /README\.md: not a GGUF model file$/],
       ['README.md as --draft', ['run', '--target', target, '--draft', path.join(root, 'README.md'), '--methods', 'ar,sd'], /README\.md: not a GGUF model file$/],
       ['a huge --limit', ['run', '--target', target, '--methods', 'ar', '--limit', '99999999999999999999'], /'--limit <n>' argument '99999999999999999999' is invalid\. expected an integer from 1 to 1000000$/],
-      ['a huge --context-size', ['run', '--target', target, '--methods', 'ar', '--context-size', '9007199254740993'], /--context-size .* expected an integer from 1 to 1048576$/],
+      ['a huge --context-size', ['run', '--target', target, '--methods', 'ar', '--context-size', '9007199254740993'], /--context-size .* expected an integer from 64 to 1048576$/],
       ['a huge suite --seed', ['suite', 'smoke', '--quick', '--seed', '99999999999'], /--seed .* expected an integer from 0 to 4294967295$/]
     ])((name, content) => {
       const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-cli-prompts-'))
