@@ -109,6 +109,8 @@ withModels('speclab CLI', () => {
     // Read until memory runs out, it once crashed the model process and blamed the model file.
     ['/dev/zero as the prompt file', ['run', '--target', target, '--methods', 'ar', '--prompts', '/dev/zero'], /^speclab: prompt file \/dev\/zero is a character device, not a regular file: save the text to a file and give that$/],
     ['an unknown run id', ['show', '999'], /no run with id 999/],
+    // 0 once listed nothing and said "no runs yet" on a database holding runs.
+    ['runs --limit 0', ['runs', '--limit', '0'], /^speclab: option '--limit <n>' argument '0' is invalid\. expected an integer from 1 to 1000000$/],
     ['a missing --target', ['run'], /required option '--target/],
     // llama-server peers: a URL where no llama-server answers, or that is not http(s), refused before any prompt.
     ['a --llama-server-url where nothing listens', ['run', '--target', target, '--methods', 'llama-server:ar', '--llama-server-url', 'http://127.0.0.1:9'], /--llama-server-url http:\/\/127\.0\.0\.1:9: no llama-server answers \/props/],
