@@ -2,6 +2,7 @@
  * `speclab` — the command line (DESIGN.md CLI contract; keep names and --json fields stable).
  * From a checkout: `npm run speclab -- <command>`; installed: `npx speclab <command>`.
  */
+import path from 'node:path'
 import { Command } from 'commander'
 import { exitWithError } from './cli/errors'
 import { runCommand } from './cli/run-command'
@@ -57,11 +58,14 @@ function databaseOf(argv: readonly string[]): string {
 
 /**
  * A SQLite failure after the database was opened (a full disk mid-run, an I/O error): one line and exit 1, not an
- * "internal error" with a stack trace. Opening problems are UserInputErrors already (exit 2).
+ * "internal error" with a stack trace — the environment failed, not the input. Opening problems are UserInputErrors
+ * already (exit 2).
  */
 function exitOnDatabaseError(error: unknown): void {
   const code = (error as { code?: unknown } | null)?.code
   if (!(error instanceof Error) || typeof code !== 'string' || !code.startsWith('SQLITE_')) return
-  process.stderr.write(`speclab: database error: ${error.message}\n`)
+  // The run itself is stored as failed with this error (the store keeps room for that mark): say what to do.
+  const advice = code === 'SQLITE_FULL' ? ` — free space on the disk holding ${path.dirname(path.resolve(databaseOf(process.argv)))}` : ''
+  process.stderr.write(`speclab: database error: ${error.message}${advice}\n`)
   process.exit(1)
 }

@@ -25,7 +25,26 @@ const isNumeric = (cell: string) => cell === '–' || cell === '' || NUMERIC.tes
  * Columns padded to their widest cell: the first column and text columns left-aligned, numeric ones right-aligned.
  * Trailing spaces are trimmed, so a table is no wider than its content.
  */
-export function formatTable(header: string[], rows: string[][]): string {
+/**
+ * Text from the database or a file made safe to print on a terminal: control characters and bidirectional
+ * overrides are shown as escapes (`\x1b`, `\n`, `\u202e`) instead of acting — ESC starts sequences that retitle the
+ * window or clear the screen, a newline splits a table row, an override reverses what follows. `keepNewlines` keeps
+ * line breaks (and tabs) of multi-line text as they are.
+ */
+export function terminalSafe(text: string, { keepNewlines = false } = {}): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => {
+    if (keepNewlines && (c === '\n' || c === '\t')) return c
+    if (c === '\n') return '\\n'
+    if (c === '\t') return '\\t'
+    if (c === '\r') return '\\r'
+    const code = c.charCodeAt(0)
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`
+  })
+}
+
+/** Every cell goes through terminalSafe: names, notes and paths are the user's text, and a table is one row a line. */
+export function formatTable(header: string[], unsafeRows: string[][]): string {
+  const rows = unsafeRows.map((row) => row.map((cell) => terminalSafe(cell ?? '')))
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)))
   const right = header.map((_, i) => i > 0 && rows.some((r) => (r[i] ?? '') !== '' && r[i] !== '–') && rows.every((r) => isNumeric(r[i] ?? '')))
   const line = (cells: string[]) =>

@@ -6,8 +6,8 @@ import { buildRunReport } from '../api/runs-service'
 import { UserInputError } from '../engine/errors'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
-import { bestSpeedup, formatDiff, runsTable, type RunsRow } from './format'
-import { parseInteger, printReport } from './run-command'
+import { bestSpeedup, formatDiff, runsTable, terminalSafe, type RunsRow } from './format'
+import { integerIn, parseInteger, printReport } from './run-command'
 
 interface ReadOptions {
   db?: string
@@ -35,7 +35,7 @@ const readOptions = (command: Command) =>
 
 export function runsCommand(): Command {
   return readOptions(new Command('runs').description('list stored runs, newest first'))
-    .option('--limit <n>', 'how many', parseInteger, 50)
+    .option('--limit <n>', 'how many (1 to 1000000)', integerIn(1, 1_000_000), 50)
     .action((options: ReadOptions & { limit: number }) => {
       withStore(options, (store) => {
         const runs = store.listRuns(options.limit)
@@ -74,16 +74,19 @@ export function showCommand(): Command {
         printReport(report, false)
         const { config } = report
         process.stdout.write(
-          `\ntarget ${config.models.target}\n` +
-            (config.models.mid ? `mid    ${config.models.mid}\n` : '') +
-            (config.models.draft ? `draft  ${config.models.draft}\n` : '') +
+          `\ntarget ${terminalSafe(config.models.target)}\n` +
+            (config.models.mid ? `mid    ${terminalSafe(config.models.mid)}\n` : '') +
+            (config.models.draft ? `draft  ${terminalSafe(config.models.draft)}\n` : '') +
             `seed ${config.seed}  γ ${config.gamma}  temperature ${config.sampling.temperature}  top-k ${config.sampling.topK}  top-p ${config.sampling.topP}  max-tokens ${config.maxTokens}\n\n`
         )
         for (const r of results)
-          process.stdout.write(`[${r.method} #${r.promptIndex + 1} ${r.status}] ${r.promptText}\n  → ${r.outputText.replace(/\n/g, ' ').slice(0, 300)}\n`)
+          process.stdout.write(
+            `[${r.method} #${r.promptIndex + 1} ${r.status}] ${terminalSafe(r.promptText, { keepNewlines: true })}\n` +
+              `  → ${terminalSafe(r.outputText.replace(/\n/g, ' ').slice(0, 300))}\n`
+          )
         const choices = store.getDraftChoices(runId).filter((c) => c.phase === 'choice')
         if (choices.length > 0)
-          process.stdout.write(`\ndraft selection (004 §5):\n${choices.map((c) => `  prompt ${c.promptIndex + 1} → ${c.draftPath}`).join('\n')}\n`)
+          process.stdout.write(`\ndraft selection (004 §5):\n${choices.map((c) => `  prompt ${c.promptIndex + 1} → ${terminalSafe(c.draftPath)}`).join('\n')}\n`)
       })
     })
 }

@@ -1,13 +1,14 @@
 /**
  * Prompt sets: the built-in ones in resources/prompts, or any JSONL file in the shapes the papers' datasets use —
  * MT-Bench / Spec-Bench (`turns`: the first turn is the prompt), GSM8K (`question`), HumanEval (`prompt`), or
- * plain `text`. A bad file is one clear error naming the file and line.
+ * plain `text`. A bad file is one clear error naming the file and line; only regular UTF-8 files up to
+ * MAX_PROMPT_FILE_BYTES are read (text-file.ts).
  */
-import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { UserInputError } from '../engine/errors'
 import type { PromptSource } from '../api/runs'
+import { readTextFile } from './text-file'
 
 export interface PromptItem {
   id: string | null
@@ -55,13 +56,14 @@ export function loadBuiltinDataset(id: string): PromptItem[] {
   return loadPromptFile(path.join(resourcesDirectory(), 'prompts', `${id}.jsonl`))
 }
 
+/**
+ * The largest prompt file read. The papers' sets are a few MiB at most (Spec-Bench's 480 prompts: ~0.5 MiB); a file
+ * far beyond that is a wrong path (a disk image, a log) and would only exhaust memory.
+ */
+export const MAX_PROMPT_FILE_BYTES = 64 * 2 ** 20
+
 export function loadPromptFile(file: string): PromptItem[] {
-  let content: string
-  try {
-    content = fs.readFileSync(file, 'utf8')
-  } catch {
-    throw new UserInputError(`prompt file not found: ${file}`)
-  }
+  let content = readTextFile(file, { what: 'prompt file', maxBytes: MAX_PROMPT_FILE_BYTES })
   // Editors on Windows often save UTF-8 with a byte-order mark; it is not part of the first record.
   if (content.startsWith('\uFEFF')) content = content.slice(1)
   const prompts: PromptItem[] = []

@@ -11,7 +11,7 @@ import { fork, type ChildProcess } from 'node:child_process'
 import type { HostEvent } from '../api/events'
 import { RpcClient } from '../api/rpc-client'
 import type { HostOptions } from './host'
-import { CrashWitness, RestartBudget } from './crash-witness'
+import { CrashWitness, RESTART_ON_REQUEST, RestartBudget } from './crash-witness'
 import type { RequestHandler } from './rpc-server'
 
 /** Set in the child's environment: utility-entry.ts then serves over the IPC channel. */
@@ -31,6 +31,8 @@ export class ChildHost implements RequestHandler {
   private readonly budget = new RestartBudget()
   private stopping = false
   private ready: Promise<void> = Promise.resolve()
+  /** Why the last engine died, while none runs because the budget was spent: given to the one the next request starts. */
+  private unrestarted: string | null = null
 
   constructor(
     private readonly fork: ChildHostOptions,
@@ -96,16 +98,34 @@ export class ChildHost implements RequestHandler {
     if (this.stopping) return
     const { restart, status } = this.budget.afterDeath(message)
     this.onEvent(status)
-    if (!restart) return
+    if (restart) this.restart(cause)
+    else this.unrestarted = cause
+  }
+
+  /** Starts a fresh child; a start that fails is reported (its exit goes through onExit like any other). */
+  private restart(cause: string | null): void {
     this.start(cause).catch((error: unknown) => {
       this.onEvent({ type: 'host:status', state: 'failed', message: error instanceof Error ? error.message : String(error) })
     })
   }
 
-  /** Forwards a request (validated again by the child); waits while a restarted child comes up. */
+  /**
+   * Forwards a request (validated again by the child); waits while a restarted child comes up. When the supervisor
+   * had stopped restarting a dying engine, the request starts it again rather than failing for ever.
+   */
   async request(channel: string, payload: unknown): Promise<unknown> {
-    await this.ready.catch(() => {})
-    if (!this.client) throw new Error('the engine process is not running; it is being restarted')
+    if (!this.child && !this.stopping) {
+      const cause = this.unrestarted
+      this.unrestarted = null
+      this.onEvent(RESTART_ON_REQUEST)
+      this.restart(cause)
+    }
+    const failed = await this.ready.then(
+      () => null,
+      (error: Error) => error.message
+    )
+    if (!this.client && this.stopping) throw new Error('the engine process has been stopped')
+    if (!this.client) throw new Error(`the engine process is not running${failed ? ` (${failed})` : ''}; the next request starts it again`)
     return this.client.callRaw(channel, payload)
   }
 

@@ -63,7 +63,11 @@ export class CrashWitness {
   }
 }
 
-/** How often a dead engine is restarted: at most three times a minute, then the supervisor gives up and says so. */
+/**
+ * How often a dead engine is restarted on its own: at most three times a minute. Past that the supervisor stops
+ * restarting it (a crash loop would only repeat) and says so; the next request starts it again, so one request is
+ * all it takes to recover once the cause is gone.
+ */
 export class RestartBudget {
   private restarts: number[] = []
 
@@ -74,13 +78,27 @@ export class RestartBudget {
 
   /**
    * One more death: the status event to show (restarting, or failed when the budget is spent) and whether to start
-   * a new engine.
+   * a new engine now.
    */
   afterDeath(message: string): { restart: boolean; status: Extract<HostEvent, { type: 'host:status' }> } {
     const now = Date.now()
     this.restarts = [...this.restarts.filter((t) => now - t < this.windowMs), now]
     if (this.restarts.length > this.max)
-      return { restart: false, status: { type: 'host:status', state: 'failed', message: `${message} — it keeps stopping; restart SpecLab` } }
+      return {
+        restart: false,
+        status: {
+          type: 'host:status',
+          state: 'failed',
+          message: `${message} — it stopped ${this.restarts.length} times within ${this.windowMs / 1000} s, so it was not restarted; the next request starts it again`
+        }
+      }
     return { restart: true, status: { type: 'host:status', state: 'restarting', message: `${message}; restarting it` } }
   }
+}
+
+/** The status a supervisor shows when a request starts the engine it had given up on. */
+export const RESTART_ON_REQUEST: Extract<HostEvent, { type: 'host:status' }> = {
+  type: 'host:status',
+  state: 'restarting',
+  message: 'starting the engine process again'
 }

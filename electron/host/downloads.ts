@@ -89,6 +89,61 @@ function serverOf(uri: string): string {
 
 const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`
 
+/** What to do when a server cannot serve the file to the downloader. */
+const INSTEAD = 'download the file another way (a browser, curl) and add it with Add model'
+
+/** The names of `error`'s classes, its own first (ipull's errors are told apart by class, not by message). */
+function classNames(error: unknown): string[] {
+  const names: string[] = []
+  for (let proto = error !== null && typeof error === 'object' ? Object.getPrototypeOf(error) : null; proto; proto = Object.getPrototypeOf(proto))
+    names.push(proto.constructor?.name ?? '')
+  return names
+}
+
+/**
+ * An error thrown by ipull, node-llama-cpp's download library. Its parallel connections reject promises nobody
+ * awaits (one per connection after the first has failed the download), so its errors can also arrive as unhandled
+ * rejections — after the download itself has already failed with the first of them.
+ */
+export function isDownloaderError(error: unknown): boolean {
+  return classNames(error).includes('IpullError')
+}
+
+/**
+ * One line saying why a download failed and what to do instead, for the errors whose own text says neither
+ * ("fetch failed", ipull's advice for browsers); other messages are kept as they are.
+ */
+export function describeDownloadFailure(error: unknown, server: string): string {
+  const message = error instanceof Error ? error.message : String(error)
+  if (classNames(error).includes('InvalidContentLengthError'))
+    return `${server} ignored a request for part of the file (it sent the whole file where a range was asked for), so it cannot be downloaded here; ${INSTEAD}`
+  if (classNames(error).includes('StatusCodeError')) {
+    const { statusCode, statusText, url } = error as { statusCode?: number; statusText?: string; url?: string }
+    const advice = statusCode === 401 || statusCode === 403 ? 'the file needs an access token or is private' : 'check the address'
+    return `${server} answered ${statusCode} ${statusText ?? ''} for ${url ?? 'the file'}; ${advice}, or ${INSTEAD}`.replace(/ +;/, ';')
+  }
+  const cause = error instanceof Error ? (error.cause as { code?: unknown; message?: unknown } | undefined) : undefined
+  if (error instanceof TypeError && message === 'fetch failed') {
+    const why = [cause?.code, cause?.message].filter((part) => typeof part === 'string' && part !== '').join(': ') || 'no reason given'
+    return `could not reach ${server} (${why}); check the address and the network connection, or ${INSTEAD}`
+  }
+  return message.replace(/\s+/g, ' ').trim() || `the download from ${server} failed`
+}
+
+/**
+ * Keeps the download library's stray rejections (isDownloaderError) from killing the engine process, which Node does
+ * by default: each one is a connection of a download that has already failed with its own error. Every other
+ * unhandled rejection still ends the process, as without this handler. Installed once, by the engine process.
+ */
+export function absorbDownloaderRejections(target: NodeJS.Process = process): void {
+  if (absorbing.has(target)) return
+  absorbing.add(target)
+  target.on('unhandledRejection', (reason) => {
+    if (!isDownloaderError(reason)) throw reason
+  })
+}
+const absorbing = new WeakSet<NodeJS.Process>()
+
 export class DownloadManager {
   private readonly downloads = new Map<string, Active>()
   private readonly responseTimeoutMs: number
@@ -203,7 +258,7 @@ export class DownloadManager {
       await this.cleanUp(active, creating, cancelled && ownsFile)
       if (cancelled) this.update(active, { state: 'cancelled', error: null })
       else {
-        const message = stopped instanceof Stopped ? stopped.message : error instanceof Error ? error.message : String(error)
+        const message = stopped instanceof Stopped ? stopped.message : describeDownloadFailure(error, server)
         this.update(active, { state: 'failed', error: message })
       }
     }

@@ -10,6 +10,7 @@ import { UserInputError } from '../engine/errors'
 import { DEFAULT_SEQUENCES } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'
 import { nativeBackend, type LlamaCppModel, type NativeBackend } from '../engine/model/llama-cpp-model'
+import { onModelActivity } from '../engine/model/model-activity'
 import { calibrateLoaded, loadTrio, planOfLoaded, type LoadedTrio as SuiteTrio, type LoadStage, type TrioRole } from '../experiments/models'
 import { draftingThreads, targetThreads, type ThreadPlan } from '../engine/model/thread-plan'
 
@@ -54,8 +55,9 @@ const sameSettings = (a: LoadSettings, b: LoadSettings) =>
   a.contextSize === b.contextSize && a.gpuLayers === b.gpuLayers && a.threads === b.threads && a.batchThreads === b.batchThreads && (a.calibration ?? 'auto') === (b.calibration ?? 'auto') && a.fullVocabulary === b.fullVocabulary
 
 /**
- * Told before llama.cpp reads a trio's files and after the load ends either way, so a load that kills the process
- * is known at the next start (the library records it: AppStore.markLoading / recordCrashedLoads).
+ * Told before llama.cpp reads each file of a trio and once it has loaded, and for every file once the trio's load
+ * ends either way, so a load that kills the process is known at the next start, against the file it was reading
+ * (the library records it: AppStore.markLoading / recordCrashedLoads).
  */
 export interface LoadGuard {
   starting(paths: readonly string[]): void
@@ -160,8 +162,8 @@ export class LoadedModels {
     await this.unload()
     this.loadingNow = true
     const paths = [entries.target, entries.mid, entries.draft].flatMap((e) => (e ? [e.path] : []))
+    const stopMarking = this.markEachFileWhileLoading()
     try {
-      this.guard.starting(paths)
       const trio = await loadTrio(
         { target: entries.target.path, mid: entries.mid?.path, draft: entries.draft?.path },
         {
@@ -191,9 +193,24 @@ export class LoadedModels {
       }
       return this.held
     } finally {
+      stopMarking()
       this.loadingNow = false
       bestEffort(() => this.guard.finished(paths)) // a mark that cannot be cleared must not hide the load's result
     }
+  }
+
+  /**
+   * Marks each file only while llama.cpp reads it (model-activity.ts: from before the weights are read until its
+   * context exists), so a process that dies is held against that file alone — not against the trio's other files,
+   * loaded fine before it, nor against any file for a death after the loads. Returns the unsubscribe.
+   */
+  private markEachFileWhileLoading(): () => void {
+    let loadingFile: string | null = null
+    return onModelActivity((activity) => {
+      if (loadingFile !== null) bestEffort(() => this.guard.finished([loadingFile!]))
+      loadingFile = activity.state === 'loading' ? activity.file : null
+      if (loadingFile !== null) bestEffort(() => this.guard.starting([loadingFile!]))
+    })
   }
 
   /**

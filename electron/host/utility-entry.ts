@@ -8,6 +8,7 @@ import { z } from 'zod'
 import type { HostEvent } from '../api/events'
 import { EngineHost, HostOptions } from './host'
 import { CHILD_HOST_ENV } from './child-host'
+import { absorbDownloaderRejections } from './downloads'
 import { serveRequests } from './rpc-server'
 
 export interface PortLike {
@@ -76,5 +77,8 @@ export function nodeIpcParentPort(child: NodeJS.Process = process): ParentPortLi
 }
 
 const parentPort = (process as NodeJS.Process & { parentPort?: ParentPortLike }).parentPort
+const viaNodeIpc = !parentPort && process.env[CHILD_HOST_ENV] === '1' && process.send !== undefined
+// A failing download must end as that download's error, never as the engine's death (models unloaded, jobs lost).
+if (parentPort || viaNodeIpc) absorbDownloaderRejections()
 if (parentPort) runUtilityHost(parentPort)
-else if (process.env[CHILD_HOST_ENV] === '1' && process.send) runUtilityHost(nodeIpcParentPort())
+else if (viaNodeIpc) runUtilityHost(nodeIpcParentPort())

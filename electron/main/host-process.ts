@@ -1,13 +1,13 @@
 /**
  * Electron main's handle on the engine host: forks out/main/host.js as a utilityProcess, hands it one end of a
  * MessageChannelMain with the host options, and talks to it with the contract's RpcClient. Pushed events go to
- * `onEvent`. If the process dies it is restarted (at most three times a minute); calls in flight fail with a
- * clear message.
+ * `onEvent`. If the process dies it is restarted (at most three times a minute, then by the next call); calls in
+ * flight fail with a clear message.
  */
 import { MessageChannelMain, utilityProcess, type MessagePortMain, type UtilityProcess } from 'electron'
 import type { HostEvent } from '../api/events'
 import { RpcClient } from '../api/rpc-client'
-import { CrashWitness, RestartBudget } from '../host/crash-witness'
+import { CrashWitness, RESTART_ON_REQUEST, RestartBudget } from '../host/crash-witness'
 import type { HostOptions } from '../host/host'
 
 export class HostProcess {
@@ -17,6 +17,8 @@ export class HostProcess {
   private readonly budget = new RestartBudget()
   private stopping = false
   private witness = new CrashWitness()
+  /** Why the last host died, while none runs because the budget was spent: given to the one the next call starts. */
+  private unrestarted: string | null = null
 
   constructor(
     private readonly entry: string,
@@ -55,14 +57,23 @@ export class HostProcess {
     if (this.stopping) return
     const { restart, status } = this.budget.afterDeath(message)
     this.onEvent(status)
-    if (!restart) return
     const cause = this.witness.cause(code, null)
-    setTimeout(() => this.start(cause), 500)
+    if (!restart) this.unrestarted = cause
+    else setTimeout(() => this.start(cause), 500)
   }
 
-  /** Forwards a request the caller has validated. */
+  /**
+   * Forwards a request the caller has validated. With no host running because the restart budget was spent, the
+   * call starts one again (the request waits in the port until the new host reads it).
+   */
   call(channel: string, payload: unknown): Promise<unknown> {
-    if (!this.client) return Promise.reject(new Error('the engine host is not running'))
+    if (!this.client && !this.stopping && this.unrestarted !== null) {
+      const cause = this.unrestarted
+      this.unrestarted = null
+      this.onEvent(RESTART_ON_REQUEST)
+      this.start(cause)
+    }
+    if (!this.client) return Promise.reject(new Error('the engine host is not running; it is being restarted'))
     return this.client.callRaw(channel, payload)
   }
 

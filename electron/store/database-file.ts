@@ -122,9 +122,13 @@ function readHeader(file: string, absolute: string, size: number): Header {
   // The in-header page count is valid when "version-valid-for" equals the change counter (SQLite file format §1.3).
   const pages = bytes.readUInt32BE(28)
   const expected = pages * pageSize
-  if (pages > 0 && bytes.readUInt32BE(24) === bytes.readUInt32BE(92) && size < expected)
+  const walMode = bytes[18] === 2 || bytes[19] === 2
+  // A checkpoint that a full disk stopped half-way leaves page 1 (with the new count) written and the file short; the
+  // committed pages are still in the -wal file, where SQLite reads them. Only a file without one is truly short.
+  const shortIsTruncated = !(walMode && hasLiveWal(absolute))
+  if (pages > 0 && bytes.readUInt32BE(24) === bytes.readUInt32BE(92) && size < expected && shortIsTruncated)
     throw new UserInputError(`${file} is truncated: ${size} bytes where its SQLite header says ${expected}`)
-  return { walMode: bytes[18] === 2 || bytes[19] === 2, applicationId: bytes.readInt32BE(68) }
+  return { walMode, applicationId: bytes.readInt32BE(68) }
 }
 
 /** Stamped files are SpecLab's at once; any other is classified by its schema without writing a byte. */

@@ -7,7 +7,9 @@
  * failed or cancelled never throws: when that write fails too, the mark is kept in memory — and shown by reads —
  * and retried on every later write and read of the store, every few seconds, on close (after truncating the WAL,
  * which frees space) and on the next open of the file in this process; a run whose process is gone is
- * `interrupted` on the next writing open.
+ * `interrupted` on the next writing open. While a run is in progress a small reserve file beside the database
+ * (disk-reserve.ts) keeps room for its marks: a failed mark deletes it and is written again at once, so a run ended
+ * by a full disk is stored `failed` with its error even though the disk stays full.
  */
 import os from 'node:os'
 import path from 'node:path'
@@ -16,6 +18,7 @@ import { MachineState, RunConfig, type RunStatus, type RunSummary } from '../api
 import { PROVENANCE_CODES, type LevelCounters, type StepRecord } from '../engine/decoders/types'
 import type { PromptOutcome } from '../engine/metrics/fold'
 import { describeOpenError, openDatabase } from './database-file'
+import { DiskReserve } from './disk-reserve'
 import { isOwnerAlive, type OwnedRow } from './owner'
 
 export type PromptResultStatus = 'running' | 'done' | 'cancelled' | 'failed'
@@ -171,6 +174,8 @@ export class RunStore {
   private readonly ownRuns = new Set<number>()
   private readonly pending: PendingMarks
   private retryTimer: NodeJS.Timeout | null = null
+  /** Room for the marks of this store's runs in progress (none for a read-only store). */
+  private readonly reserve: DiskReserve | null
 
   /**
    * `nativeBinding`: a better-sqlite3 addon built for another runtime's ABI — under `npm start` Electron uses the
@@ -195,6 +200,7 @@ export class RunStore {
     private readonly readonly: boolean
   ) {
     this.db = db
+    this.reserve = readonly ? null : new DiskReserve(file)
     const pending = pendingByFile.get(file) ?? { runs: new Map(), results: new Map() }
     if (!readonly) pendingByFile.set(file, pending)
     this.pending = pending
@@ -241,6 +247,7 @@ export class RunStore {
     const runId = Number(info.lastInsertRowid)
     runsInProgressHere.add(runId)
     this.ownRuns.add(runId)
+    this.reserve?.keep()
     return runId
   }
 
@@ -262,7 +269,7 @@ export class RunStore {
       this.settleRun(runId)
     } catch {
       if (!this.pending.runs.has(runId)) this.pending.runs.set(runId, mark)
-      this.scheduleRetry()
+      this.makeRoomAndRetry()
     }
   }
 
@@ -307,8 +314,14 @@ export class RunStore {
       this.writeResult(resultId, r, at)
     } catch {
       if (!this.pending.results.has(resultId)) this.pending.results.set(resultId, { finish: r, at })
-      this.scheduleRetry()
+      this.makeRoomAndRetry()
     }
+  }
+
+  /** After a mark failed to write: frees the reserve kept for it and writes the marks now, else retries later. */
+  private makeRoomAndRetry(): void {
+    if (this.reserve?.release() && this.retryPending()) return
+    this.scheduleRetry()
   }
 
   listRuns(limit = 100): RunSummary[] {
@@ -451,6 +464,7 @@ export class RunStore {
     // A run whose failure is not written yet stays "in progress here": a later open in this process writes its mark
     // (with its own error) rather than calling it interrupted.
     for (const runId of this.ownRuns) if (!this.pending.runs.has(runId)) runsInProgressHere.delete(runId)
+    this.reserve?.release() // a store closed mid-run leaves no reserve behind
     this.db.close()
   }
 
@@ -492,6 +506,8 @@ export class RunStore {
   private settleRun(runId: number): void {
     runsInProgressHere.delete(runId)
     this.ownRuns.delete(runId)
+    // The reserve is for runs in progress: with none left here it is not kept (the next run creates it again).
+    if (this.ownRuns.size === 0) this.reserve?.release()
   }
 
   /**

@@ -142,6 +142,18 @@ function setKv(key: string, value: number) {
   }
 }
 
+/** Overwrites the string KV `key` in place with `value`, which must have the same length in bytes. */
+function setString(key: string, value: string) {
+  return (buffer: Buffer, layout: GgufLayout) => {
+    const kv = layout.kvs.get(key)
+    if (kv?.type !== TYPE_STRING) throw new Error(`${key} is not a string in the file`)
+    const length = Number(buffer.readBigUInt64LE(kv.valueOffset))
+    if (Buffer.byteLength(value) !== length) throw new Error(`${key}: ${JSON.stringify(value)} is not ${length} bytes long`)
+    buffer.write(value, kv.valueOffset + 8, 'utf8')
+    return buffer
+  }
+}
+
 function hugeArray(key: string) {
   return (buffer: Buffer, layout: GgufLayout) => {
     const kv = layout.kvs.get(key)
@@ -162,6 +174,23 @@ export const RECIPES: readonly Recipe[] = [
     name: 'heads-not-divisible',
     field: `${ARCH}.attention.head_count 8 is not divisible by ${ARCH}.attention.head_count_kv 3`,
     craft: setKv(`${ARCH}.attention.head_count_kv`, 3)
+  },
+  // Each of these three passed the scan once and failed inside llama.cpp's loader, after its own log lines.
+  { name: 'rope-dimensions-0', field: `${ARCH}.rope.dimension_count is 0`, craft: setKv(`${ARCH}.rope.dimension_count`, 0) },
+  {
+    name: 'unknown-tokenizer',
+    field: 'tokenizer.ggml.model is "gpt9x" (must be one of llama.cpp\'s tokenizers',
+    craft: setString('tokenizer.ggml.model', 'gpt9x')
+  },
+  {
+    name: 'heads-not-dividing-embedding',
+    field: `${ARCH}.attention.head_count 288 does not divide ${ARCH}.embedding_length 64`,
+    craft: setKv(`${ARCH}.attention.head_count`, 288)
+  },
+  {
+    name: 'rope-not-head-size',
+    field: `${ARCH}.rope.dimension_count is 4 (must be the head size, ${ARCH}.embedding_length / head_count = 8)`,
+    craft: setKv(`${ARCH}.rope.dimension_count`, 4)
   },
   { name: 'scores-2e40', field: 'tokenizer.ggml.scores array count is 1099511627776', craft: hugeArray('tokenizer.ggml.scores') },
   { name: 'token-type-2e40', field: 'tokenizer.ggml.token_type array count is 1099511627776', craft: hugeArray('tokenizer.ggml.token_type') },

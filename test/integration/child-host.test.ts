@@ -79,7 +79,10 @@ withModels('engine host in a child process', () => {
     const small = await call('models:add', { path: modelPath(SMALL) })
     const firstPid = host.pid
     // Kill the child as a GGML_ASSERT would (SIGABRT) as soon as it reports loading the big file.
-    const killer = until(() => events.find((e) => e.type === 'models:load-progress' && e.fileName === big.fileName)).then(() => process.kill(firstPid!, 'SIGABRT'))
+    // Past 0: llama.cpp itself is reading the file (fraction 0 is sent just before the load starts).
+    const killer = until(() => events.find((e) => e.type === 'models:load-progress' && e.fileName === big.fileName && e.fraction > 0)).then(() =>
+      process.kill(firstPid!, 'SIGABRT')
+    )
     const load = call('models:load', { trio: { target: big.id, mid: null, draft: null }, settings: LOAD })
     await killer
     await expect(load).rejects.toThrow(`the model process crashed while loading ${big.fileName}`)
@@ -98,5 +101,24 @@ withModels('engine host in a child process', () => {
     expect((await call('models:load', { trio: { target: small.id, mid: null, draft: null }, settings: LOAD })).target.id).toBe(small.id)
     expect((await call('models:load', { trio: { target: big.id, mid: null, draft: null }, settings: LOAD, retryFailed: true })).target.id).toBe(big.id)
     expect((await call('models:list', {})).models.find((m) => m.id === big.id)!.loadError).toBeNull()
+  }, 180_000)
+
+  it('a death while the second file of a trio loads is held against that file only, not the one loaded before it', async () => {
+    const { models } = await call('models:list', {})
+    const big = models.find((m) => m.path === modelPath(BIG))!
+    const small = models.find((m) => m.path === modelPath(SMALL))!
+    const pid = host.pid
+    const from = events.length
+    const killer = until(() => events.slice(from).find((e) => e.type === 'models:load-progress' && e.role === 'draft' && e.fraction > 0)).then(() =>
+      process.kill(pid!, 'SIGABRT')
+    )
+    const load = call('models:load', { trio: { target: small.id, mid: null, draft: big.id }, settings: LOAD })
+    await killer
+    await expect(load).rejects.toThrow(`the model process crashed while loading ${big.fileName}`)
+    await until(() => (host.pid !== undefined && host.pid !== pid ? true : undefined), 60_000)
+    const after = (await call('models:list', {})).models
+    expect(after.find((m) => m.id === big.id)!.loadError).toMatch(/the engine process died while loading it/)
+    expect(after.find((m) => m.id === small.id)!.loadError).toBeNull() // the good file stays loadable
+    expect((await call('models:load', { trio: { target: small.id, mid: null, draft: null }, settings: LOAD })).target.id).toBe(small.id)
   }, 180_000)
 })

@@ -3,15 +3,16 @@
  * the way a llama.cpp assertion kills it (SIGABRT), the CLI prints one line, exits 2, and the run is already marked
  * interrupted with its finished prompts kept.
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { shouldSupervise } from '../../electron/cli/supervise'
 import { RunStore } from '../../electron/store/run-store'
 import { describeWithModels, modelPath } from '../helpers/gguf'
+import { until } from '../helpers/until'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const cli = path.join(root, 'electron/cli.ts')
@@ -74,4 +75,46 @@ withModels('speclab run when the model process aborts', () => {
       store.close()
     }
   }, 120_000)
+})
+
+describe('the supervisor, with a stand-in model process', () => {
+  const fixture = path.join(root, 'test/fixtures/supervised-child.ts')
+  const start = (mode: string) =>
+    spawn(process.execPath, ['--import', 'tsx', fixture], { cwd: root, env: { ...process.env, SPECLAB_FIXTURE: mode }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const ended = (child: ChildProcess) =>
+    new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      let stderr = ''
+      child.stderr!.on('data', (chunk) => (stderr += chunk))
+      child.on('close', (code) => resolve({ code, stderr }))
+    })
+
+  it('a second SIGTERM ends a model process that is stuck and ignores the first: one line, exit 143, run interrupted', async () => {
+    const parent = start('stuck')
+    const done = ended(parent)
+    let stderr = ''
+    parent.stderr!.on('data', (chunk) => (stderr += chunk))
+    await until(() => (stderr.includes('ready') ? true : undefined), 30_000)
+    parent.kill('SIGTERM')
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(parent.exitCode).toBeNull() // forwarded, and the stuck child cannot act on it
+    const t0 = Date.now()
+    parent.kill('SIGTERM')
+    const { code } = await done
+    expect(Date.now() - t0).toBeLessThan(5000)
+    expect(code).toBe(143)
+    expect(stderr.trim().split('\n').slice(1)).toEqual([
+      'marked interrupted',
+      'speclab: stopped at once on a second SIGTERM; finished prompts are stored, the run is marked interrupted'
+    ])
+  }, 60_000)
+
+  it('blames a model only when one was being loaded or evaluated', async () => {
+    const idle = await ended(start('abort-idle'))
+    expect(idle.code).toBe(2)
+    expect(idle.stderr).toMatch(/^speclab: the model process crashed \(SIGABRT\) with no model loaded\. Finished prompts are stored; the run is marked interrupted$/m)
+    expect(idle.stderr).not.toMatch(/model file/)
+    const loading = await ended(start('abort-loading'))
+    expect(loading.code).toBe(2)
+    expect(loading.stderr).toMatch(/^speclab: the model process crashed \(SIGABRT\) while loading \/models\/x\.gguf — a model file llama\.cpp cannot run\?/m)
+  }, 60_000)
 })

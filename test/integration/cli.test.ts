@@ -106,7 +106,11 @@ withModels('speclab CLI', () => {
     ['an out-of-range nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.minTokens=1e9'], /nlc\.minTokens \(nlc-draft\) must be an integer in \[0, 1024\], got 1000000000/],
     ['an unknown nlc parameter', ['run', '--target', target, '--draft', draft, '--methods', 'nlc-draft', '--set', 'nlc.typo=1'], /nlc\.typo is not a parameter of nlc-draft \(nlc-draft takes nlc\.minConfidence, nlc\.minTokens\)/],
     ['a missing prompt file', ['run', '--target', target, '--methods', 'ar', '--prompts', '/no/prompts.jsonl'], /prompt file not found/],
+    // Read until memory runs out, it once crashed the model process and blamed the model file.
+    ['/dev/zero as the prompt file', ['run', '--target', target, '--methods', 'ar', '--prompts', '/dev/zero'], /^speclab: prompt file \/dev\/zero is a character device, not a regular file: save the text to a file and give that$/],
     ['an unknown run id', ['show', '999'], /no run with id 999/],
+    // 0 once listed nothing and said "no runs yet" on a database holding runs.
+    ['runs --limit 0', ['runs', '--limit', '0'], /^speclab: option '--limit <n>' argument '0' is invalid\. expected an integer from 1 to 1000000$/],
     ['a missing --target', ['run'], /required option '--target/],
     // llama-server peers: a URL where no llama-server answers, or that is not http(s), refused before any prompt.
     ['a --llama-server-url where nothing listens', ['run', '--target', target, '--methods', 'llama-server:ar', '--llama-server-url', 'http://127.0.0.1:9'], /--llama-server-url http:\/\/127\.0\.0\.1:9: no llama-server answers \/props/],
@@ -117,6 +121,7 @@ withModels('speclab CLI', () => {
       ['a prompt line that is null', ['run', '--target', target, '--methods', 'ar', '--prompts', promptFile('null.jsonl', '{"text": "ok"}\nnull\n')], /null\.jsonl:2: expected a JSON object with a "turns", "question", "prompt" or "text" field, got null/],
       ['a prompt line that is an array', ['run', '--target', target, '--methods', 'ar', '--prompts', promptFile('array.jsonl', '[1, 2]\n')], /array\.jsonl:1: expected a JSON object .*, got an array/],
       // The BOM is stripped: line 1 is read, and the error is the real one on line 2.
+      ['a prompt file with a byte that is not UTF-8', ['run', '--target', target, '--methods', 'ar', '--prompts', promptFile('latin1.jsonl', '{"text": "ok"}\n{"text": "caf\xe9"}\n')], /latin1\.jsonl:2: not UTF-8 at byte offset 28 \(0xe9\); save the prompt file as UTF-8$/],
       ['a prompt file with a UTF-8 BOM', ['run', '--target', target, '--methods', 'ar', '--prompts', promptFile('bom.jsonl', '\uFEFF{"text": "ok"}\n{oops\n')], /bom\.jsonl:2: not valid JSON/],
       ['README.md as --target', ['run', '--target', path.join(root, 'README.md')], /README\.md: not a GGUF model file$/],
       ['README.md as --draft', ['run', '--target', target, '--draft', path.join(root, 'README.md'), '--methods', 'ar,sd'], /README\.md: not a GGUF model file$/],
@@ -126,7 +131,8 @@ withModels('speclab CLI', () => {
     ])((name, content) => {
       const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-cli-prompts-'))
       afterAll(() => fs.rmSync(folder, { recursive: true, force: true }))
-      fs.writeFileSync(path.join(folder, name), content)
+      // Written as bytes: a char below 0x100 is that byte (the Latin-1 file keeps its 0xE9, as an editor would write it).
+      fs.writeFileSync(path.join(folder, name), Buffer.from(content, content.includes('\xe9') ? 'latin1' : 'utf8'))
       return path.join(folder, name)
     })
   ])('%s exits 2 with one clear line', (_name, args, message) => {

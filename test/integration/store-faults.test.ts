@@ -4,7 +4,8 @@
  * one line and exit 2 (never "internal error" and a stack trace); a disk that fills mid-run fails the run with the
  * FIRST error, marks it as soon as a write succeeds again (never `running` while its process lives), and the
  * reading commands still work on a full disk; `show | head` ends quietly. Runs in-process on toy models (a full
- * disk through SQLite's max_page_count) and, with the shared models, the CLI under `ulimit -f`.
+ * disk through SQLite's max_page_count) and, with the shared models, the CLI under `ulimit -f` and on a real full
+ * disk (a small tmpfs; skipped with a warning where mounting is not permitted).
  */
 import { spawnSync } from 'node:child_process'
 import crypto from 'node:crypto'
@@ -277,6 +278,39 @@ withModels('the run command (shared models)', () => {
       expect(speclab(['runs', '--db', file], asUser).code).toBe(0) // reading needs no write
     } finally {
       fs.rmSync(ro, { recursive: true, force: true })
+    }
+  })
+
+  it('on a disk that fills up (a tmpfs) the run ends failed with one line, exit 1, and the file opens normally after', () => {
+    const mount = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-tmpfs-'))
+    if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=320k', 'tmpfs', mount]).status !== 0) {
+      console.warn('store-faults: SKIPPED the full-disk check: mounting a tmpfs is not permitted here (needs root)')
+      fs.rmSync(mount, { recursive: true, force: true })
+      return
+    }
+    try {
+      const file = path.join(mount, 'runs.sqlite')
+      const result = speclab(run(file, ['--max-tokens', '200', '--limit', '8']))
+      expect(result.stderr).not.toMatch(/internal error|\n\s+at /)
+      const lines = result.stderr.trim().split('\n').filter((l) => l.startsWith('speclab:'))
+      expect(lines).toEqual([`speclab: database error: database or disk is full — free space on the disk holding ${mount}`])
+      expect(result.code).toBe(1)
+      // Still full: the run reads back failed with its error (the reserve beside the database made room for the
+      // mark), and the file is not taken for truncated although a checkpoint could not complete.
+      const stored = () => JSON.parse(speclab(['runs', '--json', '--db', file]).stdout)
+      expect(stored()).toMatchObject([{ id: 1, status: 'failed', error: 'database or disk is full' }])
+      expect(speclab(['show', '1', '--db', file])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^run 1 \(failed\)/) })
+      expect(fs.readdirSync(mount).filter((f) => f.endsWith('-reserve'))).toEqual([])
+      // Room again: a writing open checkpoints, and the database is whole.
+      expect(spawnSync('mount', ['-o', 'remount,size=8m', mount]).status).toBe(0)
+      const store = RunStore.open(file)
+      expect(store.database.pragma('integrity_check', { simple: true })).toBe('ok')
+      expect(store.listRuns()[0]).toMatchObject({ id: 1, status: 'failed' })
+      store.close()
+      expect(stored()).toMatchObject([{ id: 1, status: 'failed' }])
+    } finally {
+      spawnSync('umount', [mount])
+      fs.rmSync(mount, { recursive: true, force: true })
     }
   })
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import type { RunReport } from '../../electron/api/runs'
 import { diffRuns } from '../../electron/api/run-diff'
-import { bestSpeedup, formatDiff, formatFixed, formatNumber, formatTable, methodTable, runsTable, type RunsRow } from '../../electron/cli/format'
+import { bestSpeedup, formatDiff, formatFixed, formatNumber, formatTable, methodTable, runsTable, terminalSafe, type RunsRow } from '../../electron/cli/format'
 import { createProgressBar, createProgressLine, estimateRemainingMs, formatEta, progressStream, TTY_COLUMNS_ENV } from '../../electron/cli/progress'
 import { methodHelp, methodInfos } from '../../electron/engine/methods/docs'
 import type { MethodSummary } from '../../electron/engine/metrics/summary'
@@ -231,6 +231,15 @@ describe('speclab runs', () => {
     expect(second).toMatch(/^2\s+2026-11-23 18:29:47\s+done\s+stories-target5M-f32\.gguf\s+mt-bench\.jsonl\s+sd\s+4\s+–/)
     expect(first).toMatch(/stories260K-f32\.gguf\s+code\s+ar,sd\s+4\s+1\.40× sd/)
     expect(text).not.toContain('/models/')
+  })
+
+  it('prints names with terminal escapes and line breaks as visible text, one row a run', () => {
+    const name = '\x1b]0;pwned\x07\x1b[2J\x1b[Hrow\nsplit\u202eevil\u009b'
+    const text = runsTable([{ summary: { ...summary(3, ['ar']), name }, config: null, best: null }])
+    expect(text).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]/u) // nothing that acts on a terminal; newlines only between rows
+    expect(text.split('\n')).toHaveLength(3)
+    expect(text.split('\n')[2]).toMatch(/\\x1b\]0;pwned\\x07\\x1b\[2J\\x1b\[Hrow\\nsplit\\u202eevil\\x9b$/)
+    expect(terminalSafe('line 1\n\tline 2\x1b[31m', { keepNewlines: true })).toBe('line 1\n\tline 2\\x1b[31m')
   })
 })
 

@@ -11,11 +11,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { HostEvent } from '../../electron/api/events'
 import { isModelUri, ModelUri, type DownloadState, type ModelEntry } from '../../electron/api/models'
 import { handleApiRequest, type ApiService } from '../../electron/api/runs-service'
-import { DownloadManager } from '../../electron/host/downloads'
+import { describeDownloadFailure, DownloadManager, isDownloaderError } from '../../electron/host/downloads'
 import { until } from '../helpers/until'
 
 const DATA = Buffer.alloc(12 << 20, 7) // 12 MiB (ipull writes 5 MiB chunks); the fake library does not read it
-type Mode = 'fast' | 'slow' | 'stall' | 'hang'
+type Mode = 'fast' | 'slow' | 'stall' | 'hang' | 'missing'
 
 let server: http.Server
 let base: string
@@ -24,6 +24,7 @@ beforeAll(async () => {
   server = http.createServer((request, response) => {
     const mode = (request.url?.split('/')[1] ?? 'fast') as Mode
     if (mode === 'hang') return // accepts the connection, never answers
+    if (mode === 'missing') return void response.writeHead(404, 'Not Found').end()
     const range = /bytes=(\d+)-(\d*)/.exec(request.headers.range ?? '')
     const start = range ? Number(range[1]) : 0
     const end = range && range[2] ? Number(range[2]) : DATA.length - 1
@@ -130,6 +131,28 @@ describe('downloads', { timeout: 15_000 }, () => {
     expect(performance.now() - t0).toBeLessThan(1000)
     expect((handlers['models:downloads']({}) as DownloadState[])[0]).toMatchObject({ state: 'cancelled', error: null })
     expect(fs.readdirSync(dir)).toEqual([])
+  })
+
+  it('a refusal by the server says what failed and what to do instead', async () => {
+    const { handlers, final } = setup()
+    const started = await handlers['models:download']({ uri: `${base}/missing/model.gguf` })
+    const failed = await final(started.downloadId)
+    expect(failed.error).toMatch(/^127\.0\.0\.1:\d+ answered 404 Not Found for http:\/\/.*\/missing\/model\.gguf; check the address, or download the file another way \(a browser, curl\) and add it with Add model$/)
+  })
+
+  it('names the server and the cause where the fetch itself failed, never a bare "fetch failed"', () => {
+    const refused = new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED 10.0.0.1:443'), { code: 'ECONNREFUSED' }) })
+    expect(describeDownloadFailure(refused, 'example.com')).toBe(
+      'could not reach example.com (ECONNREFUSED: connect ECONNREFUSED 10.0.0.1:443); check the address and the network connection, or download the file another way (a browser, curl) and add it with Add model'
+    )
+    expect(describeDownloadFailure(new TypeError('fetch failed'), 'example.com')).toMatch(/^could not reach example\.com \(no reason given\);/)
+    expect(describeDownloadFailure(new Error('disk\nfull'), 'example.com')).toBe('disk full')
+    // Only the download library's own errors are taken for its stray rejections.
+    class IpullError extends Error {}
+    class InvalidContentLengthError extends IpullError {}
+    expect(isDownloaderError(new InvalidContentLengthError('x'))).toBe(true)
+    expect(isDownloaderError(new TypeError('fetch failed'))).toBe(false)
+    expect(isDownloaderError('IpullError')).toBe(false)
   })
 
   it('refuses bad URIs with one line', async () => {

@@ -291,6 +291,20 @@ describe('Electron main with a fake electron module', () => {
     expect(await api(ownFrame, 'app:info', {})).toMatchObject({ ok: true })
   })
 
+  it('after the fourth death in a minute it stops restarting and says so; the next call starts the host again', async () => {
+    const statuses = () => hostEvents().filter((e) => e.type === 'host:status')
+    // One death in the previous test: three more spend the budget of three restarts a minute.
+    for (let death = 2; death <= 4; death++) {
+      const before = statuses().length
+      recorded.children.at(-1)!.emit('exit', 9)
+      if (death < 4) await until(() => (statuses().length > before + 1 ? true : undefined))
+    }
+    expect(statuses().at(-1)).toMatchObject({ state: 'failed', message: expect.stringMatching(/it stopped 4 times within 60 s, so it was not restarted; the next request starts it again$/) })
+    const children = recorded.children.length
+    expect(await api(ownFrame, 'app:info', {})).toMatchObject({ ok: true })
+    expect(recorded.children).toHaveLength(children + 1)
+  })
+
   it('the native file picker only takes the kinds it knows, from our frame', async () => {
     const pick = recorded.ipcHandlers.get('speclab:pick-file')!
     expect(await pick(ownFrame, 'model')).toBeNull() // the fake dialog is cancelled
@@ -302,8 +316,8 @@ describe('Electron main with a fake electron module', () => {
     let prevented = false
     recorded.appHandlers.get('will-quit')!({ preventDefault: () => (prevented = true) })
     expect(prevented).toBe(true)
-    // Both hosts closed cleanly: the crashed one when main closed its port, the live one on the shutdown message.
-    await until(() => (recorded.hostExits.length >= 2 ? true : undefined))
-    expect(recorded.hostExits).toEqual([0, 0])
+    // Every host closed cleanly: the crashed ones when main closed their ports, the live one on the shutdown message.
+    await until(() => (recorded.hostExits.length >= recorded.children.length ? true : undefined))
+    expect(recorded.hostExits).toEqual(recorded.children.map(() => 0))
   })
 })

@@ -3,9 +3,11 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { spawnSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
 import { UserInputError } from '../../electron/engine/errors'
-import { BUILTIN_DATASETS, MIXED_DATASETS, loadBuiltinDataset, loadPromptFile, loadPrompts } from '../../electron/experiments/prompts'
+import { BUILTIN_DATASETS, MAX_PROMPT_FILE_BYTES, MIXED_DATASETS, loadBuiltinDataset, loadPromptFile, loadPrompts } from '../../electron/experiments/prompts'
+import { importPromptFile } from '../../electron/host/workbench'
 
 const datasets = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/datasets')
 
@@ -47,6 +49,39 @@ describe('prompt files', () => {
     const shapeless = tempFile(JSON.stringify({ title: 'no prompt here' }))
     expect(() => loadPromptFile(shapeless)).toThrow(/p\.jsonl:1: expected a "turns", "question", "prompt" or "text" field/)
     expect(() => loadPromptFile('/no/such.jsonl')).toThrow(/prompt file not found: \/no\/such.jsonl/)
+  })
+
+  it('reads only regular files: a FIFO and a device are one line at once, never a read that blocks', () => {
+    const fifo = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-fifo-')), 'prompts.jsonl')
+    if (spawnSync('mkfifo', [fifo]).status !== 0) return void console.warn('prompts: SKIPPED the FIFO check: mkfifo failed')
+    // Nobody writes to the FIFO: a plain read would block this test (and the engine, in browser mode) for ever.
+    expect(() => loadPromptFile(fifo)).toThrow(new UserInputError(`prompt file ${fifo} is a FIFO (named pipe), not a regular file: save the text to a file and give that`))
+    expect(() => importPromptFile(fifo)).toThrow(/is a FIFO \(named pipe\), not a regular file/)
+    expect(() => loadPromptFile('/dev/zero')).toThrow(new UserInputError('prompt file /dev/zero is a character device, not a regular file: save the text to a file and give that'))
+    expect(() => loadPromptFile(os.tmpdir())).toThrow(new UserInputError(`prompt file ${os.tmpdir()} is a directory, not a file`))
+  })
+
+  it('refuses a file over the size limit with one line naming the limit', () => {
+    const file = tempFile('')
+    fs.truncateSync(file, MAX_PROMPT_FILE_BYTES + 1) // sparse: no disk space taken
+    expect(() => loadPromptFile(file)).toThrow(new UserInputError(`prompt file ${file} is 64 MiB; prompt files are limited to 64 MiB`))
+    fs.truncateSync(file, 3 * 2 ** 30)
+    expect(() => loadPromptFile(file)).toThrow(/is 3 GiB; prompt files are limited to 64 MiB$/)
+  })
+
+  it('refuses bytes that are not UTF-8, naming the line and the byte offset', () => {
+    const file = tempFile('')
+    const write = (...parts: (string | number[])[]) => fs.writeFileSync(file, Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p)))))
+    write('{"text": "fine é"}\n{"text": "caf', [0xe9], '"}\n') // line 2 starts at byte 20 (é is two bytes)
+    expect(() => loadPromptFile(file)).toThrow(new UserInputError(`${file}:2: not UTF-8 at byte offset 33 (0xe9); save the prompt file as UTF-8`))
+    write('{"text": "', [0xff], '"}')
+    expect(() => loadPromptFile(file)).toThrow(`${file}:1: not UTF-8 at byte offset 10 (0xff)`)
+    write('{"text": "x', [0xe2, 0x82], '"}') // a character cut short: reported at its first byte
+    expect(() => loadPromptFile(file)).toThrow(`${file}:1: not UTF-8 at byte offset 11 (0xe2)`)
+    write('{"text": "', [0xe2, 0x82])
+    expect(() => loadPromptFile(file)).toThrow(`${file}:1: not UTF-8 at byte offset 10 (0xe2)`)
+    write('{"text": "€ and U+FFFD \uFFFD written as such"}\n')
+    expect(loadPromptFile(file)[0].text).toBe('€ and U+FFFD \uFFFD written as such')
   })
 
   it('refuses a line that is not a JSON object with one clear error', () => {

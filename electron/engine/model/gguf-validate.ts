@@ -64,6 +64,12 @@ const ATTENTION_OPTIONAL = new Set([
 ])
 /** Dense llama-family architectures: attention.head_count and feed_forward_length must be present and ≥ 1. */
 const LLAMA_FAMILY = new Set(['llama', 'mistral3', 'granite', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3', 'phi3'])
+/** String values the scan reads (each at most MAX_ARCHITECTURE bytes); every other string is skipped. */
+const TEXT_KEYS = new Set(['general.architecture', 'tokenizer.ggml.model'])
+/** The tokenizer models llama.cpp's vocabulary loader knows (llama-vocab.cpp); any other name makes it throw. */
+const TOKENIZER_MODELS = ['no_vocab', 'none', 'llama', 'bert', 'gpt2', 't5', 'rwkv', 'plamo2']
+/** Architectures whose rope dimension llama.cpp requires to equal the head size (llama-model.cpp load_hparams). */
+const ROPE_IS_HEAD_SIZE = new Set(['llama', 'deci', 'falcon'])
 /** Integer arrays at these key suffixes (per-layer hyperparameters) are read, up to MAX_LAYERS values. */
 const PER_LAYER_SUFFIXES = ['.attention.head_count', '.attention.head_count_kv', '.feed_forward_length']
 
@@ -281,7 +287,7 @@ async function scan(r: ChunkReader): Promise<GgufHeaderScan> {
       kv.set(key, info)
     } else if (type === T_STRING) {
       const length = await r.stringLength(key)
-      if (key !== 'general.architecture') {
+      if (!TEXT_KEYS.has(key)) {
         r.skip(length, key)
         kv.set(key, '') // the text does not matter here, only that it is not a number
       } else if (length > MAX_ARCHITECTURE) fail(`${key} is ${length} bytes long (must be ≤ ${MAX_ARCHITECTURE})`)
@@ -375,12 +381,26 @@ async function scan(r: ChunkReader): Promise<GgufHeaderScan> {
     return undefined
   }
 
+  /**
+   * Without attention.key_length, llama.cpp takes the head size as embedding / heads: the heads must split the
+   * embedding evenly, and where the rope dimension must be the head size (ROPE_IS_HEAD_SIZE), it must be that.
+   */
+  const checkHeadSize = (arch: string, embeddingLength: number, heads: number, ropeDimensions: number | undefined): void => {
+    if (kv.has(`${arch}.attention.key_length`)) return
+    if (embeddingLength % heads !== 0)
+      fail(`${arch}.attention.head_count ${heads} does not divide ${arch}.embedding_length ${embeddingLength} (the embedding must split evenly into heads)`)
+    const headSize = embeddingLength / heads
+    if (ropeDimensions !== undefined && ROPE_IS_HEAD_SIZE.has(arch) && ropeDimensions !== headSize)
+      fail(`${arch}.rope.dimension_count is ${ropeDimensions} (must be the head size, ${arch}.embedding_length / head_count = ${headSize})`)
+  }
+
   const blockKey = `${architecture}.block_count`
   const blocks = required(blockKey, 1)
   if (blocks > tensors.length) fail(`${blockKey} is ${blocks} (must be ≤ ${tensors.length}, the file's tensor count)`)
   if (blocks > MAX_LAYERS) fail(`${blockKey} is ${blocks} (must be ≤ ${MAX_LAYERS}, llama.cpp's layer limit)`)
-  required(`${architecture}.embedding_length`, 1)
+  const embedding = required(`${architecture}.embedding_length`, 1)
   if (kv.has(`${architecture}.context_length`)) required(`${architecture}.context_length`, 1)
+  const rope = kv.has(`${architecture}.rope.dimension_count`) ? required(`${architecture}.rope.dimension_count`, 1) : undefined
   if (!ATTENTION_OPTIONAL.has(architecture)) {
     const llamaFamily = LLAMA_FAMILY.has(architecture)
     const heads = positive(`${architecture}.attention.head_count`, llamaFamily, llamaFamily)
@@ -391,7 +411,14 @@ async function scan(r: ChunkReader): Promise<GgufHeaderScan> {
           `${architecture}.attention.head_count_kv ${kvHeads} (must be a multiple of it)`
       )
     if (llamaFamily) positive(`${architecture}.feed_forward_length`, true, true)
+    if (llamaFamily && typeof heads === 'number') checkHeadSize(architecture, embedding, heads, rope)
   }
+  const tokenizerModel = kv.get('tokenizer.ggml.model')
+  if (tokenizerModel !== undefined && (typeof tokenizerModel !== 'string' || !TOKENIZER_MODELS.includes(tokenizerModel)))
+    fail(
+      `tokenizer.ggml.model is ${typeof tokenizerModel === 'string' ? JSON.stringify(tokenizerModel.slice(0, 40)) : 'not a string'} ` +
+        `(must be one of llama.cpp's tokenizers: ${TOKENIZER_MODELS.join(', ')})`
+    )
 
   const tokens = kv.get('tokenizer.ggml.tokens')
   if (tokens === undefined) fail('tokenizer.ggml.tokens is missing (must list ≥ 1 token)')

@@ -46,6 +46,7 @@ import { softmaxEntropy, type Distribution } from '../sampling/distribution'
 import { warp, type WarpConfig } from '../sampling/warp'
 import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
+import { modelDisposed, modelLoadEnded, modelLoadStarted } from './model-activity'
 import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
 
 export interface LlamaLoadOptions {
@@ -160,19 +161,27 @@ export async function loadLlamaModel(file: string, options: LlamaLoadOptions = {
   const modelPath = path.resolve(file)
   const sizeBytes = await assertGgufFile(modelPath)
   const llama = await sharedLlama()
-  let model: LlamaModel
+  // From here until the context exists llama.cpp works on this file: a native abort now is this file's doing.
+  modelLoadStarted(modelPath)
+  let loaded: LlamaCppModel | null = null
   try {
-    model = await llama.loadModel({ modelPath, gpuLayers: options.gpuLayers ?? 'auto', onLoadProgress: options.onLoadProgress })
-  } catch (error) {
-    throw new UserInputError(`${modelPath}: not a valid GGUF model (${(error as Error).message})`)
+    let model: LlamaModel
+    try {
+      model = await llama.loadModel({ modelPath, gpuLayers: options.gpuLayers ?? 'auto', onLoadProgress: options.onLoadProgress })
+    } catch (error) {
+      throw new UserInputError(`${modelPath}: not a valid GGUF model (${(error as Error).message})`)
+    }
+    const context = await model.createContext({
+      contextSize: Math.min(options.contextSize ?? 2048, model.trainContextSize),
+      sequences: options.sequences ?? 4,
+      threads: options.threads ?? defaultThreads()
+    })
+    const threads = context.idealThreads
+    loaded = new LlamaCppModel(model, context, modelPath, sizeBytes, options.fullVocabulary ?? false, { threads, batchThreads: options.batchThreads ?? threads })
+    return loaded
+  } finally {
+    modelLoadEnded(loaded !== null)
   }
-  const context = await model.createContext({
-    contextSize: Math.min(options.contextSize ?? 2048, model.trainContextSize),
-    sequences: options.sequences ?? 4,
-    threads: options.threads ?? defaultThreads()
-  })
-  const threads = context.idealThreads
-  return new LlamaCppModel(model, context, modelPath, sizeBytes, options.fullVocabulary ?? false, { threads, batchThreads: options.batchThreads ?? threads })
 }
 
 /**
@@ -208,6 +217,8 @@ export function assertEncodableBy(pieces: ReadonlySet<string> | null, text: stri
 
 export class LlamaCppModel implements LanguageModel {
   readonly info: ModelInfo
+  /** dispose() was called (it reports the model gone once). */
+  private released = false
   private readonly vocabulary: readonly string[]
   /** tokenizer.ggml.token_type per id (llama_token_type), empty when the file has none. */
   private readonly tokenTypes: ArrayLike<number>
@@ -388,6 +399,8 @@ export class LlamaCppModel implements LanguageModel {
   }
 
   async dispose(): Promise<void> {
+    if (!this.released) modelDisposed()
+    this.released = true
     await this.context.dispose()
     await this.model.dispose()
   }
