@@ -39,6 +39,8 @@ export interface NumericSetting extends SettingBase {
   default: number | null
   /** What leaving it empty means ("a random seed, recorded with the run"); absent: the setting is required. */
   nullMeans?: string
+  /** The same in one word, for an empty field's placeholder ("random"). */
+  emptyWord?: string
   /** A word accepted beside the numbers (GPU layers: 'auto'), and the default when it is. */
   word?: string
   unit?: string
@@ -89,7 +91,7 @@ export const RUN_SETTINGS = [
   },
   {
     key: 'seed', label: 'Seed', group: 'decode', kind: 'integer', min: 0, max: MAX_SEED, default: null,
-    nullMeans: 'a random seed, recorded with the run', placeholder: 's', help: 'PRNG seed; each prompt draws from its own stream (seed, prompt index)'
+    nullMeans: 'a random seed, recorded with the run', emptyWord: 'random', placeholder: 's', help: 'PRNG seed; each prompt draws from its own stream (seed, prompt index)'
   },
   {
     key: 'fullVocabulary', label: 'Full vocabulary', group: 'load', kind: 'boolean', default: false, placeholder: '',
@@ -101,12 +103,12 @@ export const RUN_SETTINGS = [
   },
   {
     key: 'threads', label: 'Threads', group: 'load', kind: 'integer', min: 1, max: 256, default: null,
-    nullMeans: 'measured per model and phase at load', placeholder: 'n',
+    nullMeans: 'measured per model and phase at load', emptyWord: 'measured', placeholder: 'n',
     help: 'CPU threads of every model and phase'
   },
   {
     key: 'batchThreads', label: 'Batch threads (target)', group: 'load', kind: 'integer', min: 1, max: 256, default: null,
-    nullMeans: 'measured at load, else the thread count given', placeholder: 'n',
+    nullMeans: 'measured at load, else the thread count given', emptyWord: 'measured', placeholder: 'n',
     help: "the target's threads for batched evaluations (verification, prefill)"
   },
   {
@@ -122,12 +124,12 @@ export const RUN_SETTINGS = [
   },
   {
     key: 'repeats', label: 'Timed repeats', group: 'run', kind: 'integer', min: 1, max: MAX_REPEATS, default: null,
-    nullMeans: '3 when ar is compared with another method, else 1', placeholder: 'n',
+    nullMeans: '3 when ar is compared with another method, else 1', emptyWord: 'auto', placeholder: 'n',
     help: 'timed repeats of every (prompt, method), interleaved prompt → repeat → method; tok/s and speedups are medians with 95 % bootstrap intervals'
   },
   {
     key: 'limit', label: 'Prompt limit', group: 'run', kind: 'integer', min: 1, max: 1_000_000, default: null,
-    nullMeans: 'every prompt of the set', placeholder: 'n', help: 'use the first N prompts'
+    nullMeans: 'every prompt of the set', emptyWord: 'all', placeholder: 'n', help: 'use the first N prompts'
   }
 ] as const satisfies readonly RunSetting[]
 

@@ -34,10 +34,10 @@ export function readSettings<K extends RunSettingKey>(texts: Record<K, string>):
 /** The text a field starts with: the catalog's default ('' where empty means something). */
 export const initialText = (key: RunSettingKey): string => defaultText(runSetting(key))
 
-/** What an empty field means, as its placeholder ("random", "measured …"); the default where empty is not allowed. */
+/** What an empty field means, in one word, as its placeholder ("random", "measured"); the default otherwise. */
 export function placeholderOf(key: RunSettingKey): string {
   const setting = runSetting(key)
-  if ((setting.kind === 'integer' || setting.kind === 'number') && setting.nullMeans !== undefined) return setting.nullMeans.split(/[,(]/)[0]!.trim()
+  if ((setting.kind === 'integer' || setting.kind === 'number') && setting.nullMeans !== undefined) return setting.emptyWord ?? setting.word ?? ''
   return defaultText(setting)
 }
 
