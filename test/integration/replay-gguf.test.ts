@@ -119,7 +119,10 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
     const run = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }).newRun()
     let matched = 0
     let compared = 0
+    let proposed = 0
+    let accepted = 0
     const explained: string[] = []
+    const divergences: string[] = []
     for (const [index, prompt] of trace.prompts.entries()) {
       const steps: StepRecord[] = []
       const real = await decodeOnce({
@@ -136,22 +139,37 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
       await expectSameOrNearTie(label, target, prompt.promptTokens, prompt.tokens, real.tokens)
       let agree = 0
       while (agree < prompt.tokens.length && prompt.tokens[agree] === real.tokens[agree]) agree++
+      if (agree < prompt.tokens.length) divergences.push(`prompt ${index}: the real output leaves the trace at token ${agree} (a target near-tie)`)
       const replayByStart = new Map(withStarts(replayed[index].steps).map((r) => [r.start, r.step]))
+      // After a round that differs by a near-tie the two runs' rounds start at other positions until they meet again.
+      let desynchronised = false
       for (const { start, step } of withStarts(steps)) {
         if (start + step.emitted > agree) break
         compared++
         const twin = replayByStart.get(start)
         if (twin && roundKey(twin) === roundKey(step)) {
           matched++
+          desynchronised = false
+          continue
+        }
+        if (!twin && desynchronised) {
+          explained.push(`prompt ${index} round at ${start}: no replayed round starts here (after the near-tie above)`)
           continue
         }
         const window = Math.max(step.proposed, twin?.proposed ?? 0, 1)
         const why = nearTie(candidate, prompt, start, window)
         explained.push(`prompt ${index} round at ${start}: real ${roundKey(step)} replay ${twin ? roundKey(twin) : '(no round starts here)'}: ${why ?? 'UNEXPLAINED'}`)
-        expect(why, `${label}: prompt ${index}, round at output position ${start} differs without a near-tie`).not.toBeNull()
+        desynchronised = why !== null
       }
+      proposed += replayed[index].steps.reduce((n, s) => n + s.proposed, 0)
+      accepted += replayed[index].steps.reduce((n, s) => n + s.accepted, 0)
     }
-    report.push(`${label}: ${matched}/${compared} rounds identical${explained.length ? `\n  ${explained.join('\n  ')}` : ''}`)
+    const notes = [...divergences, ...explained]
+    report.push(`${label}: ${matched}/${compared} rounds identical (replay: ${accepted}/${proposed} draft tokens accepted)${notes.length ? `\n  ${notes.join('\n  ')}` : ''}`)
+    expect(explained.filter((line) => line.endsWith('UNEXPLAINED')), `${label}: rounds that differ without a near-tie`).toEqual([])
     expect(compared).toBeGreaterThan(0)
+    // The comparison means something: drafts were made and accepted (llama.cpp's ngram-simple defaults need a
+    // history longer than n + m + 1 = 61 tokens and a 12-token repeat, which 64 tokens of these prompts never give).
+    if (!(candidate.method === 'ngram-simple' && !candidate.params['ngramsimple.n'])) expect(accepted).toBeGreaterThan(0)
   })
 })

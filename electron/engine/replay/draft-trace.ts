@@ -10,9 +10,10 @@
  * distributions. They depend only on i, not on where the round started — the draft's context is prompt +
  * tokens[<i] + its own greedy tokens — so one rollout per divergence serves every round and every policy.
  *
- * Numerics: llama.cpp's batched and single-token evaluations round differently (~1e-2 in logits, docs/testing.md),
- * and a real run evaluates the draft one token at a time; `batch` = 1 reproduces that arithmetic for q_i (slower),
- * larger batches are faster and can flip a near-tie of the draft's top two tokens or a threshold decision.
+ * Numerics: llama.cpp's batched and single-token evaluations round differently (~1e-2 in logits, docs/testing.md).
+ * A real run's draft evaluates the prompt in one call and then mostly one or two tokens at a time; here the prompt is
+ * one call too, and the output goes `batch` tokens per call (1 is closest to a real run and slowest). Any other shape
+ * can flip a near-tie of the draft's top two tokens or a decision right at a threshold.
  */
 import type { LanguageModel, ModelSession } from '../model/types'
 import { evaluatePending, rewindTo } from '../decoders/session-sync'
@@ -40,22 +41,17 @@ export function draftPoint(distribution: Distribution): DraftPoint {
   }
 }
 
-/** q_0 … q_{L−1}: the context prompt + tokens[<i] for each i, evaluated `batch` tokens per call. */
+/**
+ * q_0 … q_{L−1}: the context prompt + tokens[<i] for each i. The prompt is evaluated in one call, as a real run's
+ * draft evaluates it (its first round), then the output `batch` tokens per call.
+ */
 async function teacherForced(session: ModelSession, trace: PromptTrace, batch: number): Promise<DraftPoint[]> {
   if (trace.tokens.length === 0) return []
   const prompt = trace.promptTokens
-  const sequence = [...prompt, ...trace.tokens.slice(0, -1)]
-  const first = prompt.length - 1
-  const points: DraftPoint[] = []
-  for (let start = 0; start < sequence.length; start += batch) {
-    const slice = sequence.slice(start, start + batch)
-    const from = Math.max(0, first - start)
-    if (from >= slice.length) {
-      await session.append(slice, slice.length)
-      continue
-    }
-    for (const q of await session.append(slice, from)) points.push(draftPoint(q))
-  }
+  const points = (await session.append(prompt, prompt.length - 1)).map(draftPoint)
+  const rest = trace.tokens.slice(0, -1)
+  for (let start = 0; start < rest.length; start += batch)
+    for (const q of await session.append(rest.slice(start, start + batch), 0)) points.push(draftPoint(q))
   return points
 }
 
