@@ -1,0 +1,96 @@
+/**
+ * The cost curve a replay is priced with: c_T(k), the target's time to evaluate k positions in one forward call
+ * (k = 1 … K; a verification of γ drafts is k = γ + 1, an `ar` step k = 1), and c_D, the draft model's time per
+ * drafted token (one forward call each). Measured through the ModelSession seam the decoders use, so the top-k
+ * transfer the engine pays is included; like experiments/raw-timings.ts, each cost is the mean over prefixes spread
+ * across the decoded range (attention grows with the context) and over repeats after a warm-up.
+ *
+ *   cost of a round = draftCalls · c_D + c_T(proposed + 1)
+ *
+ * Prompt processing is left out: `ar` and every speculative method pay it alike.
+ */
+import type { LanguageModel, ModelSession, SessionOptions } from '../model/types'
+import type { WarpConfig } from '../sampling/warp'
+import type { RoundCost } from './expected'
+
+export interface CostCurve {
+  /** targetMs[k − 1] = c_T(k), ms, for k = 1 … targetMs.length. */
+  targetMs: number[]
+  /** c_D: ms per draft forward call of one token; 0 without a draft model. */
+  draftMs: number
+}
+
+/** c_T(k) for any k ≥ 1: measured up to K, then extended along the last measured slope. */
+export function targetCost(curve: CostCurve, k: number): number {
+  const measured = curve.targetMs
+  if (k < 1 || measured.length === 0) throw new RangeError(`c_T(k) needs k ≥ 1 and a measured curve, got k = ${k}`)
+  if (k <= measured.length) return measured[k - 1]
+  const last = measured[measured.length - 1]
+  const slope = measured.length > 1 ? Math.max(0, last - measured[measured.length - 2]) : last
+  return last + slope * (k - measured.length)
+}
+
+export function roundCost(curve: CostCurve): RoundCost {
+  return (proposed, draftCalls) => draftCalls * curve.draftMs + targetCost(curve, proposed + 1)
+}
+
+export interface CurveMeasurement {
+  /** Prompt + output of a real decode: the contexts the costs are taken at. */
+  sequence: readonly number[]
+  promptLength: number
+  warp: WarpConfig
+  /** K: the largest k measured (default 16). */
+  maxPositions?: number
+  /** Prefixes the costs are averaged over (default 3) and timed repeats per cost after one warm-up (default 3). */
+  points?: number
+  repeats?: number
+  /** The draft session's options (fullEntropy when the replayed policy reads it: it costs a full logit transfer). */
+  draftOptions?: SessionOptions
+  /** Milliseconds now (default performance.now; tests pass a fake clock). */
+  clock?: () => number
+}
+
+/** Mean ms of appending `tokens` (all positions' distributions) after the cached `prefix`, rolled back each time. */
+async function timeAppend(session: ModelSession, prefix: readonly number[], tokens: readonly number[], repeats: number, clock: () => number): Promise<number> {
+  await session.truncate(0)
+  await session.append(prefix, prefix.length)
+  let total = 0
+  for (let i = 0; i <= repeats; i++) {
+    const started = clock()
+    await session.append(tokens, 0)
+    if (i > 0) total += clock() - started // the first is a warm-up
+    await session.truncate(prefix.length)
+  }
+  return total / repeats
+}
+
+/** The prefix lengths: midpoints of `points` equal slices of the output that leave room for K more tokens. */
+function cuts(m: Required<Pick<CurveMeasurement, 'points'>> & CurveMeasurement, room: number): number[] {
+  const generated = Math.max(0, m.sequence.length - m.promptLength - room)
+  return Array.from({ length: m.points }, (_, i) => m.promptLength + Math.floor(((i + 0.5) / m.points) * generated))
+}
+
+export async function measureCostCurve(target: LanguageModel, draft: LanguageModel | null, measurement: CurveMeasurement): Promise<CostCurve> {
+  const m = { maxPositions: 16, points: 3, repeats: 3, clock: () => performance.now(), ...measurement }
+  if (m.sequence.length < m.promptLength + m.maxPositions) throw new RangeError(`the sequence needs at least ${m.maxPositions} tokens after the prompt`)
+  const at = cuts(m, m.maxPositions)
+  const targetMs = new Array<number>(m.maxPositions).fill(0)
+  const session = await target.createSession(m.warp)
+  try {
+    for (const cut of at)
+      for (let k = 1; k <= m.maxPositions; k++)
+        targetMs[k - 1] += (await timeAppend(session, m.sequence.slice(0, cut), m.sequence.slice(cut, cut + k), m.repeats, m.clock)) / at.length
+  } finally {
+    await session.dispose()
+  }
+  let draftMs = 0
+  if (draft) {
+    const drafting = await draft.createSession(m.warp, m.draftOptions)
+    try {
+      for (const cut of at) draftMs += (await timeAppend(drafting, m.sequence.slice(0, cut), m.sequence.slice(cut, cut + 1), m.repeats, m.clock)) / at.length
+    } finally {
+      await drafting.dispose()
+    }
+  }
+  return { targetMs, draftMs }
+}
