@@ -20,6 +20,10 @@ import { prepare } from '../../electron/engine/methods/prepare'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import { recordTrace } from '../../electron/engine/replay/record'
 import { replayGreedy, type Candidate } from '../../electron/engine/replay/replay'
+import { measureCostCurve, type CostCurve } from '../../electron/engine/replay/cost-curve'
+import { predictFromSteps } from '../../electron/engine/replay/predict'
+import { replayExpected } from '../../electron/engine/replay/expected-replay'
+import { DEFAULT_WARP } from '../../electron/engine/sampling/warp'
 import type { DraftPoint, PromptTrace, Trace } from '../../electron/engine/replay/trace'
 import { copyingPrompt, describeWithModels, expectSameOrNearTie, GREEDY_64, modelPath, NEAR_TIE } from '../helpers/gguf'
 
@@ -37,6 +41,8 @@ const STORIES = [
 const COPYING = 'The sun was hot and the bird sang in the tree.'
 /** Tokens per forward call of the trace's teacher-forced draft pass. */
 const BATCH = Number(process.env.REPLAY_BATCH ?? 16)
+/** Relative difference allowed between expected and real sampled tokens per round (see the sampling test). */
+const SAMPLED_TOLERANCE = 0.1
 /** A threshold decision this close to its threshold may flip under llama.cpp's rounding. */
 const THRESHOLD_TIE = 0.02
 
@@ -96,6 +102,7 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
   let target: LlamaCppModel
   let draft: LlamaCppModel
   let trace: Trace
+  let curve: CostCurve
   const prompts: number[][] = []
   const report: string[] = []
 
@@ -106,6 +113,9 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
     prompts.push((await copyingPrompt(target, COPYING, 40, MAX_TOKENS)).promptTokens)
     // The longest draft any candidate makes is svip's cap, 40: rollouts of 39 tokens after a divergence.
     trace = await recordTrace(target, { '260K': draft }, prompts, { warp: GREEDY_64, seed: SEED, maxTokens: MAX_TOKENS, batch: BATCH, rolloutLength: 39, fullEntropy: true })
+    const first = trace.prompts[0]
+    curve = await measureCostCurve(target, draft, { sequence: [...first.promptTokens, ...first.tokens], promptLength: first.promptTokens.length, warp: GREEDY_64 })
+    report.push(`cost curve (ms): target ${curve.targetMs.map((ms) => ms.toFixed(2)).join(' ')}; draft ${curve.draftMs.toFixed(2)}`)
   })
 
   afterAll(async () => {
@@ -123,6 +133,7 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
     let accepted = 0
     const explained: string[] = []
     const divergences: string[] = []
+    const realSteps: StepRecord[] = []
     for (const [index, prompt] of trace.prompts.entries()) {
       const steps: StepRecord[] = []
       const real = await decodeOnce({
@@ -161,9 +172,17 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
         explained.push(`prompt ${index} round at ${start}: real ${roundKey(step)} replay ${twin ? roundKey(twin) : '(no round starts here)'}: ${why ?? 'UNEXPLAINED'}`)
         desynchronised = why !== null
       }
+      realSteps.push(...steps)
       proposed += replayed[index].steps.reduce((n, s) => n + s.proposed, 0)
       accepted += replayed[index].steps.reduce((n, s) => n + s.accepted, 0)
     }
+    const predicted = predictFromSteps(replayed.flatMap((p) => p.steps), curve)
+    const measuredMs = realSteps.reduce((ms, step) => ms + step.totalMs, 0)
+    const ngramRounds = realSteps.filter((step) => step.decision?.source === 'ngram').length
+    divergences.unshift(
+      `predicted ${predicted.ms.toFixed(0)} ms (${predicted.tokensPerRound.toFixed(2)} tokens/round, speedup ${predicted.speedup.toFixed(2)}×), ` +
+        `the real run's rounds took ${measuredMs.toFixed(0)} ms${candidate.method === 'sd+ngram' ? `; ${ngramRounds} rounds drafted by the n-gram lookup` : ''}`
+    )
     const notes = [...divergences, ...explained]
     report.push(`${label}: ${matched}/${compared} rounds identical (replay: ${accepted}/${proposed} draft tokens accepted)${notes.length ? `\n  ${notes.join('\n  ')}` : ''}`)
     expect(explained.filter((line) => line.endsWith('UNEXPLAINED')), `${label}: rounds that differ without a near-tie`).toEqual([])
@@ -171,5 +190,47 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
     // The comparison means something: drafts were made and accepted (llama.cpp's ngram-simple defaults need a
     // history longer than n + m + 1 = 61 tokens and a 12-token repeat, which 64 tokens of these prompts never give).
     if (!(candidate.method === 'ngram-simple' && !candidate.params['ngramsimple.n'])) expect(accepted).toBeGreaterThan(0)
+  })
+
+  /**
+   * Sampling (temperature 1, top-k 64): the expected rounds along sampled traces (replay/expected.ts, teacher-forced
+   * rates) against the mean of real sampled runs. Not exact (each rate is read in the trace's context, not after the
+   * accepted draft tokens; a trace is one sample of the output), so the check is loose: tokens per round within
+   * SAMPLED_TOLERANCE.
+   */
+  it.each([
+    { method: 'sd', gamma: 5, params: {}, draft: '260K' },
+    { method: 'svip', gamma: 5, params: { 'svip.h': 0.5 }, draft: '260K' }
+  ] as Candidate[])('sampling: expected tokens per round of $method ≈ real sampled runs', async (candidate) => {
+    const seeds = [1, 2, 3, 4, 5, 6]
+    let expectedRounds = 0
+    let expectedTokens = 0
+    let realRounds = 0
+    let realTokens = 0
+    const run = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }).newRun()
+    for (const seed of seeds) {
+      const sampled = await recordTrace(target, { '260K': draft }, prompts, { warp: DEFAULT_WARP, seed, maxTokens: MAX_TOKENS, batch: BATCH, rolloutLength: 0, fullEntropy: true })
+      for (const expected of replayExpected(sampled, candidate, () => 0)) {
+        expectedRounds += expected.rounds
+        expectedTokens += expected.tokens
+      }
+      for (const [index, prompt] of prompts.entries()) {
+        const outcome = await decodeOnce({
+          decoder: run(),
+          models: { target, draft },
+          promptTokens: prompt,
+          maxTokens: MAX_TOKENS,
+          warp: DEFAULT_WARP,
+          seed: seed + 1000,
+          stream: index,
+          onEvent: (e) => e.type === 'step' && realRounds++
+        })
+        realTokens += outcome.tokens.length
+      }
+    }
+    const predicted = expectedTokens / expectedRounds
+    const measured = realTokens / realRounds
+    report.push(`sampling ${candidate.method} ${JSON.stringify(candidate.params)}: expected ${predicted.toFixed(3)} tokens/round, real ${measured.toFixed(3)} (${seeds.length} seeds × ${prompts.length} prompts)`)
+    expect(Math.abs(predicted - measured) / measured).toBeLessThan(SAMPLED_TOLERANCE)
   })
 })
