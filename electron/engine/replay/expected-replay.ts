@@ -52,6 +52,12 @@ function proposerOf(trace: Trace, prompt: PromptTrace, candidate: Candidate, par
   }
 }
 
+/** Whether the candidate's draft-length policy reads the whole-vocabulary entropy (policies/svip.ts's default). */
+export function readsFullEntropy(candidate: Candidate): boolean {
+  if (candidate.method !== 'svip') return false
+  return prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }).params['svip.warpedEntropy'] !== true
+}
+
 /** Expected rounds of `candidate` on every prompt of `trace`, priced by `cost`. */
 export function replayExpected(trace: Trace, candidate: Candidate, cost: RoundCost): ExpectedRun[] {
   const prepared = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params })

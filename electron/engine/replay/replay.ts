@@ -38,6 +38,8 @@ export interface ReplayedPrompt {
   /** The step records the method's decoder emitted, one per round. */
   steps: StepRecord[]
   tokens: number[]
+  /** Whether the method's draft asked for the whole-vocabulary entropy (svip's default; it prices draft calls higher). */
+  draftFullEntropy: boolean
 }
 
 /** The replayed output left the trace: a method read a context that only a real model can answer. */
@@ -69,7 +71,7 @@ export async function replayGreedy(trace: Trace, candidate: Candidate): Promise<
     })
     const at = firstDifference(outcome.tokens, prompt.tokens)
     if (at !== null) throw new ReplayDivergedError(`${candidate.method}: prompt ${index}: the replayed output leaves the trace at output token ${at}`)
-    replayed.push({ steps, tokens: outcome.tokens })
+    replayed.push({ steps, tokens: outcome.tokens, draftFullEntropy: draft?.fullEntropyAsked ?? false })
   }
   return replayed
 }

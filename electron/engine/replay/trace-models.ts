@@ -44,8 +44,10 @@ function infoOf(model: TracedModel): ModelInfo {
  * A LanguageModel over recorded answers. `full` = prompt + the trace's tokens; a session tracks `onTrace`, how many
  * of its leading tokens agree with `full`, so each answer costs O(1) on the trace.
  */
-class RecordedModel implements LanguageModel {
+export class RecordedModel implements LanguageModel {
   readonly info: ModelInfo
+  /** Whether a session asked for the whole-vocabulary entropy (a real draft would then transfer every logit: it costs). */
+  fullEntropyAsked = false
   private readonly ends: Set<number>
 
   constructor(
@@ -75,7 +77,8 @@ class RecordedModel implements LanguageModel {
   }
   async dispose(): Promise<void> {}
 
-  async createSession(warp: WarpConfig, _options?: SessionOptions): Promise<ModelSession> {
+  async createSession(warp: WarpConfig, options?: SessionOptions): Promise<ModelSession> {
+    if (options?.fullEntropy) this.fullEntropyAsked = true
     // The trace holds distributions under one warp; replaying another would silently mix the two.
     if (warp.temperature !== this.warp.temperature || warp.topK !== this.warp.topK || warp.topP !== this.warp.topP)
       throw new Error(`the trace was recorded with ${JSON.stringify(this.warp)}, not ${JSON.stringify(warp)}`)
@@ -103,7 +106,7 @@ class RecordedModel implements LanguageModel {
 }
 
 /** The target of one prompt: p_i on the trace, OFF_TRACE elsewhere. */
-export function recordedTarget(model: TracedModel, warp: WarpConfig, prompt: PromptTrace): LanguageModel {
+export function recordedTarget(model: TracedModel, warp: WarpConfig, prompt: PromptTrace): RecordedModel {
   const full = [...prompt.promptTokens, ...prompt.tokens]
   const start = prompt.promptTokens.length
   return new RecordedModel(model, warp, full, (tokens, onTrace) => {
@@ -113,7 +116,7 @@ export function recordedTarget(model: TracedModel, warp: WarpConfig, prompt: Pro
 }
 
 /** A draft of one prompt: q_i on the trace, the rollout after a divergence, TraceGapError anywhere else. */
-export function recordedDraft(model: TracedModel, warp: WarpConfig, prompt: PromptTrace, draft: DraftTrace): LanguageModel {
+export function recordedDraft(model: TracedModel, warp: WarpConfig, prompt: PromptTrace, draft: DraftTrace): RecordedModel {
   const full = [...prompt.promptTokens, ...prompt.tokens]
   const start = prompt.promptTokens.length
   return new RecordedModel(model, warp, full, (tokens, onTrace) => {
