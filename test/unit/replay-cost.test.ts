@@ -10,6 +10,7 @@ import type { LanguageModel, ModelSession } from '../../electron/engine/model/ty
 import { measureCostCurve, roundCost, targetCost, type CostCurve } from '../../electron/engine/replay/cost-curve'
 import { expectedRun } from '../../electron/engine/replay/expected'
 import { predictFromExpected, predictFromSteps } from '../../electron/engine/replay/predict'
+import { nonDecreasing } from '../../electron/engine/replay/isotonic'
 import { ToyModel } from '../../electron/engine/model/toy-model'
 import { TOY_VOCABULARY } from '../helpers/toy-models'
 
@@ -49,6 +50,14 @@ describe('cost curve', () => {
     })
     expect(curve.targetMs).toEqual(Array.from({ length: 8 }, (_, i) => 4 + 0.5 * (i + 1)))
     expect(curve.draftMs).toBe(1.25)
+  })
+
+  it('pools a dip of the measured curve with its neighbours (least-squares non-decreasing fit)', () => {
+    const fitted = nonDecreasing([5.61, 5.87, 3.43, 8.83])
+    fitted.slice(0, 3).forEach((v) => expect(v).toBeCloseTo((5.61 + 5.87 + 3.43) / 3, 12))
+    expect(fitted[3]).toBe(8.83)
+    expect(nonDecreasing([1, 2, 2, 3])).toEqual([1, 2, 2, 3])
+    expect(nonDecreasing([3, 1, 2])).toEqual([2, 2, 2])
   })
 
   it('extends the curve along its last slope and prices a round', () => {

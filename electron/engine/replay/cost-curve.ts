@@ -7,11 +7,13 @@
  *
  *   cost of a round = draftCalls · c_D + c_T(proposed + 1)
  *
- * Prompt processing is left out: `ar` and every speculative method pay it alike.
+ * Prompt processing is left out: `ar` and every speculative method pay it alike. The measured c_T is made
+ * non-decreasing in k (replay/isotonic.ts): a dip is noise, and a prediction must not prefer a γ for it.
  */
 import type { LanguageModel, ModelSession, SessionOptions } from '../model/types'
 import type { WarpConfig } from '../sampling/warp'
 import type { RoundCost } from './expected'
+import { nonDecreasing } from './isotonic'
 
 export interface CostCurve {
   /** targetMs[k − 1] = c_T(k), ms, for k = 1 … targetMs.length. */
@@ -46,6 +48,8 @@ export interface CurveMeasurement {
   repeats?: number
   /** The draft session's options (fullEntropy when the replayed policy reads it: it costs a full logit transfer). */
   draftOptions?: SessionOptions
+  /** Keep the raw measurements (default false: c_T made non-decreasing). */
+  raw?: boolean
   /** Milliseconds now (default performance.now; tests pass a fake clock). */
   clock?: () => number
 }
@@ -70,9 +74,28 @@ function cuts(m: Required<Pick<CurveMeasurement, 'points'>> & CurveMeasurement, 
   return Array.from({ length: m.points }, (_, i) => m.promptLength + Math.floor(((i + 0.5) / m.points) * generated))
 }
 
-export async function measureCostCurve(target: LanguageModel, draft: LanguageModel | null, measurement: CurveMeasurement): Promise<CostCurve> {
-  const m = { maxPositions: 16, points: 3, repeats: 3, clock: () => performance.now(), ...measurement }
+/** c_D: mean ms of one draft forward call of one token (with `options`) at the measurement's prefixes. */
+export async function measureDraftCost(draft: LanguageModel, measurement: CurveMeasurement, options?: SessionOptions): Promise<number> {
+  const m = withDefaults(measurement)
+  const at = cuts(m, m.maxPositions)
+  const session = await draft.createSession(m.warp, options)
+  let ms = 0
+  try {
+    for (const cut of at) ms += (await timeAppend(session, m.sequence.slice(0, cut), m.sequence.slice(cut, cut + 1), m.repeats, m.clock)) / at.length
+  } finally {
+    await session.dispose()
+  }
+  return ms
+}
+
+function withDefaults(measurement: CurveMeasurement) {
+  const m = { maxPositions: 16, points: 3, repeats: 3, clock: () => performance.now(), raw: false, ...measurement }
   if (m.sequence.length < m.promptLength + m.maxPositions) throw new RangeError(`the sequence needs at least ${m.maxPositions} tokens after the prompt`)
+  return m
+}
+
+export async function measureCostCurve(target: LanguageModel, draft: LanguageModel | null, measurement: CurveMeasurement): Promise<CostCurve> {
+  const m = withDefaults(measurement)
   const at = cuts(m, m.maxPositions)
   const targetMs = new Array<number>(m.maxPositions).fill(0)
   const session = await target.createSession(m.warp)
@@ -83,14 +106,6 @@ export async function measureCostCurve(target: LanguageModel, draft: LanguageMod
   } finally {
     await session.dispose()
   }
-  let draftMs = 0
-  if (draft) {
-    const drafting = await draft.createSession(m.warp, m.draftOptions)
-    try {
-      for (const cut of at) draftMs += (await timeAppend(drafting, m.sequence.slice(0, cut), m.sequence.slice(cut, cut + 1), m.repeats, m.clock)) / at.length
-    } finally {
-      await drafting.dispose()
-    }
-  }
-  return { targetMs, draftMs }
+  const draftMs = draft ? await measureDraftCost(draft, measurement, m.draftOptions) : 0
+  return { targetMs: m.raw ? targetMs : nonDecreasing(targetMs), draftMs }
 }
