@@ -54,18 +54,23 @@ export interface CurveMeasurement {
   clock?: () => number
 }
 
-/** Mean ms of appending `tokens` (all positions' distributions) after the cached `prefix`, rolled back each time. */
-async function timeAppend(session: ModelSession, prefix: readonly number[], tokens: readonly number[], repeats: number, clock: () => number): Promise<number> {
+/**
+ * Ms of appending `seq[cut, cut + k)` (every position's distribution) after the cached prefix `seq[0, cut)`, for
+ * k = 1 … K: element k − 1 is the mean over `repeats` rounds after a warm-up round. Each round times every k once,
+ * so drifting load on a shared machine shifts all k alike instead of bending the curve.
+ */
+async function timeAppends(session: ModelSession, sequence: readonly number[], cut: number, maxK: number, repeats: number, clock: () => number): Promise<number[]> {
   await session.truncate(0)
-  await session.append(prefix, prefix.length)
-  let total = 0
-  for (let i = 0; i <= repeats; i++) {
-    const started = clock()
-    await session.append(tokens, 0)
-    if (i > 0) total += clock() - started // the first is a warm-up
-    await session.truncate(prefix.length)
-  }
-  return total / repeats
+  await session.append(sequence.slice(0, cut), cut)
+  const totals = new Array<number>(maxK).fill(0)
+  for (let round = 0; round <= repeats; round++)
+    for (let k = 1; k <= maxK; k++) {
+      const started = clock()
+      await session.append(sequence.slice(cut, cut + k), 0)
+      if (round > 0) totals[k - 1] += clock() - started
+      await session.truncate(cut)
+    }
+  return totals.map((total) => total / repeats)
 }
 
 /** The prefix lengths: midpoints of `points` equal slices of the output that leave room for K more tokens. */
@@ -81,7 +86,7 @@ export async function measureDraftCost(draft: LanguageModel, measurement: CurveM
   const session = await draft.createSession(m.warp, options)
   let ms = 0
   try {
-    for (const cut of at) ms += (await timeAppend(session, m.sequence.slice(0, cut), m.sequence.slice(cut, cut + 1), m.repeats, m.clock)) / at.length
+    for (const cut of at) ms += (await timeAppends(session, m.sequence, cut, 1, m.repeats, m.clock))[0] / at.length
   } finally {
     await session.dispose()
   }
@@ -100,9 +105,7 @@ export async function measureCostCurve(target: LanguageModel, draft: LanguageMod
   const targetMs = new Array<number>(m.maxPositions).fill(0)
   const session = await target.createSession(m.warp)
   try {
-    for (const cut of at)
-      for (let k = 1; k <= m.maxPositions; k++)
-        targetMs[k - 1] += (await timeAppend(session, m.sequence.slice(0, cut), m.sequence.slice(cut, cut + k), m.repeats, m.clock)) / at.length
+    for (const cut of at) (await timeAppends(session, m.sequence, cut, m.maxPositions, m.repeats, m.clock)).forEach((ms, k) => (targetMs[k] += ms / at.length))
   } finally {
     await session.dispose()
   }
