@@ -6,42 +6,25 @@
 import { describe, expect, it } from 'vitest'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { stepRecord } from '../../electron/engine/decoders/step-record'
-import type { LanguageModel, ModelSession } from '../../electron/engine/model/types'
 import { measureCostCurve, roundCost, targetCost, type CostCurve } from '../../electron/engine/replay/cost-curve'
 import { expectedRun } from '../../electron/engine/replay/expected'
 import { predictFromExpected, predictFromSteps } from '../../electron/engine/replay/predict'
 import { nonDecreasing } from '../../electron/engine/replay/isotonic'
 import { ToyModel } from '../../electron/engine/model/toy-model'
 import { TOY_VOCABULARY } from '../helpers/toy-models'
+import { timedModel, type FakeClock } from '../helpers/timed-model'
 
 const WARP = { temperature: 0, topK: 0, topP: 1 }
 
 /** A toy model whose every append advances `clock` by fixed + perToken·(tokens appended). */
-function timedModel(clock: { ms: number }, fixed: number, perToken: number): LanguageModel {
-  const toy = new ToyModel({ name: 'timed', vocabulary: TOY_VOCABULARY, logits: () => [0, 1, 2, 3, 4, 5] })
-  return Object.assign(Object.create(toy), {
-    async createSession(warp: typeof WARP): Promise<ModelSession> {
-      const session = await toy.createSession(warp)
-      return {
-        get tokens() {
-          return session.tokens
-        },
-        async append(tokens: readonly number[], from: number) {
-          clock.ms += fixed + perToken * tokens.length
-          return session.append(tokens, from)
-        },
-        truncate: (length: number) => session.truncate(length),
-        dispose: () => session.dispose()
-      }
-    }
-  })
-}
+const timed = (clock: FakeClock, fixed: number, perToken: number) =>
+  timedModel(new ToyModel({ name: 'timed', vocabulary: TOY_VOCABULARY, logits: () => [0, 1, 2, 3, 4, 5] }), clock, fixed, perToken)
 
 describe('cost curve', () => {
   it('measures c_T(k) = a + b·k and c_D exactly on a fake clock', async () => {
     const clock = { ms: 0 }
     const sequence = Array.from({ length: 60 }, (_, i) => 1 + (i % 5))
-    const curve = await measureCostCurve(timedModel(clock, 4, 0.5), timedModel(clock, 1, 0.25), {
+    const curve = await measureCostCurve(timed(clock, 4, 0.5), timed(clock, 1, 0.25), {
       sequence,
       promptLength: 10,
       warp: WARP,

@@ -1,0 +1,62 @@
+/**
+ * The advisor's workflow (experiments/advise.ts) end to end on toy models with a fake clock: every target call takes
+ * 10 ms and every draft call 1 ms whatever it evaluates, so a greedy run's time is exactly its rounds priced with
+ * the measured costs, and the predicted tokens per second of every verified candidate must EQUAL the measured ones.
+ */
+import { describe, expect, it } from 'vitest'
+import { adviseWorkload } from '../../electron/experiments/advise'
+import type { Candidate } from '../../electron/engine/replay/replay'
+import { timedModel, type FakeClock } from '../helpers/timed-model'
+import { toyDraftClose, toyTarget } from '../helpers/toy-models'
+
+const GREEDY = { temperature: 0, topK: 0, topP: 1 }
+const PROMPTS = [
+  [0, 1, 2, 3],
+  [0, 4, 4, 2, 5]
+]
+
+describe('adviseWorkload', () => {
+  it('greedy: the verified candidates run exactly as fast as predicted (fake clock)', async () => {
+    const clock: FakeClock = { ms: 0 }
+    const target = timedModel(toyTarget(), clock, 10, 0)
+    const draft = timedModel(toyDraftClose(), clock, 1, 0)
+    const candidates: Candidate[] = [
+      { method: 'sd', gamma: 2, params: {}, draft: 'close' },
+      { method: 'sd', gamma: 4, params: {}, draft: 'close' },
+      { method: 'svip', gamma: 5, params: { 'svip.h': 0.45, 'svip.maxDraft': 6 }, draft: 'close' },
+      { method: 'pld', gamma: 3, params: {}, draft: null }
+    ]
+    const advice = await adviseWorkload({
+      target,
+      drafts: { close: draft },
+      prompts: PROMPTS,
+      warp: GREEDY,
+      seed: 1,
+      maxTokens: 30,
+      candidates,
+      verifyTop: 4,
+      curve: { maxPositions: 8 },
+      clock: () => clock.ms
+    })
+    expect(advice.costs.targetMs).toEqual(new Array(8).fill(10))
+    expect(advice.costs.drafts.close).toEqual({ ms: 1, fullEntropyMs: 1 })
+    expect(advice.verdicts).toHaveLength(5)
+    expect(advice.verdicts.every((v) => v.error === null)).toBe(true)
+    expect(advice.measured.map((m) => m.candidate.method)).toEqual(['ar', ...advice.verdicts.filter((v) => v.candidate.method !== 'ar').map((v) => v.candidate.method)])
+    for (const measured of advice.measured) {
+      const verdict = advice.verdicts.find((v) => v.candidate === measured.candidate || (measured.candidate.method === 'ar' && v.candidate.method === 'ar'))!
+      expect(measured.tokens).toBe(verdict.prediction!.tokens)
+      expect(measured.tokensPerSecond).toBeCloseTo(verdict.prediction!.tokensPerSecond, 9)
+    }
+    // The rollouts cover svip's cap of 6; the default grid is not used when candidates are given.
+    expect(advice.trace.rolloutLength).toBe(5)
+  })
+
+  it('the default grid covers every traced draft and the lookups', async () => {
+    const advice = await adviseWorkload({ target: toyTarget(), drafts: { close: toyDraftClose() }, prompts: PROMPTS, warp: GREEDY, seed: 1, maxTokens: 20, curve: { maxPositions: 4, repeats: 1, points: 1 } })
+    const methods = new Set(advice.verdicts.map((v) => v.candidate.method))
+    expect([...methods].sort()).toEqual(['ar', 'ngram-simple', 'pld', 'sd', 'sd+ngram', 'sd-pmin', 'svip'])
+    expect(advice.verdicts.filter((v) => v.error !== null)).toEqual([])
+    expect(advice.trace.rolloutLength).toBe(39)
+  })
+})
