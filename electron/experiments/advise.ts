@@ -5,16 +5,15 @@
  * (engine/replay/advise.ts), then MEASURE the best `verifyTop` candidates and `ar` by real runs on the same prompts,
  * so the prediction is checked where it matters.
  *
- * The real runs are timed with the same clock as the costs, prompt processing included (one call of the first
- * round); the prediction leaves prompt processing out (ar pays it too), so on short outputs measured tok/s run a
- * little below the prediction.
+ * The real runs are timed with the same clock as the costs, prompt processing included; so is the prediction
+ * (CostTable.prefillMs: each prompt evaluated in one call by the target and by each draft).
  */
 import { decodeOnce } from '../engine/methods/decode-once'
 import { prepare } from '../engine/methods/prepare'
 import type { LanguageModel } from '../engine/model/types'
 import { AR_CANDIDATE, rankCandidates, type CostTable, type Verdict } from '../engine/replay/advise'
 import { candidateGrid, rolloutLengthFor } from '../engine/replay/candidates'
-import { measureCostCurve, measureDraftCost, type CurveMeasurement } from '../engine/replay/cost-curve'
+import { measureCostCurve, measureDraftCost, measurePrefill, type CurveMeasurement } from '../engine/replay/cost-curve'
 import { readsFullEntropy } from '../engine/replay/expected-replay'
 import { recordTrace, type TraceProgress } from '../engine/replay/record'
 import type { Candidate } from '../engine/replay/replay'
@@ -71,12 +70,15 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
   const measurement = { ...measurementOf(trace, input.curve?.maxPositions ?? 16, input.clock), ...(input.curve?.points ? { points: input.curve.points } : {}), ...(input.curve?.repeats ? { repeats: input.curve.repeats } : {}) }
   input.onProgress?.('costs')
   const curve = await measureCostCurve(input.target, null, measurement)
-  const costs: CostTable = { targetMs: curve.targetMs, drafts: {} }
+  const prompts = trace.prompts.map((p) => p.promptTokens)
+  const prefill = { clock: input.clock }
+  const costs: CostTable = { targetMs: curve.targetMs, drafts: {}, prefillMs: { target: await measurePrefill(input.target, prompts, trace.warp, prefill), drafts: {} } }
   for (const [name, draft] of Object.entries(input.drafts)) {
     const used = candidates.filter((c) => c.draft === name)
     if (used.length === 0) continue
     costs.drafts[name] = { ms: await measureDraftCost(draft, measurement) }
     if (used.some(readsFullEntropy)) costs.drafts[name].fullEntropyMs = await measureDraftCost(draft, measurement, { fullEntropy: true })
+    costs.prefillMs!.drafts[name] = await measurePrefill(draft, prompts, trace.warp, prefill)
   }
   return costs
 }

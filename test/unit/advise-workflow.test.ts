@@ -1,7 +1,8 @@
 /**
- * The advisor's workflow (experiments/advise.ts) end to end on toy models with a fake clock: every target call takes
- * 10 ms and every draft call 1 ms whatever it evaluates, so a greedy run's time is exactly its rounds priced with
- * the measured costs, and the predicted tokens per second of every verified candidate must EQUAL the measured ones.
+ * The advisor's workflow (experiments/advise.ts) end to end on toy models with a fake clock: a target call of k
+ * tokens takes 10 + 0.5·k ms and a draft call 1 ms, so a greedy run's time — prompt processing included — is exactly
+ * its rounds priced with the measured costs, and the predicted tokens per second of every verified candidate must
+ * EQUAL the measured ones.
  */
 import { describe, expect, it } from 'vitest'
 import { adviseWorkload } from '../../electron/experiments/advise'
@@ -18,7 +19,7 @@ const PROMPTS = [
 describe('adviseWorkload', () => {
   it('greedy: the verified candidates run exactly as fast as predicted (fake clock)', async () => {
     const clock: FakeClock = { ms: 0 }
-    const target = timedModel(toyTarget(), clock, 10, 0)
+    const target = timedModel(toyTarget(), clock, 10, 0.5)
     const draft = timedModel(toyDraftClose(), clock, 1, 0)
     const candidates: Candidate[] = [
       { method: 'sd', gamma: 2, params: {}, draft: 'close' },
@@ -38,7 +39,8 @@ describe('adviseWorkload', () => {
       curve: { maxPositions: 8 },
       clock: () => clock.ms
     })
-    expect(advice.costs.targetMs).toEqual(new Array(8).fill(10))
+    expect(advice.costs.targetMs).toEqual(Array.from({ length: 8 }, (_, k) => 10 + 0.5 * (k + 1)))
+    expect(advice.costs.prefillMs).toEqual({ target: 20 + 0.5 * 9, drafts: { close: 2 } })
     expect(advice.costs.drafts.close).toEqual({ ms: 1, fullEntropyMs: 1 })
     expect(advice.verdicts).toHaveLength(5)
     expect(advice.verdicts.every((v) => v.error === null)).toBe(true)

@@ -12,7 +12,7 @@
 import { isGreedy } from '../sampling/warp'
 import type { CostCurve } from './cost-curve'
 import { readsFullEntropy, replayExpected } from './expected-replay'
-import { predictFromExpected, predictFromSteps, type Prediction } from './predict'
+import { predictFromExpected, predictFromSteps, withPrefill, type Prediction } from './predict'
 import { replayGreedy, type Candidate } from './replay'
 import { roundCost } from './cost-curve'
 import type { Trace } from './trace'
@@ -29,6 +29,11 @@ export interface CostTable {
   targetMs: number[]
   /** By traced draft name. */
   drafts: Record<string, DraftCost>
+  /**
+   * Σ over the trace's prompts of evaluating each prompt in one call (cost-curve.ts measurePrefill): the target's
+   * and each draft's. Absent: prompt processing is left out of every prediction.
+   */
+  prefillMs?: { target: number; drafts: Record<string, number> }
 }
 
 export interface Verdict {
@@ -49,23 +54,34 @@ function curveFor(costs: CostTable, candidate: Candidate, fullEntropy: boolean):
   return { targetMs: costs.targetMs, draftMs }
 }
 
+/** The prediction with prompt processing (CostTable.prefillMs) in: c(prompt) − c(1) per prompt for each model used. */
+function withPrompts(prediction: Prediction, trace: Trace, candidate: Candidate, costs: CostTable, curve: CostCurve): Prediction {
+  const prefill = costs.prefillMs
+  if (!prefill) return prediction
+  const prompts = trace.prompts.length
+  const draftPrefill = candidate.draft === null ? undefined : prefill.drafts[candidate.draft]
+  const draftExtra = draftPrefill === undefined ? 0 : draftPrefill - prompts * curve.draftMs
+  return withPrefill(prediction, prefill.target - prompts * curve.targetMs[0], draftExtra)
+}
+
 async function verdict(trace: Trace, candidate: Candidate, costs: CostTable): Promise<Verdict> {
+  const priced = (prediction: Prediction, curve: CostCurve): Verdict => ({ candidate, mode, prediction: withPrompts(prediction, trace, candidate, costs, curve), error: null })
   const greedy = isGreedy(trace.warp)
   const mode = greedy ? 'replayed' : 'expected'
   try {
     if (greedy) {
       const prompts = await replayGreedy(trace, candidate)
       const curve = curveFor(costs, candidate, prompts.some((p) => p.draftFullEntropy))
-      return { candidate, mode, prediction: predictFromSteps(prompts.flatMap((p) => p.steps), curve), error: null }
+      return priced(predictFromSteps(prompts.flatMap((p) => p.steps), curve), curve)
     }
     if (candidate.method === 'ar') {
       const curve = curveFor(costs, candidate, false)
       const tokens = trace.prompts.reduce((n, p) => n + p.tokens.length, 0)
       const ms = tokens * roundCost(curve)(0, 0)
-      return { candidate, mode, prediction: predictFromExpected([{ tokens, rounds: tokens, proposed: 0, accepted: 0, ms }], curve), error: null }
+      return priced(predictFromExpected([{ tokens, rounds: tokens, proposed: 0, accepted: 0, ms }], curve), curve)
     }
     const curve = curveFor(costs, candidate, readsFullEntropy(candidate))
-    return { candidate, mode, prediction: predictFromExpected(replayExpected(trace, candidate, roundCost(curve)), curve), error: null }
+    return priced(predictFromExpected(replayExpected(trace, candidate, roundCost(curve)), curve), curve)
   } catch (error) {
     return { candidate, mode, prediction: null, error: error instanceof Error ? error.message : String(error) }
   }

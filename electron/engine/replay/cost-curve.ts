@@ -7,7 +7,9 @@
  *
  *   cost of a round = draftCalls · c_D + c_T(proposed + 1)
  *
- * Prompt processing is left out: `ar` and every speculative method pay it alike. The measured c_T is made
+ * Prompt processing (`measurePrefill`): a run's first call evaluates the whole prompt with the round's tokens, so
+ * it adds c(prompt) − c(1) to the target's first call and to the draft's (replay/predict.ts `withPrefill`); exact
+ * when a call's cost is affine in its tokens. The measured c_T is made
  * non-decreasing in k (replay/isotonic.ts): a dip is noise, and a prediction must not prefer a γ for it.
  */
 import type { LanguageModel, ModelSession, SessionOptions } from '../model/types'
@@ -111,4 +113,27 @@ export async function measureCostCurve(target: LanguageModel, draft: LanguageMod
   }
   const draftMs = draft ? await measureDraftCost(draft, measurement, m.draftOptions) : 0
   return { targetMs: m.raw ? targetMs : nonDecreasing(targetMs), draftMs }
+}
+
+/** Σ over `prompts` of the ms of evaluating each whole prompt in one call (a fresh cache each), mean of `repeats`. */
+export async function measurePrefill(
+  model: LanguageModel,
+  prompts: readonly (readonly number[])[],
+  warp: WarpConfig,
+  { repeats = 1, clock = () => performance.now(), options }: { repeats?: number; clock?: () => number; options?: SessionOptions } = {}
+): Promise<number> {
+  const session = await model.createSession(warp, options)
+  let total = 0
+  try {
+    for (let round = 0; round < repeats; round++)
+      for (const prompt of prompts) {
+        await session.truncate(0)
+        const started = clock()
+        await session.append(prompt, prompt.length - 1)
+        total += clock() - started
+      }
+  } finally {
+    await session.dispose()
+  }
+  return total / repeats
 }

@@ -19,6 +19,8 @@ export interface Prediction {
   proposed: number
   accepted: number
   ms: number
+  /** ar's time on the same tokens. */
+  arMs: number
   tokensPerSecond: number
   arTokensPerSecond: number
   speedup: number
@@ -33,6 +35,7 @@ function prediction(tokens: number, rounds: number, proposed: number, accepted: 
     proposed,
     accepted,
     ms,
+    arMs,
     tokensPerSecond: ms > 0 ? (1000 * tokens) / ms : 0,
     arTokensPerSecond: arMs > 0 ? (1000 * tokens) / arMs : 0,
     speedup: ms > 0 ? arMs / ms : 0
@@ -59,4 +62,22 @@ export function predictFromSteps(steps: readonly StepRecord[], curve: CostCurve)
 export function predictFromExpected(runs: readonly ExpectedRun[], curve: CostCurve): Prediction {
   const sum = (pick: (run: ExpectedRun) => number) => runs.reduce((total, run) => total + pick(run), 0)
   return prediction(sum((r) => r.tokens), sum((r) => r.rounds), sum((r) => r.proposed), sum((r) => r.accepted), sum((r) => r.ms), curve)
+}
+
+/**
+ * A prediction with prompt processing added (replay/cost-curve.ts measurePrefill): `targetExtraMs` = Σ_prompts
+ * c_T(prompt) − c_T(1), paid by ar and the candidate alike; `draftExtraMs` = Σ_prompts c_D(prompt) − c_D, paid by a
+ * candidate that drafts with a model.
+ */
+export function withPrefill(p: Prediction, targetExtraMs: number, draftExtraMs: number): Prediction {
+  const ms = p.ms + targetExtraMs + draftExtraMs
+  const arMs = p.arMs + targetExtraMs
+  return {
+    ...p,
+    ms,
+    arMs,
+    tokensPerSecond: ms > 0 ? (1000 * p.tokens) / ms : 0,
+    arTokensPerSecond: arMs > 0 ? (1000 * p.tokens) / arMs : 0,
+    speedup: ms > 0 ? arMs / ms : 0
+  }
 }
