@@ -6,7 +6,7 @@
  */
 import { randomInt } from 'node:crypto'
 import path from 'node:path'
-import { Command, InvalidArgumentError } from 'commander'
+import { Command } from 'commander'
 import { UserInputError } from '../engine/errors'
 import { assertGgufFile } from '../engine/model/llama-cpp-model'
 import { candidateGrid } from '../engine/replay/candidates'
@@ -67,7 +67,7 @@ async function adviseAction(options: AdviseOptions): Promise<void> {
   const names = draftNames(options.draft)
   const methods = options.methods?.split(',').map((m) => m.trim()).filter(Boolean)
   const grid = candidateGrid(names).filter((c) => !methods || methods.includes(c.method))
-  if (grid.length === 0) throw new InvalidArgumentError(`no candidate of the grid is among --methods ${options.methods}`)
+  if (grid.length === 0) throw new UserInputError(`no candidate of the grid is among --methods ${options.methods}`)
   const prompts = loadPrompts({ dataset: options.prompts ? undefined : (options.dataset ?? 'stories'), file: options.prompts, limit: options.limit })
   const trio = await loadTrio(
     { target: options.target, draft: options.draft[0], drafts: options.draft.length > 1 ? options.draft : undefined },
