@@ -5,7 +5,7 @@
  * read back from JSON replays identically.
  */
 import { describe, expect, it } from 'vitest'
-import { rankCandidates, type CostTable } from '../../electron/engine/replay/advise'
+import { rankCandidates, rankPlans, replayAll, type CostTable } from '../../electron/engine/replay/advise'
 import { roundCost } from '../../electron/engine/replay/cost-curve'
 import { predictFromSteps } from '../../electron/engine/replay/predict'
 import { recordTrace } from '../../electron/engine/replay/record'
@@ -49,6 +49,19 @@ describe('rankCandidates', () => {
     expect(verdicts.filter((v) => v.error !== null)).toHaveLength(verdicts.length - verdicts.filter((v) => v.prediction).length)
     expect(verdicts.find((v) => v.candidate.gamma === 5)!.error).toMatch(/rollout/)
     expect(verdicts[verdicts.length - 1].prediction).toBeNull()
+  })
+
+  it('rankPlans keeps each candidate\'s fastest cost table', async () => {
+    const t = await trace()
+    const replayed = await replayAll(t, [SD])
+    // "batch2" makes batches cheap and single tokens dear: good for sd, bad for ar.
+    const batch2: CostTable = { targetMs: [14, 8, 8.2, 8.4, 8.6, 8.8, 9, 9.2, 9.4], drafts: COSTS.drafts }
+    const verdicts = rankPlans(replayed, t, [
+      { plan: 'batch1', costs: COSTS },
+      { plan: 'batch2', costs: batch2 }
+    ])
+    expect(verdicts.find((v) => v.candidate.method === 'ar')!.plan).toBe('batch1')
+    expect(verdicts.find((v) => v.candidate === SD)!.plan).toBe('batch2')
   })
 
   it('sampling: expected values, ar still the baseline', async () => {

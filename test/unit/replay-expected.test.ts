@@ -98,6 +98,17 @@ describe('expected rounds under sampling', () => {
     expect(Math.abs(expectedRun(MAX_TOKENS, wrong, unitCost).rounds - real.mean)).toBeGreaterThan(4 * real.se)
   })
 
+  it('rounds by kind price to the same expected time as the cost given to the DP', async () => {
+    const trace = await sampledTrace()
+    const prompt = trace.prompts[0]
+    const proposer = modelProposer(prompt, prompt.drafts.d, pMinPolicy({ p: 0.6, min: 0, max: 5 }), MAX_TOKENS)
+    const cost = (k: number, calls: number) => 7 + 2 * k + 0.5 * calls
+    const run = expectedRun(MAX_TOKENS, proposer, cost)
+    expect(run.kinds.reduce((n, kind) => n + kind.count, 0)).toBeCloseTo(run.rounds, 12)
+    expect(run.kinds.reduce((ms, kind) => ms + kind.count * cost(kind.proposed, kind.draftCalls), 0)).toBeCloseTo(run.ms, 9)
+    expect(run.kinds.reduce((n, kind) => n + kind.count * kind.proposed, 0)).toBeCloseTo(run.proposed, 9)
+  })
+
   it('known rates (--synthetic-acceptance) give the real decoder’s mean rounds', async () => {
     const rates = [0.9, 0.6, 0.3, 0.3]
     const real = await realRounds('sd', 4, rates)

@@ -12,9 +12,8 @@
 import { isGreedy } from '../sampling/warp'
 import type { CostCurve } from './cost-curve'
 import { readsFullEntropy, replayExpected } from './expected-replay'
-import { predictFromExpected, predictFromSteps, withPrefill, type Prediction } from './predict'
+import { arSummary, predict, summaryOfExpected, summaryOfSteps, withPrefill, type Prediction, type ReplaySummary } from './predict'
 import { replayGreedy, type Candidate } from './replay'
-import { roundCost } from './cost-curve'
 import type { Trace } from './trace'
 
 export interface DraftCost {
@@ -43,6 +42,18 @@ export interface Verdict {
   prediction: Prediction | null
   /** Why it could not be replayed; null when it was. */
   error: string | null
+  /** The cost table (thread plan) that priced it, when several were compared (rankPlans). */
+  plan?: string
+}
+
+/** A candidate replayed once, ready to be priced under any cost table. */
+export interface Replayed {
+  candidate: Candidate
+  mode: 'replayed' | 'expected'
+  summary: ReplaySummary | null
+  /** Whether its draft reads the whole-vocabulary entropy (svip's default: every logit transferred). */
+  draftFullEntropy: boolean
+  error: string | null
 }
 
 export const AR_CANDIDATE: Candidate = { method: 'ar', gamma: 1, params: {}, draft: null }
@@ -64,33 +75,58 @@ function withPrompts(prediction: Prediction, trace: Trace, candidate: Candidate,
   return withPrefill(prediction, prefill.target - prompts * curve.targetMs[0], draftExtra)
 }
 
-async function verdict(trace: Trace, candidate: Candidate, costs: CostTable): Promise<Verdict> {
-  const priced = (prediction: Prediction, curve: CostCurve): Verdict => ({ candidate, mode, prediction: withPrompts(prediction, trace, candidate, costs, curve), error: null })
-  const greedy = isGreedy(trace.warp)
-  const mode = greedy ? 'replayed' : 'expected'
+/** Replays `candidate` on `trace`: greedy traces exactly, sampled traces in expectation. */
+export async function replayCandidate(trace: Trace, candidate: Candidate): Promise<Replayed> {
+  const mode = isGreedy(trace.warp) ? 'replayed' : 'expected'
   try {
-    if (greedy) {
+    if (candidate.method === 'ar') return { candidate, mode, summary: arSummary(trace.prompts.reduce((n, p) => n + p.tokens.length, 0)), draftFullEntropy: false, error: null }
+    if (mode === 'replayed') {
       const prompts = await replayGreedy(trace, candidate)
-      const curve = curveFor(costs, candidate, prompts.some((p) => p.draftFullEntropy))
-      return priced(predictFromSteps(prompts.flatMap((p) => p.steps), curve), curve)
+      return { candidate, mode, summary: summaryOfSteps(prompts.flatMap((p) => p.steps)), draftFullEntropy: prompts.some((p) => p.draftFullEntropy), error: null }
     }
-    if (candidate.method === 'ar') {
-      const curve = curveFor(costs, candidate, false)
-      const tokens = trace.prompts.reduce((n, p) => n + p.tokens.length, 0)
-      const ms = tokens * roundCost(curve)(0, 0)
-      return priced(predictFromExpected([{ tokens, rounds: tokens, proposed: 0, accepted: 0, ms }], curve), curve)
-    }
-    const curve = curveFor(costs, candidate, readsFullEntropy(candidate))
-    return priced(predictFromExpected(replayExpected(trace, candidate, roundCost(curve)), curve), curve)
+    return { candidate, mode, summary: summaryOfExpected(replayExpected(trace, candidate)), draftFullEntropy: readsFullEntropy(candidate), error: null }
   } catch (error) {
-    return { candidate, mode, prediction: null, error: error instanceof Error ? error.message : String(error) }
+    return { candidate, mode, summary: null, draftFullEntropy: false, error: error instanceof Error ? error.message : String(error) }
   }
+}
+
+/** A replayed candidate priced with one cost table. */
+export function price(replayed: Replayed, trace: Trace, costs: CostTable, plan?: string): Verdict {
+  const { candidate, mode, summary, error } = replayed
+  const verdict: Verdict = { candidate, mode, prediction: null, error, ...(plan === undefined ? {} : { plan }) }
+  if (!summary) return verdict
+  try {
+    const curve = curveFor(costs, candidate, replayed.draftFullEntropy)
+    return { ...verdict, prediction: withPrompts(predict(summary, curve), trace, candidate, costs, curve) }
+  } catch (failure) {
+    return { ...verdict, error: failure instanceof Error ? failure.message : String(failure) }
+  }
+}
+
+const speed = (v: Verdict) => v.prediction?.tokensPerSecond ?? -1
+
+/** Fastest predicted first; those that could not be priced last, in the given order. */
+function fastestFirst(verdicts: readonly Verdict[]): Verdict[] {
+  return verdicts.map((v, i) => ({ v, i })).sort((a, b) => speed(b.v) - speed(a.v) || a.i - b.i).map(({ v }) => v)
+}
+
+/** `ar` and every candidate, replayed once each. */
+export async function replayAll(trace: Trace, candidates: readonly Candidate[]): Promise<Replayed[]> {
+  const replayed: Replayed[] = []
+  for (const candidate of [AR_CANDIDATE, ...candidates.filter((c) => c.method !== 'ar')]) replayed.push(await replayCandidate(trace, candidate))
+  return replayed
 }
 
 /** `ar` and every candidate, fastest predicted first; those that could not be replayed last, in the given order. */
 export async function rankCandidates(trace: Trace, candidates: readonly Candidate[], costs: CostTable): Promise<Verdict[]> {
-  const verdicts: Verdict[] = []
-  for (const candidate of [AR_CANDIDATE, ...candidates.filter((c) => c.method !== 'ar')]) verdicts.push(await verdict(trace, candidate, costs))
-  const speed = (v: Verdict) => v.prediction?.tokensPerSecond ?? -1
-  return verdicts.map((v, i) => ({ v, i })).sort((a, b) => speed(b.v) - speed(a.v) || a.i - b.i).map(({ v }) => v)
+  return fastestFirst((await replayAll(trace, candidates)).map((r) => price(r, trace, costs)))
+}
+
+/**
+ * Each replayed candidate priced under every named cost table (thread plans), keeping its fastest; then fastest
+ * first. `ar` gets its own best plan, and each candidate's speedup is against ar under the candidate's plan.
+ */
+export function rankPlans(replayed: readonly Replayed[], trace: Trace, plans: readonly { plan: string; costs: CostTable }[]): Verdict[] {
+  if (plans.length === 0) throw new RangeError('rankPlans needs at least one cost table')
+  return fastestFirst(replayed.map((r) => plans.map(({ plan, costs }) => price(r, trace, costs, plan)).reduce((best, v) => (speed(v) > speed(best) ? v : best))))
 }

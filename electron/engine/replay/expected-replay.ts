@@ -58,8 +58,8 @@ export function readsFullEntropy(candidate: Candidate): boolean {
   return prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }).params['svip.warpedEntropy'] !== true
 }
 
-/** Expected rounds of `candidate` on every prompt of `trace`, priced by `cost`. */
-export function replayExpected(trace: Trace, candidate: Candidate, cost: RoundCost): ExpectedRun[] {
+/** Expected rounds of `candidate` on every prompt of `trace` (priced by `cost` when given). */
+export function replayExpected(trace: Trace, candidate: Candidate, cost?: RoundCost): ExpectedRun[] {
   const prepared = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params })
   // PEARL's parallel drafting overlaps draft and target: its rounds and costs are not sd's.
   if (Object.entries(prepared.params).some(([key, value]) => key.endsWith('.parallel') && value === true))

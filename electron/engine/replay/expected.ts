@@ -11,9 +11,12 @@
  * the round emits A + 1 tokens (a correction or a bonus); with one α at every position
  *   E[A + 1] = Σ_{i=0}^{γ} α^i = (1 − α^{γ+1}) / (1 − α)   (Leviathan et al. 2023, Eq. 1; theory/leviathan.ts).
  *
- * Per run. The next round starts at t + A + 1, so the rounds form a renewal process along the trace; the expected
- * number of rounds R(t) and expected time T(t) from t to the end (L output tokens) solve, backwards from R(L) = 0,
- *   R(t) = 1 + Σ_a P(A = a) · R(min(L, t + a + 1)),   T(t) = cost(round at t) + Σ_a P(A = a) · T(min(L, t + a + 1)).
+ * Per run. The next round starts at t + A + 1, so the rounds form a renewal process along the trace (L output
+ * tokens). π(t), the probability that some round starts at t, follows forwards from π(0) = 1:
+ *   π(s) = Σ_{t < s} π(t) · P(A_t = s − t − 1)   (a round that accepts everything left ends at L),
+ * and every expectation is a sum over start positions: E[rounds] = Σ_t π(t), E[proposed] = Σ_t π(t)·k(t), E[time] =
+ * Σ_t π(t)·cost(round at t). Rounds are kept by kind (tokens proposed, draft calls), so any cost curve prices the
+ * same replay afterwards (replay/predict.ts).
  *
  * The approximation: every rate is read in the trace's context — the target's sampled tokens — whereas in a real
  * run draft token j is judged after the ACCEPTED tokens 1..j − 1, which are draft tokens, not the trace's. For
@@ -42,15 +45,24 @@ export type Proposer = (t: number) => ExpectedProposal
 /** What a round costs: ms for a round proposing `proposed` tokens with `draftCalls` draft calls (replay/cost-curve.ts). */
 export type RoundCost = (proposed: number, draftCalls: number) => number
 
+/** Rounds of one kind: how many (an expected number for a sampling replay). */
+export interface RoundKind {
+  proposed: number
+  draftCalls: number
+  count: number
+}
+
 export interface ExpectedRun {
   /** L: output tokens. */
   tokens: number
-  /** E[rounds] = R(0). */
+  /** E[rounds]. */
   rounds: number
   /** E[draft tokens proposed] and E[of them accepted], summed over the rounds. */
   proposed: number
   accepted: number
-  /** E[time] = T(0), in the cost's unit. */
+  /** E[rounds] of each kind. */
+  kinds: RoundKind[]
+  /** E[time] priced with the `cost` given to expectedRun (0 without one). */
   ms: number
 }
 
@@ -75,32 +87,30 @@ export function acceptedLengthLaw(rates: readonly number[]): number[] {
   return law
 }
 
-/** The renewal DP of the header over L output tokens. */
-export function expectedRun(length: number, proposer: Proposer, cost: RoundCost): ExpectedRun {
-  const rounds = new Float64Array(length + 1)
-  const ms = new Float64Array(length + 1)
-  const proposed = new Float64Array(length + 1)
-  const accepted = new Float64Array(length + 1)
-  for (let t = length - 1; t >= 0; t--) {
+/** The renewal sums of the header over L output tokens; `cost` (optional) prices E[time] at once. */
+export function expectedRun(length: number, proposer: Proposer, cost?: RoundCost): ExpectedRun {
+  const start = new Float64Array(length + 1) // π(t)
+  start[0] = 1
+  const kinds = new Map<string, RoundKind>()
+  const run: ExpectedRun = { tokens: length, rounds: 0, proposed: 0, accepted: 0, kinds: [], ms: 0 }
+  for (let t = 0; t < length; t++) {
+    const visit = start[t]
+    if (visit === 0) continue
     const { rates, draftCalls } = proposer(t)
-    const law = acceptedLengthLaw(rates)
-    let r = 1
-    let time = cost(rates.length, draftCalls)
-    let prop = rates.length
-    let acc = 0
-    law.forEach((probability, a) => {
-      const next = Math.min(length, t + a + 1)
-      r += probability * rounds[next]
-      time += probability * ms[next]
-      prop += probability * proposed[next]
-      acc += probability * (Math.min(a, length - t) + accepted[next])
+    const key = `${rates.length}/${draftCalls}`
+    const kind = kinds.get(key) ?? { proposed: rates.length, draftCalls, count: 0 }
+    kind.count += visit
+    kinds.set(key, kind)
+    run.rounds += visit
+    run.proposed += visit * rates.length
+    if (cost) run.ms += visit * cost(rates.length, draftCalls)
+    acceptedLengthLaw(rates).forEach((probability, a) => {
+      run.accepted += visit * probability * Math.min(a, length - t)
+      start[Math.min(length, t + a + 1)] += visit * probability
     })
-    rounds[t] = r
-    ms[t] = time
-    proposed[t] = prop
-    accepted[t] = acc
   }
-  return { tokens: length, rounds: rounds[0], proposed: proposed[0], accepted: accepted[0], ms: ms[0] }
+  run.kinds = [...kinds.values()]
+  return run
 }
 
 /** The most tokens a round from t may propose: the policy's cap, the --max-tokens budget and the trace's end. */
