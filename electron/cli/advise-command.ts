@@ -6,12 +6,14 @@
  */
 import { randomInt } from 'node:crypto'
 import path from 'node:path'
-import { Command } from 'commander'
+import { Command, InvalidArgumentError } from 'commander'
 import { UserInputError } from '../engine/errors'
 import { assertGgufFile } from '../engine/model/llama-cpp-model'
 import { candidateGrid } from '../engine/replay/candidates'
 import type { Verdict } from '../engine/replay/advise'
-import { adviseWorkload, type Advice } from '../experiments/advise'
+import { adviseWorkload, type Advice, type ThreadChoice } from '../experiments/advise'
+import { setThreads } from '../engine/model/thread-calibration'
+import type { LlamaCppModel } from '../engine/model/llama-cpp-model'
 import { loadTrio } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
 import { warpOfSettings } from '../experiments/run-request'
@@ -32,8 +34,23 @@ interface AdviseOptions
   methods?: string
   verify: number
   batch: number
+  tryThreads?: number[]
   json?: boolean
 }
+
+/** "1,2": thread counts to compare. */
+function parseCounts(value: string): number[] {
+  const counts = value.split(',').map((c) => c.trim())
+  if (counts.some((c) => !/^\d+$/.test(c) || Number(c) < 1 || Number(c) > 512)) throw new InvalidArgumentError('expected comma-separated thread counts from 1 to 512, e.g. 1,2')
+  return [...new Set(counts.map(Number))]
+}
+
+/** Loaded llama.cpp models take their phase threads at each evaluation (llama-cpp-model.ts), so plans switch in place. */
+const LLAMA_THREADS = (counts: number[]): ThreadChoice => ({
+  counts,
+  apply: (model, phase) => setThreads(model as LlamaCppModel, phase),
+  current: (model) => ({ ...(model as LlamaCppModel).phaseThreads })
+})
 
 export function adviseCommand(): Command {
   return addModelOptions(new Command('advise').description('predict the fastest method / draft / draft length on a workload from one trace, then measure the best'))
@@ -48,6 +65,7 @@ export function adviseCommand(): Command {
     .option('--methods <ids>', 'only these methods of the candidate grid (sd, sd-pmin, svip, sd+ngram, pld, ngram-simple)')
     .option('--verify <n>', 'measure the best n predicted candidates and ar by real runs (0 = predict only)', integerIn(0, 50), 3)
     .option('--batch <n>', "tokens per call of the drafts' teacher-forced pass", integerIn(1, 4096), 16)
+    .option('--try-threads <counts>', "compare thread plans: each model's costs measured at each count (e.g. 1,2), every candidate priced with its fastest (target single/batch, draft) plan and measured with it", parseCounts)
     .action(async (options: AdviseOptions) => {
       await adviseAction(options)
     })
@@ -87,6 +105,7 @@ async function adviseAction(options: AdviseOptions): Promise<void> {
       candidates: grid,
       verifyTop: options.verify,
       batch: options.batch,
+      ...(options.tryThreads ? { threads: LLAMA_THREADS(options.tryThreads) } : {}),
       onProgress: (stage, detail) => process.stderr.write(`${stage}${detail ? ` ${detail.model} ${detail.prompt + 1}/${detail.prompts}` : ''}\n`)
     })
   } finally {
@@ -109,10 +128,12 @@ const describeCandidate = (v: Verdict): string => {
 export function adviceText(advice: Advice, seed: number): string {
   const measured = new Map(advice.measured.map((m) => [m.candidate, m]))
   const measuredOf = (v: Verdict) => measured.get(v.candidate) ?? advice.measured.find((m) => v.candidate.method === 'ar' && m.candidate.method === 'ar')
+  const plans = advice.plans !== undefined
   const rows = advice.verdicts.map((v, i) => [
     String(i + 1),
     describeCandidate(v),
     v.candidate.draft ?? '–',
+    ...(plans ? [v.plan ?? '–'] : []),
     formatFixed(v.prediction?.tokensPerSecond, 1),
     v.prediction ? `${formatFixed(v.prediction.speedup, 2)}×` : '–',
     formatFixed(v.prediction?.tokensPerRound, 2),
@@ -123,8 +144,8 @@ export function adviceText(advice: Advice, seed: number): string {
   const mode = advice.verdicts[0]?.mode === 'expected' ? 'expected values (sampling)' : 'replayed rounds (greedy)'
   const notes = [
     `seed ${seed} · ${advice.trace.prompts.length} prompts, ${advice.trace.prompts.reduce((n, p) => n + p.tokens.length, 0)} tokens · ${mode}`,
-    `target c_T(k) ms, k = 1…${advice.costs.targetMs.length}: ${advice.costs.targetMs.map((ms) => formatFixed(ms, 2)).join(' ')}`,
+    `target c_T(k) ms${plans ? ` (plan ${advice.verdicts[0]?.plan})` : ''}, k = 1…${advice.costs.targetMs.length}: ${advice.costs.targetMs.map((ms) => formatFixed(ms, 2)).join(' ')}`,
     ...Object.entries(advice.costs.drafts).map(([name, cost]) => `draft ${name}: ${formatFixed(cost.ms, 2)} ms/token${cost.fullEntropyMs !== undefined ? ` (${formatFixed(cost.fullEntropyMs, 2)} with every logit, svip)` : ''}`)
   ]
-  return `${formatTable(['#', 'candidate', 'draft', 'pred tok/s', 'pred speedup', 'tok/round', 'accept', 'measured tok/s', 'not replayable'], rows)}\n${notes.join('\n')}`
+  return `${formatTable(['#', 'candidate', 'draft', ...(plans ? ['threads'] : []), 'pred tok/s', 'pred speedup', 'tok/round', 'accept', 'measured tok/s', 'not replayable'], rows)}\n${notes.join('\n')}`
 }

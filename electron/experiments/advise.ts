@@ -11,7 +11,8 @@
 import { decodeOnce } from '../engine/methods/decode-once'
 import { prepare } from '../engine/methods/prepare'
 import type { LanguageModel } from '../engine/model/types'
-import { AR_CANDIDATE, rankCandidates, type CostTable, type Verdict } from '../engine/replay/advise'
+import { AR_CANDIDATE, fastestFirst, price, rankPlans, replayAll, type CostTable, type DraftCost, type Verdict } from '../engine/replay/advise'
+import type { PhaseThreads } from '../engine/model/thread-calibration'
 import { candidateGrid, rolloutLengthFor } from '../engine/replay/candidates'
 import { measureCostCurve, measureDraftCost, measurePrefill, type CurveMeasurement } from '../engine/replay/cost-curve'
 import { readsFullEntropy } from '../engine/replay/expected-replay'
@@ -39,11 +40,38 @@ export interface AdviseInput {
   curve?: Pick<CurveMeasurement, 'maxPositions' | 'points' | 'repeats'>
   /** Milliseconds now (default performance.now; tests pass a fake clock). */
   clock?: () => number
+  /** Thread counts to compare (ThreadChoice); absent: the costs of the models as loaded. */
+  threads?: ThreadChoice
   onProgress?(stage: string, detail?: TraceProgress): void
 }
 
+/**
+ * Thread plans to compare. For each count the target's c_T(k) and prompt processing and each draft's costs are
+ * measured; a plan is (target single-token threads t1, target batch threads t2, draft threads d) over `counts`:
+ * c_T(1) at t1, c_T(k ≥ 2) and the prompt at t2, the draft at d (a draft's batches use its single-token count, as
+ * experiments/models.ts loads it). Sequential methods pay the phases one after the other, so the plan is priced
+ * from these alone; each candidate keeps its fastest plan (replay/advise.ts rankPlans).
+ */
+export interface ThreadChoice {
+  counts: readonly number[]
+  /** Make `model` evaluate single tokens and batches with these counts (LlamaCppModel: thread-calibration setThreads). */
+  apply(model: LanguageModel, phase: PhaseThreads): void
+  /** What `model` uses now (restored afterwards). */
+  current(model: LanguageModel): PhaseThreads
+}
+
+/** A thread plan: the target's single-token and batch threads, the drafts' threads. */
+export interface ThreadPlan {
+  target: PhaseThreads
+  draft: number
+}
+
+export const planName = (plan: ThreadPlan): string => `target ${plan.target.threads}/${plan.target.batchThreads}, draft ${plan.draft}`
+
 export interface Measured {
   candidate: Candidate
+  /** The thread plan it ran with (Advice.plans), when plans were compared. */
+  plan?: string
   tokens: number
   ms: number
   tokensPerSecond: number
@@ -51,7 +79,10 @@ export interface Measured {
 
 export interface Advice {
   trace: Trace
+  /** The costs as loaded, or with ThreadChoice those of the fastest plan for the best candidate. */
   costs: CostTable
+  /** With ThreadChoice: every plan compared, by name (Verdict.plan). */
+  plans?: Record<string, ThreadPlan>
   /** ar and every candidate, fastest predicted first. */
   verdicts: Verdict[]
   /** Real runs of ar and the best `verifyTop` candidates. */
@@ -81,6 +112,55 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
     costs.prefillMs!.drafts[name] = await measurePrefill(draft, prompts, trace.warp, prefill)
   }
   return costs
+}
+
+/** Costs per thread count (target curve and prompt, each draft's costs) and the plans they combine into. */
+async function measurePlans(input: AdviseInput, trace: Trace, candidates: readonly Candidate[], choice: ThreadChoice) {
+  const models = [input.target, ...Object.values(input.drafts)]
+  const original = models.map((model) => choice.current(model))
+  const byCount = new Map<number, CostTable>()
+  try {
+    for (const count of choice.counts) {
+      for (const model of models) choice.apply(model, { threads: count, batchThreads: count })
+      input.onProgress?.(`costs at ${count} threads`)
+      byCount.set(count, await measureCosts({ ...input, onProgress: undefined }, trace, candidates))
+    }
+  } finally {
+    models.forEach((model, i) => choice.apply(model, original[i]))
+  }
+  const plans: { plan: string; costs: CostTable; threads: ThreadPlan }[] = []
+  for (const t1 of choice.counts)
+    for (const t2 of choice.counts)
+      for (const d of Object.keys(input.drafts).length > 0 ? choice.counts : [choice.counts[0]]) {
+        const single = byCount.get(t1)!
+        const batch = byCount.get(t2)!
+        const drafting = byCount.get(d)!
+        const threads: ThreadPlan = { target: { threads: t1, batchThreads: t2 }, draft: d }
+        const drafts: Record<string, DraftCost> = drafting.drafts
+        const costs: CostTable = {
+          targetMs: [single.targetMs[0], ...batch.targetMs.slice(1)],
+          drafts,
+          prefillMs: { target: batch.prefillMs!.target, drafts: drafting.prefillMs!.drafts },
+          batchSingleMs: batch.targetMs[0]
+        }
+        plans.push({ plan: planName(threads), costs, threads })
+      }
+  return plans
+}
+
+/** Runs `work` with `plan`'s threads applied to the models, restoring what they had. */
+async function withPlan<T>(input: AdviseInput, plan: ThreadPlan | undefined, work: () => Promise<T>): Promise<T> {
+  const choice = input.threads
+  if (!choice || !plan) return work()
+  const models = [input.target, ...Object.values(input.drafts)]
+  const original = models.map((model) => choice.current(model))
+  choice.apply(input.target, plan.target)
+  for (const draft of Object.values(input.drafts)) choice.apply(draft, { threads: plan.draft, batchThreads: plan.draft })
+  try {
+    return await work()
+  } finally {
+    models.forEach((model, i) => choice.apply(model, original[i]))
+  }
 }
 
 /** One real run of `candidate` over the workload, timed with `clock`. */
@@ -123,17 +203,30 @@ export async function adviseWorkload(input: AdviseInput): Promise<Advice> {
     },
     (detail) => input.onProgress?.('trace', detail)
   )
-  const costs = await measureCosts(input, trace, candidates)
   input.onProgress?.('replay')
-  const verdicts = await rankCandidates(trace, candidates, costs)
+  const replayed = await replayAll(trace, candidates)
+  let costs: CostTable
+  let verdicts: Verdict[]
+  let plans: Record<string, ThreadPlan> | undefined
+  if (input.threads) {
+    const compared = await measurePlans(input, trace, candidates, input.threads)
+    plans = Object.fromEntries(compared.map((p) => [p.plan, p.threads]))
+    verdicts = rankPlans(replayed, trace, compared)
+    costs = compared.find((p) => p.plan === verdicts[0]?.plan)?.costs ?? compared[0].costs
+  } else {
+    costs = await measureCosts(input, trace, candidates)
+    verdicts = fastestFirst(replayed.map((r) => price(r, trace, costs)))
+  }
   const measured: Measured[] = []
   const top = verdicts.filter((v) => v.prediction && v.candidate.method !== 'ar').slice(0, input.verifyTop ?? 0)
   if (top.length > 0) {
     const clock = input.clock ?? (() => performance.now())
-    for (const candidate of [AR_CANDIDATE, ...top.map((v) => v.candidate)]) {
+    const ar = verdicts.find((v) => v.candidate.method === 'ar')
+    for (const verdict of [ar ?? { candidate: AR_CANDIDATE, plan: undefined }, ...top]) {
       input.onProgress?.('measure')
-      measured.push(await measureRun(input, candidate, clock))
+      const plan = verdict.plan === undefined ? undefined : plans?.[verdict.plan]
+      measured.push({ ...(await withPlan(input, plan, () => measureRun(input, verdict.candidate, clock))), ...(verdict.plan === undefined ? {} : { plan: verdict.plan }) })
     }
   }
-  return { trace, costs, verdicts, measured }
+  return { trace, costs, ...(plans ? { plans } : {}), verdicts, measured }
 }

@@ -27,3 +27,28 @@ export function timedModel(model: LanguageModel, clock: FakeClock, fixed: number
     }
   })
 }
+
+/**
+ * A model whose call of k tokens costs `cost(k, threads)` on the fake clock, with `threads` the model's phase
+ * threads (single tokens: `threads`, more: `batchThreads`), as LlamaCppModel applies them.
+ */
+export function threadedModel(model: LanguageModel, clock: FakeClock, cost: (tokens: number, threads: number) => number): LanguageModel & { phaseThreads: { threads: number; batchThreads: number } } {
+  const phaseThreads = { threads: 1, batchThreads: 1 }
+  return Object.assign(Object.create(model) as LanguageModel, {
+    phaseThreads,
+    async createSession(warp: WarpConfig, options?: SessionOptions): Promise<ModelSession> {
+      const session = await model.createSession(warp, options)
+      return {
+        get tokens() {
+          return session.tokens
+        },
+        async append(tokens: readonly number[], from: number) {
+          clock.ms += cost(tokens.length, tokens.length > 1 ? phaseThreads.batchThreads : phaseThreads.threads)
+          return session.append(tokens, from)
+        },
+        truncate: (length: number) => session.truncate(length),
+        dispose: () => session.dispose()
+      }
+    }
+  })
+}

@@ -7,7 +7,9 @@
 import { describe, expect, it } from 'vitest'
 import { adviseWorkload } from '../../electron/experiments/advise'
 import type { Candidate } from '../../electron/engine/replay/replay'
-import { timedModel, type FakeClock } from '../helpers/timed-model'
+import { threadedModel, timedModel, type FakeClock } from '../helpers/timed-model'
+import type { LanguageModel } from '../../electron/engine/model/types'
+import type { PhaseThreads } from '../../electron/engine/model/thread-calibration'
 import { toyDraftClose, toyTarget } from '../helpers/toy-models'
 
 const GREEDY = { temperature: 0, topK: 0, topP: 1 }
@@ -60,5 +62,41 @@ describe('adviseWorkload', () => {
     expect([...methods].sort()).toEqual(['ar', 'ngram-simple', 'pld', 'sd', 'sd+ngram', 'sd-pmin', 'svip'])
     expect(advice.verdicts.filter((v) => v.error !== null)).toEqual([])
     expect(advice.trace.rolloutLength).toBe(39)
+  })
+
+  it('thread plans: each candidate runs with its fastest plan, exactly as fast as predicted', async () => {
+    const clock: FakeClock = { ms: 0 }
+    // Target: one thread is faster for one token, two for batches; the draft is fastest on one.
+    const target = threadedModel(toyTarget(), clock, (k, t) => (t === 1 ? 10 + 2 * k : 13 + 0.5 * k))
+    const draft = threadedModel(toyDraftClose(), clock, (k, t) => (t === 1 ? 1 : 5))
+    type Threaded = LanguageModel & { phaseThreads: PhaseThreads }
+    const advice = await adviseWorkload({
+      target,
+      drafts: { close: draft },
+      prompts: PROMPTS,
+      warp: GREEDY,
+      seed: 1,
+      maxTokens: 30,
+      candidates: [{ method: 'sd', gamma: 4, params: {}, draft: 'close' }, { method: 'pld', gamma: 3, params: {}, draft: null }],
+      verifyTop: 2,
+      curve: { maxPositions: 8 },
+      clock: () => clock.ms,
+      threads: {
+        counts: [1, 2],
+        apply: (model, phase) => Object.assign((model as Threaded).phaseThreads, phase),
+        current: (model) => ({ ...(model as Threaded).phaseThreads })
+      }
+    })
+    expect(Object.keys(advice.plans!)).toHaveLength(8)
+    const sd = advice.verdicts.find((v) => v.candidate.method === 'sd')!
+    expect(sd.plan).toBe('target 1/2, draft 1')
+    expect(advice.verdicts.find((v) => v.candidate.method === 'ar')!.plan).toMatch(/^target 1\/2/) // its prompt is a batch
+    for (const measured of advice.measured) {
+      const verdict = advice.verdicts.find((v) => v.candidate.method === measured.candidate.method)!
+      expect(measured.plan).toBe(verdict.plan)
+      expect(measured.tokensPerSecond).toBeCloseTo(verdict.prediction!.tokensPerSecond, 9)
+    }
+    // The models are back on what they had.
+    expect(target.phaseThreads).toEqual({ threads: 1, batchThreads: 1 })
   })
 })

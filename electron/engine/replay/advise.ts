@@ -33,6 +33,11 @@ export interface CostTable {
    * and each draft's. Absent: prompt processing is left out of every prediction.
    */
   prefillMs?: { target: number; drafts: Record<string, number> }
+  /**
+   * c_T(1) at the threads the target evaluates batches with, when they differ from its single-token threads (a
+   * thread plan): a first round that sends drafts evaluates the prompt in its batch call. Absent: targetMs[0].
+   */
+  batchSingleMs?: number
 }
 
 export interface Verdict {
@@ -65,14 +70,21 @@ function curveFor(costs: CostTable, candidate: Candidate, fullEntropy: boolean):
   return { targetMs: costs.targetMs, draftMs }
 }
 
-/** The prediction with prompt processing (CostTable.prefillMs) in: c(prompt) − c(1) per prompt for each model used. */
-function withPrompts(prediction: Prediction, trace: Trace, candidate: Candidate, costs: CostTable, curve: CostCurve): Prediction {
+/**
+ * The prediction with prompt processing (CostTable.prefillMs) in. A prompt's first target call evaluates the prompt
+ * with the round's tokens: c(prompt + k − 1) = c(prompt) + c(k) − c(1) for a cost affine in the tokens, c(1) taken at
+ * the threads of that call (batchSingleMs when the first round sends drafts, c_T(1) when it is target-only, as ar's).
+ * The draft's first call is the prompt alone: c_D(prompt) − c_D.
+ */
+function withPrompts(prediction: Prediction, summary: ReplaySummary, trace: Trace, candidate: Candidate, costs: CostTable, curve: CostCurve): Prediction {
   const prefill = costs.prefillMs
   if (!prefill) return prediction
   const prompts = trace.prompts.length
+  const batchSingle = costs.batchSingleMs ?? curve.targetMs[0]
+  const targetExtra = prefill.target - summary.firstBatchRounds * batchSingle - (prompts - summary.firstBatchRounds) * curve.targetMs[0]
   const draftPrefill = candidate.draft === null ? undefined : prefill.drafts[candidate.draft]
   const draftExtra = draftPrefill === undefined ? 0 : draftPrefill - prompts * curve.draftMs
-  return withPrefill(prediction, prefill.target - prompts * curve.targetMs[0], draftExtra)
+  return withPrefill(prediction, targetExtra, draftExtra, prefill.target - prompts * curve.targetMs[0])
 }
 
 /** Replays `candidate` on `trace`: greedy traces exactly, sampled traces in expectation. */
@@ -97,7 +109,7 @@ export function price(replayed: Replayed, trace: Trace, costs: CostTable, plan?:
   if (!summary) return verdict
   try {
     const curve = curveFor(costs, candidate, replayed.draftFullEntropy)
-    return { ...verdict, prediction: withPrompts(predict(summary, curve), trace, candidate, costs, curve) }
+    return { ...verdict, prediction: withPrompts(predict(summary, curve), summary, trace, candidate, costs, curve) }
   } catch (failure) {
     return { ...verdict, error: failure instanceof Error ? failure.message : String(failure) }
   }
@@ -106,7 +118,7 @@ export function price(replayed: Replayed, trace: Trace, costs: CostTable, plan?:
 const speed = (v: Verdict) => v.prediction?.tokensPerSecond ?? -1
 
 /** Fastest predicted first; those that could not be priced last, in the given order. */
-function fastestFirst(verdicts: readonly Verdict[]): Verdict[] {
+export function fastestFirst(verdicts: readonly Verdict[]): Verdict[] {
   return verdicts.map((v, i) => ({ v, i })).sort((a, b) => speed(b.v) - speed(a.v) || a.i - b.i).map(({ v }) => v)
 }
 

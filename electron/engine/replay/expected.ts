@@ -62,6 +62,8 @@ export interface ExpectedRun {
   accepted: number
   /** E[rounds] of each kind. */
   kinds: RoundKind[]
+  /** Draft tokens the first round proposes (it always starts at 0; its target call also evaluates the prompt). */
+  firstProposed: number
   /** E[time] priced with the `cost` given to expectedRun (0 without one). */
   ms: number
 }
@@ -92,11 +94,12 @@ export function expectedRun(length: number, proposer: Proposer, cost?: RoundCost
   const start = new Float64Array(length + 1) // π(t)
   start[0] = 1
   const kinds = new Map<string, RoundKind>()
-  const run: ExpectedRun = { tokens: length, rounds: 0, proposed: 0, accepted: 0, kinds: [], ms: 0 }
+  const run: ExpectedRun = { tokens: length, rounds: 0, proposed: 0, accepted: 0, kinds: [], firstProposed: 0, ms: 0 }
   for (let t = 0; t < length; t++) {
     const visit = start[t]
     if (visit === 0) continue
     const { rates, draftCalls } = proposer(t)
+    if (t === 0) run.firstProposed = rates.length
     const key = `${rates.length}/${draftCalls}`
     const kind = kinds.get(key) ?? { proposed: rates.length, draftCalls, count: 0 }
     kind.count += visit

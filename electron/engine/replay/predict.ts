@@ -21,6 +21,8 @@ export interface ReplaySummary {
   proposed: number
   accepted: number
   kinds: RoundKind[]
+  /** Prompts whose first round sends drafts to the target (its first call then evaluates the prompt as a batch). */
+  firstBatchRounds: number
 }
 
 export interface Prediction {
@@ -54,18 +56,19 @@ export function summaryOfSteps(steps: readonly StepRecord[]): ReplaySummary {
     rounds: steps.length,
     proposed: steps.reduce((n, s) => n + s.proposed, 0),
     accepted: steps.reduce((n, s) => n + s.accepted, 0),
-    kinds: mergeKinds(steps.map((s) => ({ proposed: s.proposed, draftCalls: s.draftCalls, count: 1 })))
+    kinds: mergeKinds(steps.map((s) => ({ proposed: s.proposed, draftCalls: s.draftCalls, count: 1 }))),
+    firstBatchRounds: steps.filter((s) => s.index === 0 && s.proposed > 0).length
   }
 }
 
 export function summaryOfExpected(runs: readonly ExpectedRun[]): ReplaySummary {
   const sum = (pick: (run: ExpectedRun) => number) => runs.reduce((total, run) => total + pick(run), 0)
-  return { tokens: sum((r) => r.tokens), rounds: sum((r) => r.rounds), proposed: sum((r) => r.proposed), accepted: sum((r) => r.accepted), kinds: mergeKinds(runs.flatMap((r) => r.kinds)) }
+  return { tokens: sum((r) => r.tokens), rounds: sum((r) => r.rounds), proposed: sum((r) => r.proposed), accepted: sum((r) => r.accepted), kinds: mergeKinds(runs.flatMap((r) => r.kinds)), firstBatchRounds: runs.filter((r) => r.firstProposed > 0).length }
 }
 
 /** ar's replay: one target-only round per token. */
 export function arSummary(tokens: number): ReplaySummary {
-  return { tokens, rounds: tokens, proposed: 0, accepted: 0, kinds: [{ proposed: 0, draftCalls: 0, count: tokens }] }
+  return { tokens, rounds: tokens, proposed: 0, accepted: 0, kinds: [{ proposed: 0, draftCalls: 0, count: tokens }], firstBatchRounds: 0 }
 }
 
 export function predict(summary: ReplaySummary, curve: CostCurve): Prediction {
@@ -93,13 +96,13 @@ export const predictFromSteps = (steps: readonly StepRecord[], curve: CostCurve)
 export const predictFromExpected = (runs: readonly ExpectedRun[], curve: CostCurve): Prediction => predict(summaryOfExpected(runs), curve)
 
 /**
- * A prediction with prompt processing added (replay/cost-curve.ts measurePrefill): `targetExtraMs` = Σ_prompts
- * c_T(prompt) − c_T(1), paid by ar and the candidate alike; `draftExtraMs` = Σ_prompts c_D(prompt) − c_D, paid by a
- * candidate that drafts with a model.
+ * A prediction with prompt processing added (replay/cost-curve.ts measurePrefill; replay/advise.ts says what the
+ * extras are): `targetExtraMs` on the candidate's time, `arTargetExtraMs` (default the same) on ar's, `draftExtraMs`
+ * on the candidate's alone.
  */
-export function withPrefill(p: Prediction, targetExtraMs: number, draftExtraMs: number): Prediction {
+export function withPrefill(p: Prediction, targetExtraMs: number, draftExtraMs: number, arTargetExtraMs = targetExtraMs): Prediction {
   const ms = p.ms + targetExtraMs + draftExtraMs
-  const arMs = p.arMs + targetExtraMs
+  const arMs = p.arMs + arTargetExtraMs
   return {
     ...p,
     ms,
