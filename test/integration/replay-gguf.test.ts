@@ -181,7 +181,7 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
     const ngramRounds = realSteps.filter((step) => step.decision?.source === 'ngram').length
     divergences.unshift(
       `predicted ${predicted.ms.toFixed(0)} ms (${predicted.tokensPerRound.toFixed(2)} tokens/round, speedup ${predicted.speedup.toFixed(2)}×), ` +
-        `the real run's rounds took ${measuredMs.toFixed(0)} ms${candidate.method === 'sd+ngram' ? `; ${ngramRounds} rounds drafted by the n-gram lookup` : ''}`
+        `the real run's rounds took ${measuredMs.toFixed(0)} ms (the replay's own ${replayed.flatMap((p) => p.steps).reduce((ms, s) => ms + s.totalMs, 0).toFixed(0)} ms)${candidate.method === 'sd+ngram' ? `; ${ngramRounds} rounds drafted by the n-gram lookup` : ''}`
     )
     const notes = [...divergences, ...explained]
     report.push(`${label}: ${matched}/${compared} rounds identical (replay: ${accepted}/${proposed} draft tokens accepted)${notes.length ? `\n  ${notes.join('\n  ')}` : ''}`)
