@@ -72,7 +72,7 @@ describe('prediction', () => {
     expect(predictFromSteps(steps, curve).speedup).toBe(1)
   })
 
-  it('sampling: the DP’s expected time, at certain acceptance equal to the greedy sum', () => {
+  it('sampling: the renewal sums’ expected time, at certain acceptance equal to the greedy sum', () => {
     const sure = expectedRun(8, (t) => ({ rates: new Array(Math.min(3, 8 - t)).fill(1), draftCalls: Math.min(3, 8 - t) }), roundCost(curve))
     const p = predictFromExpected([sure], curve)
     // Rounds at 0 and 4: 3 drafts accepted + a bonus each.

@@ -2,8 +2,8 @@
  * Sampling replay (replay/expected.ts): expected rounds against closed forms and against the real decoder.
  * - The accepted-length law and Leviathan et al.'s Eq. 1 (constant α: E[tokens per round] = (1 − α^{γ+1})/(1 − α)).
  * - Context-free toy models (the teacher-forced rates are then exact): the recorded rates equal Σ min(p, q) computed
- *   from the models, and the DP's E[rounds] matches the mean rounds of the real `sd` decoder over many seeds.
- * - Known rates (--synthetic-acceptance): the real decoder accepting position i with probability r_i against the DP
+ *   from the models, and the renewal sums' E[rounds] matches the mean rounds of the real `sd` decoder over many seeds.
+ * - Known rates (--synthetic-acceptance): the real decoder accepting position i with probability r_i against the renewal sums
  *   fed the same r_i.
  * - Negative control: a replay that prices acceptance as Σ p·q instead of Σ min(p, q) must miss the real mean.
  */
@@ -98,7 +98,7 @@ describe('expected rounds under sampling', () => {
     expect(Math.abs(expectedRun(MAX_TOKENS, wrong, unitCost).rounds - real.mean)).toBeGreaterThan(4 * real.se)
   })
 
-  it('rounds by kind price to the same expected time as the cost given to the DP', async () => {
+  it('rounds by kind price to the same expected time as the cost given to expectedRun', async () => {
     const trace = await sampledTrace()
     const prompt = trace.prompts[0]
     const proposer = modelProposer(prompt, prompt.drafts.d, pMinPolicy({ p: 0.6, min: 0, max: 5 }), MAX_TOKENS)

@@ -1,6 +1,6 @@
 /**
  * A candidate configuration's expected rounds on a sampled trace (replay/expected.ts): the catalog method and its
- * resolved parameters (methods/prepare.ts) mapped to the real policy and lookup objects, then the renewal DP per
+ * resolved parameters (methods/prepare.ts) mapped to the real policy and lookup objects, then the renewal sums (replay/expected.ts) per
  * prompt. Covered: `sd` (fixed γ), `sd-pmin`, `svip`, `pld`, `ngram-simple`, `sd+ngram` — the chain methods whose
  * decisions depend on the current round alone. Any other method is refused by name.
  */

@@ -24,7 +24,7 @@
  * it is the teacher-forced estimate. Likewise a policy's stop decision reads q at the trace's context, and the
  * proposal's length is taken as fixed given t (an end-of-generation draw of the draft does not stop it). Only
  * policies and lookups whose decisions depend on the current round alone (fixed γ, p-min, SVIP; prompt lookup,
- * ngram-simple) are valid here: the DP visits positions out of order.
+ * ngram-simple) are valid here: every start position is asked independently, whatever the rounds before it decided.
  */
 import type { TokenLookup } from '../decoders/drafter'
 import type { DraftLengthPolicy } from '../policies/types'
