@@ -14,6 +14,7 @@ import { reportCommand, suiteCommand, suitesCommand } from './cli/suite-command'
 import { modelsCommand } from './cli/models-command'
 import { ngramCacheCommand } from './cli/ngram-cache-command'
 import { peerBenchCommand } from './cli/peer-bench-command'
+import { adviseCommand } from './cli/advise-command'
 import { shouldSupervise, stopWithSupervisor, superviseSelf } from './cli/supervise'
 import { defaultDatabasePath } from './store/default-path'
 import { RunStore } from './store/run-store'
@@ -24,7 +25,7 @@ const program = new Command('speclab')
   .exitOverride()
   .configureOutput({ outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`) })
 
-for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand(), benchCommand(), ablationCommand(), dsbdBenchCommand(), suiteCommand(), reportCommand(), suitesCommand(), modelsCommand(), ngramCacheCommand(), peerBenchCommand()]) {
+for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand(), benchCommand(), ablationCommand(), dsbdBenchCommand(), suiteCommand(), reportCommand(), suitesCommand(), modelsCommand(), ngramCacheCommand(), peerBenchCommand(), adviseCommand()]) {
   program.addCommand(command.exitOverride().configureOutput({
     outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`)
   }))

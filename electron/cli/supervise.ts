@@ -21,7 +21,7 @@ import { TTY_COLUMNS_ENV } from './progress'
 export const SUPERVISED_ENV = 'SPECLAB_SUPERVISED'
 
 /** Commands that load GGUF models (the others only read the database). */
-const MODEL_COMMANDS = new Set(['run', 'bench', 'ablation', 'dsbd-bench', 'suite', 'ngram-cache', 'peer-bench'])
+const MODEL_COMMANDS = new Set(['run', 'bench', 'ablation', 'dsbd-bench', 'suite', 'ngram-cache', 'peer-bench', 'advise'])
 
 /** Signals that mean the process died rather than stopped: an abort, a crash, the kernel's OOM killer. */
 const CRASH_SIGNALS = new Set(['SIGABRT', 'SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGKILL', 'SIGTRAP'])

@@ -1,0 +1,144 @@
+/**
+ * The setup advisor's core: every candidate configuration replayed on one trace and priced with measured costs,
+ * ranked by predicted tokens per second. A greedy trace replays each candidate exactly (replay/replay.ts); a sampled
+ * trace gives expected values (replay/expected-replay.ts). `ar` is always priced too: it is the speedup baseline.
+ *
+ * Costs: c_T(k) of the target (replay/cost-curve.ts) and, per traced draft, its time per drafted token — with the
+ * warped top-k transfer, and with every logit transferred (`fullEntropyMs`), which a policy reading the
+ * whole-vocabulary entropy (svip's default) makes the draft pay.
+ * A candidate the trace cannot replay (a method outside the replayable set, a rollout shorter than its drafts) is
+ * listed with its reason rather than guessed.
+ */
+import { isGreedy } from '../sampling/warp'
+import type { CostCurve } from './cost-curve'
+import { readsFullEntropy, replayExpected } from './expected-replay'
+import { arSummary, predict, summaryOfExpected, summaryOfSteps, withPrefill, type Prediction, type ReplaySummary } from './predict'
+import { replayGreedy, type Candidate } from './replay'
+import type { Trace } from './trace'
+
+export interface DraftCost {
+  /** ms per drafted token (warped top-k transfer). */
+  ms: number
+  /** ms per drafted token with every logit transferred; absent = unmeasured (then `ms`). */
+  fullEntropyMs?: number
+}
+
+export interface CostTable {
+  /** c_T(k), k = 1 … K, ms. */
+  targetMs: number[]
+  /** By traced draft name. */
+  drafts: Record<string, DraftCost>
+  /**
+   * Σ over the trace's prompts of evaluating each prompt in one call (cost-curve.ts measurePrefill): the target's
+   * and each draft's. Absent: prompt processing is left out of every prediction.
+   */
+  prefillMs?: { target: number; drafts: Record<string, number> }
+  /**
+   * c_T(1) at the threads the target evaluates batches with, when they differ from its single-token threads (a
+   * thread plan): a first round that sends drafts evaluates the prompt in its batch call. Absent: targetMs[0].
+   */
+  batchSingleMs?: number
+}
+
+export interface Verdict {
+  candidate: Candidate
+  /** 'replayed' (greedy: the rounds themselves) or 'expected' (sampling: expected values). */
+  mode: 'replayed' | 'expected'
+  prediction: Prediction | null
+  /** Why it could not be replayed; null when it was. */
+  error: string | null
+  /** The cost table (thread plan) that priced it, when several were compared (rankPlans). */
+  plan?: string
+}
+
+/** A candidate replayed once, ready to be priced under any cost table. */
+export interface Replayed {
+  candidate: Candidate
+  mode: 'replayed' | 'expected'
+  summary: ReplaySummary | null
+  /** Whether its draft reads the whole-vocabulary entropy (svip's default: every logit transferred). */
+  draftFullEntropy: boolean
+  error: string | null
+}
+
+export const AR_CANDIDATE: Candidate = { method: 'ar', gamma: 1, params: {}, draft: null }
+
+function curveFor(costs: CostTable, candidate: Candidate, fullEntropy: boolean): CostCurve {
+  const draft = candidate.draft === null ? undefined : costs.drafts[candidate.draft]
+  if (candidate.draft !== null && !draft) throw new Error(`no cost measured for the draft '${candidate.draft}'`)
+  const draftMs = draft ? (fullEntropy ? (draft.fullEntropyMs ?? draft.ms) : draft.ms) : 0
+  return { targetMs: costs.targetMs, draftMs }
+}
+
+/**
+ * The prediction with prompt processing (CostTable.prefillMs) in. A prompt's first target call evaluates the prompt
+ * with the round's tokens: c(prompt + k − 1) = c(prompt) + c(k) − c(1) for a cost affine in the tokens, c(1) taken at
+ * the threads of that call (batchSingleMs when the first round sends drafts, c_T(1) when it is target-only, as ar's).
+ * The draft's first call is the prompt alone: c_D(prompt) − c_D.
+ */
+function withPrompts(prediction: Prediction, summary: ReplaySummary, trace: Trace, candidate: Candidate, costs: CostTable, curve: CostCurve): Prediction {
+  const prefill = costs.prefillMs
+  if (!prefill) return prediction
+  const prompts = trace.prompts.length
+  const batchSingle = costs.batchSingleMs ?? curve.targetMs[0]
+  const targetExtra = prefill.target - summary.firstBatchRounds * batchSingle - (prompts - summary.firstBatchRounds) * curve.targetMs[0]
+  const draftPrefill = candidate.draft === null ? undefined : prefill.drafts[candidate.draft]
+  const draftExtra = draftPrefill === undefined ? 0 : draftPrefill - prompts * curve.draftMs
+  return withPrefill(prediction, targetExtra, draftExtra, prefill.target - prompts * curve.targetMs[0])
+}
+
+/** Replays `candidate` on `trace`: greedy traces exactly, sampled traces in expectation. */
+export async function replayCandidate(trace: Trace, candidate: Candidate): Promise<Replayed> {
+  const mode = isGreedy(trace.warp) ? 'replayed' : 'expected'
+  try {
+    if (candidate.method === 'ar') return { candidate, mode, summary: arSummary(trace.prompts.reduce((n, p) => n + p.tokens.length, 0)), draftFullEntropy: false, error: null }
+    if (mode === 'replayed') {
+      const prompts = await replayGreedy(trace, candidate)
+      return { candidate, mode, summary: summaryOfSteps(prompts.flatMap((p) => p.steps)), draftFullEntropy: prompts.some((p) => p.draftFullEntropy), error: null }
+    }
+    return { candidate, mode, summary: summaryOfExpected(replayExpected(trace, candidate)), draftFullEntropy: readsFullEntropy(candidate), error: null }
+  } catch (error) {
+    return { candidate, mode, summary: null, draftFullEntropy: false, error: error instanceof Error ? error.message : String(error) }
+  }
+}
+
+/** A replayed candidate priced with one cost table. */
+export function price(replayed: Replayed, trace: Trace, costs: CostTable, plan?: string): Verdict {
+  const { candidate, mode, summary, error } = replayed
+  const verdict: Verdict = { candidate, mode, prediction: null, error, ...(plan === undefined ? {} : { plan }) }
+  if (!summary) return verdict
+  try {
+    const curve = curveFor(costs, candidate, replayed.draftFullEntropy)
+    return { ...verdict, prediction: withPrompts(predict(summary, curve), summary, trace, candidate, costs, curve) }
+  } catch (failure) {
+    return { ...verdict, error: failure instanceof Error ? failure.message : String(failure) }
+  }
+}
+
+const speed = (v: Verdict) => v.prediction?.tokensPerSecond ?? -1
+
+/** Fastest predicted first; those that could not be priced last, in the given order. */
+export function fastestFirst(verdicts: readonly Verdict[]): Verdict[] {
+  return verdicts.map((v, i) => ({ v, i })).sort((a, b) => speed(b.v) - speed(a.v) || a.i - b.i).map(({ v }) => v)
+}
+
+/** `ar` and every candidate, replayed once each. */
+export async function replayAll(trace: Trace, candidates: readonly Candidate[]): Promise<Replayed[]> {
+  const replayed: Replayed[] = []
+  for (const candidate of [AR_CANDIDATE, ...candidates.filter((c) => c.method !== 'ar')]) replayed.push(await replayCandidate(trace, candidate))
+  return replayed
+}
+
+/** `ar` and every candidate, fastest predicted first; those that could not be replayed last, in the given order. */
+export async function rankCandidates(trace: Trace, candidates: readonly Candidate[], costs: CostTable): Promise<Verdict[]> {
+  return fastestFirst((await replayAll(trace, candidates)).map((r) => price(r, trace, costs)))
+}
+
+/**
+ * Each replayed candidate priced under every named cost table (thread plans), keeping its fastest; then fastest
+ * first. `ar` gets its own best plan, and each candidate's speedup is against ar under the candidate's plan.
+ */
+export function rankPlans(replayed: readonly Replayed[], trace: Trace, plans: readonly { plan: string; costs: CostTable }[]): Verdict[] {
+  if (plans.length === 0) throw new RangeError('rankPlans needs at least one cost table')
+  return fastestFirst(replayed.map((r) => plans.map(({ plan, costs }) => price(r, trace, costs, plan)).reduce((best, v) => (speed(v) > speed(best) ? v : best))))
+}

@@ -1,0 +1,51 @@
+/**
+ * The configurations an advisor replays by default, and how long a trace's rollouts must be for them.
+ *
+ * The grid, per traced draft model: `sd` at γ = 1 … 8; `sd-pmin` at its llama.cpp defaults and at p_min ∈ {0.3, 0.5}
+ * (n_max 8); `svip` at the paper's grid h ∈ {0.2, 0.3, 0.4, 0.5} (SVIP §3.1; cap 40); `sd+ngram` at γ = 3, 5; and,
+ * without a draft, `pld` (γ = 3, 5) and `ngram-simple` (llama.cpp's defaults and n = 3, m = 8).
+ *
+ * Rollouts: a round's draft is at most the method's cap long, so after a divergence at most cap − 1 further draft
+ * tokens are ever read (replay/draft-trace.ts); `rolloutLengthFor` is the largest cap − 1 over the candidates.
+ */
+import { prepare } from '../methods/prepare'
+import type { Candidate } from './replay'
+
+/** The longest draft one round of `candidate` can make; null when its method has no cap (sd-heuristic without maxDraft). */
+export function maxDraftLength(candidate: Candidate): number | null {
+  if (candidate.draft === null) return 0 // a lookup drafts no model tokens: no rollout is read
+  const { gamma, params } = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params })
+  switch (candidate.method) {
+    case 'sd':
+    case 'sd+ngram':
+      return gamma
+    case 'sd-pmin':
+      return Number(params['pmin.max'])
+    case 'svip':
+      return Number(params['svip.maxDraft'])
+    case 'sd-heuristic':
+      return Number(params['heuristic.maxDraft']) > 0 ? Number(params['heuristic.maxDraft']) : null
+    default:
+      return null
+  }
+}
+
+/** Rollout length covering every candidate; `fallback` for candidates without a known cap. */
+export function rolloutLengthFor(candidates: readonly Candidate[], fallback = 16): number {
+  return Math.max(0, ...candidates.map((c) => (maxDraftLength(c) ?? fallback) - 1))
+}
+
+export function candidateGrid(drafts: readonly string[]): Candidate[] {
+  const grid: Candidate[] = []
+  for (const draft of drafts) {
+    for (let gamma = 1; gamma <= 8; gamma++) grid.push({ method: 'sd', gamma, params: {}, draft })
+    grid.push({ method: 'sd-pmin', gamma: 5, params: {}, draft })
+    for (const p of [0.3, 0.5]) grid.push({ method: 'sd-pmin', gamma: 5, params: { 'pmin.p': p, 'pmin.max': 8 }, draft })
+    for (const h of [0.2, 0.3, 0.4, 0.5]) grid.push({ method: 'svip', gamma: 5, params: { 'svip.h': h }, draft })
+    for (const gamma of [3, 5]) grid.push({ method: 'sd+ngram', gamma, params: {}, draft })
+  }
+  for (const gamma of [3, 5]) grid.push({ method: 'pld', gamma, params: {}, draft: null })
+  grid.push({ method: 'ngram-simple', gamma: 5, params: {}, draft: null })
+  grid.push({ method: 'ngram-simple', gamma: 5, params: { 'ngramsimple.n': 3, 'ngramsimple.m': 8 }, draft: null })
+  return grid
+}

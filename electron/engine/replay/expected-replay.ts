@@ -1,0 +1,68 @@
+/**
+ * A candidate configuration's expected rounds on a sampled trace (replay/expected.ts): the catalog method and its
+ * resolved parameters (methods/prepare.ts) mapped to the real policy and lookup objects, then the renewal sums (replay/expected.ts) per
+ * prompt. Covered: `sd` (fixed γ), `sd-pmin`, `svip`, `pld`, `ngram-simple`, `sd+ngram` — the chain methods whose
+ * decisions depend on the current round alone. Any other method is refused by name.
+ */
+import { ngramSimpleState } from '../lookup/ngram-map'
+import { promptLookupState } from '../lookup/prompt-lookup'
+import { prepare } from '../methods/prepare'
+import { fixedLengthPolicy } from '../policies/fixed'
+import { pMinPolicy } from '../policies/p-min'
+import { svipPolicy } from '../policies/svip'
+import { chainProposer, expectedRun, lookupProposer, modelProposer, type ExpectedRun, type Proposer, type RoundCost } from './expected'
+import type { Candidate } from './replay'
+import type { PromptTrace, Trace } from './trace'
+
+export const EXPECTED_METHODS = ['sd', 'sd-pmin', 'svip', 'pld', 'ngram-simple', 'sd+ngram'] as const
+
+type Params = Readonly<Record<string, number | string | boolean>>
+
+function proposerOf(trace: Trace, prompt: PromptTrace, candidate: Candidate, params: Params, gamma: number): Proposer {
+  const ends = new Set(trace.target.endTokens)
+  const isEnd = (token: number) => ends.has(token)
+  const num = (key: string) => Number(params[key])
+  const draft = () => {
+    if (candidate.draft === null || !prompt.drafts[candidate.draft]) throw new Error(`${candidate.method} needs a traced draft model`)
+    return prompt.drafts[candidate.draft]
+  }
+  const model = (policy: Parameters<typeof modelProposer>[2]) => modelProposer(prompt, draft(), policy, trace.maxTokens)
+  switch (candidate.method) {
+    case 'sd':
+      return model(fixedLengthPolicy(gamma))
+    case 'sd-pmin':
+      return model(pMinPolicy({ p: num('pmin.p'), min: num('pmin.min'), max: num('pmin.max') }))
+    case 'svip':
+      return model(svipPolicy({ h: num('svip.h'), c: num('svip.c'), maxDraft: num('svip.maxDraft'), warpedEntropy: params['svip.warpedEntropy'] === true }))
+    case 'pld':
+      return lookupProposer(prompt, promptLookupState({ maxNgram: num('pld.ngram'), k: num('pld.k') }, isEnd), num('pld.k'), trace.maxTokens, isEnd)
+    case 'ngram-simple': {
+      const config = { n: num('ngramsimple.n'), m: num('ngramsimple.m') }
+      return lookupProposer(prompt, ngramSimpleState(config, prompt.promptTokens.length), config.m, trace.maxTokens, isEnd)
+    }
+    case 'sd+ngram': {
+      const config = { n: num('sdngram.n'), m: num('sdngram.m') }
+      return chainProposer([
+        lookupProposer(prompt, ngramSimpleState(config, prompt.promptTokens.length), gamma, trace.maxTokens, isEnd),
+        model(fixedLengthPolicy(gamma))
+      ])
+    }
+    default:
+      throw new Error(`no expected-value replay for '${candidate.method}' (covered: ${EXPECTED_METHODS.join(', ')})`)
+  }
+}
+
+/** Whether the candidate's draft-length policy reads the whole-vocabulary entropy (policies/svip.ts's default). */
+export function readsFullEntropy(candidate: Candidate): boolean {
+  if (candidate.method !== 'svip') return false
+  return prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }).params['svip.warpedEntropy'] !== true
+}
+
+/** Expected rounds of `candidate` on every prompt of `trace` (priced by `cost` when given). */
+export function replayExpected(trace: Trace, candidate: Candidate, cost?: RoundCost): ExpectedRun[] {
+  const prepared = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params })
+  // PEARL's parallel drafting overlaps draft and target: its rounds and costs are not sd's.
+  if (Object.entries(prepared.params).some(([key, value]) => key.endsWith('.parallel') && value === true))
+    throw new Error(`no expected-value replay for ${candidate.method} with parallel drafting`)
+  return trace.prompts.map((prompt) => expectedRun(prompt.tokens.length, proposerOf(trace, prompt, candidate, prepared.params, prepared.gamma), cost))
+}

@@ -1,0 +1,83 @@
+/**
+ * Greedy replay: a candidate configuration (method, γ, parameters, draft model) decoded against a recorded trace
+ * instead of the models (terms: replay/trace.ts). The catalog's own run is built (methods/prepare.ts) and decoded
+ * through methods/decode-once.ts on the trace's recorded target and draft (replay/trace-models.ts), so the real
+ * draft-length policy (draftLength / shouldStop / update), the real lookup drafters and chain, the real greedy
+ * verifier and the output buffer's EOS / budget rules make every decision; nothing about a method is re-stated here.
+ *
+ * Why this is exact under greedy decoding: a greedy run's output is the target's greedy continuation (lossless),
+ * i.e. the trace; a draft token is accepted iff it equals the target's token at its position; and every context
+ * whose distribution a decision reads is recorded — the trace's own (p_i, q_i) or a draft rollout after a
+ * divergence. Contexts nobody reads (the target after a rejected draft token) answer OFF_TRACE, so should a method
+ * read one the replayed output leaves the trace and `replayGreedy` throws. Methods that need contexts the trace
+ * lacks (sampled drafts, trees, a mid model) throw TraceGapError.
+ *
+ * What stays approximate against a real run on llama.cpp: the trace's distributions come from other batch shapes
+ * than the run's (draft-trace.ts `batch`; the target's `ar` pass is single-token, its verification batched), and the
+ * two round differently (~1e-2 in logits), which can flip a near-tie (test/integration/replay-gguf.test.ts counts
+ * these).
+ */
+import type { StepRecord } from '../decoders/types'
+import { decodeOnce } from '../methods/decode-once'
+import { prepare } from '../methods/prepare'
+import type { RawParams } from '../methods/param-spec'
+import { isGreedy } from '../sampling/warp'
+import { recordedDraft, recordedTarget } from './trace-models'
+import type { Trace } from './trace'
+
+/** One configuration to replay: the catalog's method id, --gamma, --set parameters, and which traced draft drafts. */
+export interface Candidate {
+  method: string
+  gamma: number
+  params: RawParams
+  /** A key of trace.drafts; null for target-only methods (lookups). */
+  draft: string | null
+}
+
+export interface ReplayedPrompt {
+  /** The step records the method's decoder emitted, one per round. */
+  steps: StepRecord[]
+  tokens: number[]
+  /** Whether the method's draft asked for the whole-vocabulary entropy (svip's default; it prices draft calls higher). */
+  draftFullEntropy: boolean
+}
+
+/** The replayed output left the trace: a method read a context that only a real model can answer. */
+export class ReplayDivergedError extends Error {}
+
+export async function replayGreedy(trace: Trace, candidate: Candidate): Promise<ReplayedPrompt[]> {
+  if (!isGreedy(trace.warp)) throw new Error('replayGreedy needs a greedy trace (temperature 0); sampling traces give expected values (replay/expected.ts)')
+  const draftModel = candidate.draft === null ? null : trace.drafts[candidate.draft]
+  if (candidate.draft !== null && !draftModel) throw new Error(`the trace has no draft '${candidate.draft}' (it has ${Object.keys(trace.drafts).join(', ') || 'none'})`)
+  const prepared = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }, { draft: draftModel !== null, mid: false })
+  // One run per candidate: state a method keeps across prompts (prepare's newRun) persists as in a real run.
+  const run = prepared.newRun()
+  const replayed: ReplayedPrompt[] = []
+  for (const [index, prompt] of trace.prompts.entries()) {
+    const target = recordedTarget(trace.target, trace.warp, prompt)
+    const draft = draftModel && candidate.draft ? recordedDraft(draftModel, trace.warp, prompt, prompt.drafts[candidate.draft]) : undefined
+    const steps: StepRecord[] = []
+    const outcome = await decodeOnce({
+      decoder: run(),
+      models: draft ? { target, draft } : { target },
+      promptTokens: prompt.promptTokens,
+      maxTokens: trace.maxTokens,
+      warp: trace.warp,
+      seed: trace.seed,
+      stream: index,
+      onEvent: (event) => {
+        if (event.type === 'step') steps.push(event.record)
+      }
+    })
+    const at = firstDifference(outcome.tokens, prompt.tokens)
+    if (at !== null) throw new ReplayDivergedError(`${candidate.method}: prompt ${index}: the replayed output leaves the trace at output token ${at}`)
+    replayed.push({ steps, tokens: outcome.tokens, draftFullEntropy: draft?.fullEntropyAsked ?? false })
+  }
+  return replayed
+}
+
+function firstDifference(a: readonly number[], b: readonly number[]): number | null {
+  const n = Math.max(a.length, b.length)
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i
+  return null
+}

@@ -1,0 +1,141 @@
+/**
+ * The trace as language models (the replay's adapters at the model seam, model/types.ts): a recorded target and a
+ * recorded draft for ONE prompt, whose sessions answer every context the trace holds with the distribution recorded
+ * there. The catalog's real decoders, policies, drafters and verifier then run on them unchanged
+ * (replay/replay.ts), so a replayed round makes the decisions a real run makes.
+ *
+ * Which contexts a greedy run asks for (terms: replay/trace.ts):
+ * - the target: prompt + tokens[<i] for the positions it commits (on the trace: p_i), and, in a verification batch,
+ *   contexts after a rejected draft token. The greedy verifier stops at the first rejection and never reads those,
+ *   so they get OFF_TRACE, a distribution on the id −1: should anything read it, −1 reaches the output and the
+ *   replay's output check (replay.ts) fails.
+ * - the draft: prompt + tokens[<i] (q_i), or, after its own token x_1 ≠ tokens[i] and j − 1 further greedy tokens,
+ *   rollouts[i][j − 1]. A context the trace does not hold (a rollout longer than recorded, a sampled draft token)
+ *   throws TraceGapError rather than guessing.
+ */
+import type { LanguageModel, ModelInfo, ModelSession, SessionOptions } from '../model/types'
+import type { Distribution } from '../sampling/distribution'
+import type { WarpConfig } from '../sampling/warp'
+import type { DraftTrace, PromptTrace, TracedModel } from './trace'
+
+export const OFF_TRACE: Distribution = { ids: Int32Array.of(-1), probs: Float64Array.of(1) }
+
+/** The replay needed a context the trace did not record. */
+export class TraceGapError extends Error {}
+
+/** What a recorded model answers after the context `tokens` (full sequence, prompt included). */
+type Answer = (tokens: readonly number[], onTrace: number) => Distribution
+
+function infoOf(model: TracedModel): ModelInfo {
+  return {
+    path: model.path,
+    name: model.name,
+    architecture: 'trace',
+    vocabularySize: model.vocabularySize,
+    bos: model.bos,
+    eos: model.eos,
+    parameters: null,
+    quantization: null,
+    sizeBytes: null
+  }
+}
+
+/**
+ * A LanguageModel over recorded answers. `full` = prompt + the trace's tokens; a session tracks `onTrace`, how many
+ * of its leading tokens agree with `full`, so each answer costs O(1) on the trace.
+ */
+export class RecordedModel implements LanguageModel {
+  readonly info: ModelInfo
+  /** Whether a session asked for the whole-vocabulary entropy (a real draft would then transfer every logit: it costs). */
+  fullEntropyAsked = false
+  private readonly ends: Set<number>
+
+  constructor(
+    model: TracedModel,
+    private readonly warp: WarpConfig,
+    private readonly full: readonly number[],
+    private readonly answer: Answer
+  ) {
+    this.info = infoOf(model)
+    this.ends = new Set(model.endTokens)
+  }
+
+  tokenize(): number[] {
+    throw new Error('a recorded model has no tokenizer')
+  }
+  detokenize(): string {
+    throw new Error('a recorded model has no tokenizer')
+  }
+  tokenText(): string {
+    return ''
+  }
+  isEndOfGeneration(token: number): boolean {
+    return this.ends.has(token)
+  }
+  async logProbabilities(): Promise<number[]> {
+    throw new Error('a recorded model has no log-probabilities')
+  }
+  async dispose(): Promise<void> {}
+
+  async createSession(warp: WarpConfig, options?: SessionOptions): Promise<ModelSession> {
+    if (options?.fullEntropy) this.fullEntropyAsked = true
+    // The trace holds distributions under one warp; replaying another would silently mix the two.
+    if (warp.temperature !== this.warp.temperature || warp.topK !== this.warp.topK || warp.topP !== this.warp.topP)
+      throw new Error(`the trace was recorded with ${JSON.stringify(this.warp)}, not ${JSON.stringify(warp)}`)
+    const tokens: number[] = []
+    let onTrace = 0
+    const { full, answer } = this
+    return {
+      tokens,
+      async append(appended, distributionsFrom) {
+        const out: Distribution[] = []
+        appended.forEach((token, k) => {
+          if (onTrace === tokens.length && full[tokens.length] === token) onTrace++
+          tokens.push(token)
+          if (k >= distributionsFrom) out.push(answer(tokens, onTrace))
+        })
+        return out
+      },
+      async truncate(length) {
+        tokens.length = Math.min(tokens.length, length)
+        onTrace = Math.min(onTrace, tokens.length)
+      },
+      async dispose() {}
+    }
+  }
+}
+
+/** The target of one prompt: p_i on the trace, OFF_TRACE elsewhere. */
+export function recordedTarget(model: TracedModel, warp: WarpConfig, prompt: PromptTrace): RecordedModel {
+  const full = [...prompt.promptTokens, ...prompt.tokens]
+  const start = prompt.promptTokens.length
+  return new RecordedModel(model, warp, full, (tokens, onTrace) => {
+    const i = tokens.length - start
+    return onTrace === tokens.length && i >= 0 && i < prompt.target.length ? prompt.target[i] : OFF_TRACE
+  })
+}
+
+/** A draft of one prompt: q_i on the trace, the rollout after a divergence, TraceGapError anywhere else. */
+export function recordedDraft(model: TracedModel, warp: WarpConfig, prompt: PromptTrace, draft: DraftTrace): RecordedModel {
+  const full = [...prompt.promptTokens, ...prompt.tokens]
+  const start = prompt.promptTokens.length
+  return new RecordedModel(model, warp, full, (tokens, onTrace) => {
+    const gap = (why: string) => new TraceGapError(`${model.name}: no recorded distribution after ${tokens.length - start} output tokens (${why})`)
+    if (onTrace < start) throw gap('the context leaves the prompt')
+    if (onTrace === tokens.length) {
+      const point = draft.points[tokens.length - start]
+      if (!point) throw gap('past the end of the trace')
+      return point.distribution
+    }
+    // Off the trace: tokens[onTrace] must be the draft's own argmax there and what follows its rollout.
+    const i = onTrace - start
+    const rollout = draft.rollouts[i] ?? []
+    if (tokens[onTrace] !== draft.points[i]?.argmax) throw gap(`token ${tokens[onTrace]} at output position ${i} is not the draft's greedy token`)
+    const depth = tokens.length - onTrace
+    for (let j = 1; j < depth; j++)
+      if (tokens[onTrace + j] !== rollout[j - 1]?.argmax) throw gap(`the draft's rollout at output position ${i} holds no token ${tokens[onTrace + j]} at depth ${j}`)
+    const point = rollout[depth - 1]
+    if (!point) throw gap(`the rollout at output position ${i} is ${rollout.length} tokens long, ${depth} needed (raise the trace's rolloutLength)`)
+    return point.distribution
+  })
+}

@@ -1,0 +1,232 @@
+/**
+ * The setup advisor's workflow on loaded models — what `speclab advise` and the app screen call: record one trace
+ * of the workload (engine/replay/record.ts), measure the costs (the target's c_T(k) and each draft's time per
+ * token, with the full-vocabulary transfer too when a candidate's policy reads it), replay and rank every candidate
+ * (engine/replay/advise.ts), then MEASURE the best `verifyTop` candidates and `ar` by real runs on the same prompts,
+ * so the prediction is checked where it matters.
+ *
+ * The real runs are timed with the same clock as the costs, prompt processing included; so is the prediction
+ * (CostTable.prefillMs: each prompt evaluated in one call by the target and by each draft).
+ */
+import { decodeOnce } from '../engine/methods/decode-once'
+import { prepare } from '../engine/methods/prepare'
+import type { LanguageModel } from '../engine/model/types'
+import { AR_CANDIDATE, fastestFirst, price, rankPlans, replayAll, type CostTable, type DraftCost, type Verdict } from '../engine/replay/advise'
+import type { PhaseThreads } from '../engine/model/thread-calibration'
+import { candidateGrid, rolloutLengthFor } from '../engine/replay/candidates'
+import { measureCostCurve, measureDraftCost, measurePrefill, type CurveMeasurement } from '../engine/replay/cost-curve'
+import { readsFullEntropy } from '../engine/replay/expected-replay'
+import { recordTrace, type TraceProgress } from '../engine/replay/record'
+import type { Candidate } from '../engine/replay/replay'
+import type { Trace } from '../engine/replay/trace'
+import type { WarpConfig } from '../engine/sampling/warp'
+
+export interface AdviseInput {
+  target: LanguageModel
+  /** Candidate draft models by name (the names candidates refer to). */
+  drafts: Readonly<Record<string, LanguageModel>>
+  /** Prompt tokens, BOS included. */
+  prompts: readonly (readonly number[])[]
+  warp: WarpConfig
+  seed: number
+  maxTokens: number
+  /** Default: candidateGrid over the drafts. */
+  candidates?: readonly Candidate[]
+  /** Real runs of the best predicted candidates (and ar) to measure; 0 = none. */
+  verifyTop?: number
+  /** The draft pass's tokens per call (default 16). */
+  batch?: number
+  /** Cost measurement: largest k, prefixes, repeats (cost-curve.ts defaults). */
+  curve?: Pick<CurveMeasurement, 'maxPositions' | 'points' | 'repeats'>
+  /** Milliseconds now (default performance.now; tests pass a fake clock). */
+  clock?: () => number
+  /** Thread counts to compare (ThreadChoice); absent: the costs of the models as loaded. */
+  threads?: ThreadChoice
+  onProgress?(stage: string, detail?: TraceProgress): void
+}
+
+/**
+ * Thread plans to compare. For each count the target's c_T(k) and prompt processing and each draft's costs are
+ * measured; a plan is (target single-token threads t1, target batch threads t2, draft threads d) over `counts`:
+ * c_T(1) at t1, c_T(k ≥ 2) and the prompt at t2, the draft at d (a draft's batches use its single-token count, as
+ * experiments/models.ts loads it). Sequential methods pay the phases one after the other, so the plan is priced
+ * from these alone; each candidate keeps its fastest plan (replay/advise.ts rankPlans).
+ */
+export interface ThreadChoice {
+  counts: readonly number[]
+  /** Make `model` evaluate single tokens and batches with these counts (LlamaCppModel: thread-calibration setThreads). */
+  apply(model: LanguageModel, phase: PhaseThreads): void
+  /** What `model` uses now (restored afterwards). */
+  current(model: LanguageModel): PhaseThreads
+}
+
+/** A thread plan: the target's single-token and batch threads, the drafts' threads. */
+export interface ThreadPlan {
+  target: PhaseThreads
+  draft: number
+}
+
+export const planName = (plan: ThreadPlan): string => `target ${plan.target.threads}/${plan.target.batchThreads}, draft ${plan.draft}`
+
+export interface Measured {
+  candidate: Candidate
+  /** The thread plan it ran with (Advice.plans), when plans were compared. */
+  plan?: string
+  tokens: number
+  ms: number
+  tokensPerSecond: number
+}
+
+export interface Advice {
+  trace: Trace
+  /** The costs as loaded, or with ThreadChoice those of the fastest plan for the best candidate. */
+  costs: CostTable
+  /** With ThreadChoice: every plan compared, by name (Verdict.plan). */
+  plans?: Record<string, ThreadPlan>
+  /** ar and every candidate, fastest predicted first. */
+  verdicts: Verdict[]
+  /** Real runs of ar and the best `verifyTop` candidates. */
+  measured: Measured[]
+}
+
+/** The prompt with the longest output, whose contexts the costs are measured at. */
+function measurementOf(trace: Trace, maxPositions: number, clock: (() => number) | undefined): CurveMeasurement {
+  const prompt = trace.prompts.reduce((a, b) => (b.tokens.length > a.tokens.length ? b : a))
+  const k = Math.min(maxPositions, prompt.tokens.length)
+  if (k < 1) throw new Error('the workload produced no output tokens to measure costs at')
+  return { sequence: [...prompt.promptTokens, ...prompt.tokens], promptLength: prompt.promptTokens.length, warp: trace.warp, maxPositions: k, ...(clock ? { clock } : {}) }
+}
+
+async function measureCosts(input: AdviseInput, trace: Trace, candidates: readonly Candidate[]): Promise<CostTable> {
+  const measurement = { ...measurementOf(trace, input.curve?.maxPositions ?? 16, input.clock), ...(input.curve?.points ? { points: input.curve.points } : {}), ...(input.curve?.repeats ? { repeats: input.curve.repeats } : {}) }
+  input.onProgress?.('costs')
+  const curve = await measureCostCurve(input.target, null, measurement)
+  const prompts = trace.prompts.map((p) => p.promptTokens)
+  const prefill = { clock: input.clock }
+  const costs: CostTable = { targetMs: curve.targetMs, drafts: {}, prefillMs: { target: await measurePrefill(input.target, prompts, trace.warp, prefill), drafts: {} } }
+  for (const [name, draft] of Object.entries(input.drafts)) {
+    const used = candidates.filter((c) => c.draft === name)
+    if (used.length === 0) continue
+    costs.drafts[name] = { ms: await measureDraftCost(draft, measurement) }
+    if (used.some(readsFullEntropy)) costs.drafts[name].fullEntropyMs = await measureDraftCost(draft, measurement, { fullEntropy: true })
+    costs.prefillMs!.drafts[name] = await measurePrefill(draft, prompts, trace.warp, prefill)
+  }
+  return costs
+}
+
+/** Costs per thread count (target curve and prompt, each draft's costs) and the plans they combine into. */
+async function measurePlans(input: AdviseInput, trace: Trace, candidates: readonly Candidate[], choice: ThreadChoice) {
+  const models = [input.target, ...Object.values(input.drafts)]
+  const original = models.map((model) => choice.current(model))
+  const byCount = new Map<number, CostTable>()
+  try {
+    for (const count of choice.counts) {
+      for (const model of models) choice.apply(model, { threads: count, batchThreads: count })
+      input.onProgress?.(`costs at ${count} threads`)
+      byCount.set(count, await measureCosts({ ...input, onProgress: undefined }, trace, candidates))
+    }
+  } finally {
+    models.forEach((model, i) => choice.apply(model, original[i]))
+  }
+  const plans: { plan: string; costs: CostTable; threads: ThreadPlan }[] = []
+  for (const t1 of choice.counts)
+    for (const t2 of choice.counts)
+      for (const d of Object.keys(input.drafts).length > 0 ? choice.counts : [choice.counts[0]]) {
+        const single = byCount.get(t1)!
+        const batch = byCount.get(t2)!
+        const drafting = byCount.get(d)!
+        const threads: ThreadPlan = { target: { threads: t1, batchThreads: t2 }, draft: d }
+        const drafts: Record<string, DraftCost> = drafting.drafts
+        const costs: CostTable = {
+          targetMs: [single.targetMs[0], ...batch.targetMs.slice(1)],
+          drafts,
+          prefillMs: { target: batch.prefillMs!.target, drafts: drafting.prefillMs!.drafts },
+          batchSingleMs: batch.targetMs[0]
+        }
+        plans.push({ plan: planName(threads), costs, threads })
+      }
+  return plans
+}
+
+/** Runs `work` with `plan`'s threads applied to the models, restoring what they had. */
+async function withPlan<T>(input: AdviseInput, plan: ThreadPlan | undefined, work: () => Promise<T>): Promise<T> {
+  const choice = input.threads
+  if (!choice || !plan) return work()
+  const models = [input.target, ...Object.values(input.drafts)]
+  const original = models.map((model) => choice.current(model))
+  choice.apply(input.target, plan.target)
+  for (const draft of Object.values(input.drafts)) choice.apply(draft, { threads: plan.draft, batchThreads: plan.draft })
+  try {
+    return await work()
+  } finally {
+    models.forEach((model, i) => choice.apply(model, original[i]))
+  }
+}
+
+/** One real run of `candidate` over the workload, timed with `clock`. */
+async function measureRun(input: AdviseInput, candidate: Candidate, clock: () => number): Promise<Measured> {
+  const run = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }).newRun()
+  const draft = candidate.draft === null ? undefined : input.drafts[candidate.draft]
+  let tokens = 0
+  let ms = 0
+  for (const [index, promptTokens] of input.prompts.entries()) {
+    const started = clock()
+    const outcome = await decodeOnce({
+      decoder: run(),
+      models: draft ? { target: input.target, draft } : { target: input.target },
+      promptTokens,
+      maxTokens: input.maxTokens,
+      warp: input.warp,
+      seed: input.seed,
+      stream: index
+    })
+    ms += clock() - started
+    tokens += outcome.tokens.length
+  }
+  return { candidate, tokens, ms, tokensPerSecond: ms > 0 ? (1000 * tokens) / ms : 0 }
+}
+
+export async function adviseWorkload(input: AdviseInput): Promise<Advice> {
+  const candidates = input.candidates ?? candidateGrid(Object.keys(input.drafts))
+  const used = Object.fromEntries(Object.entries(input.drafts).filter(([name]) => candidates.some((c) => c.draft === name)))
+  const trace = await recordTrace(
+    input.target,
+    used,
+    input.prompts,
+    {
+      warp: input.warp,
+      seed: input.seed,
+      maxTokens: input.maxTokens,
+      batch: input.batch ?? 16,
+      rolloutLength: rolloutLengthFor(candidates),
+      fullEntropy: candidates.some(readsFullEntropy)
+    },
+    (detail) => input.onProgress?.('trace', detail)
+  )
+  input.onProgress?.('replay')
+  const replayed = await replayAll(trace, candidates)
+  let costs: CostTable
+  let verdicts: Verdict[]
+  let plans: Record<string, ThreadPlan> | undefined
+  if (input.threads) {
+    const compared = await measurePlans(input, trace, candidates, input.threads)
+    plans = Object.fromEntries(compared.map((p) => [p.plan, p.threads]))
+    verdicts = rankPlans(replayed, trace, compared)
+    costs = compared.find((p) => p.plan === verdicts[0]?.plan)?.costs ?? compared[0].costs
+  } else {
+    costs = await measureCosts(input, trace, candidates)
+    verdicts = fastestFirst(replayed.map((r) => price(r, trace, costs)))
+  }
+  const measured: Measured[] = []
+  const top = verdicts.filter((v) => v.prediction && v.candidate.method !== 'ar').slice(0, input.verifyTop ?? 0)
+  if (top.length > 0) {
+    const clock = input.clock ?? (() => performance.now())
+    const ar = verdicts.find((v) => v.candidate.method === 'ar')
+    for (const verdict of [ar ?? { candidate: AR_CANDIDATE, plan: undefined }, ...top]) {
+      input.onProgress?.('measure')
+      const plan = verdict.plan === undefined ? undefined : plans?.[verdict.plan]
+      measured.push({ ...(await withPlan(input, plan, () => measureRun(input, verdict.candidate, clock))), ...(verdict.plan === undefined ? {} : { plan: verdict.plan }) })
+    }
+  }
+  return { trace, costs, ...(plans ? { plans } : {}), verdicts, measured }
+}

@@ -1,0 +1,83 @@
+/**
+ * The cost curve and the prediction (replay/cost-curve.ts, replay/predict.ts) on a fake model and a fake clock: a
+ * forward call of k tokens takes a + b·k ms, so the measured curve must be exactly that, and a replayed run's
+ * predicted time the sum of its rounds' costs.
+ */
+import { describe, expect, it } from 'vitest'
+import type { StepRecord } from '../../electron/engine/decoders/types'
+import { stepRecord } from '../../electron/engine/decoders/step-record'
+import { measureCostCurve, roundCost, targetCost, type CostCurve } from '../../electron/engine/replay/cost-curve'
+import { expectedRun } from '../../electron/engine/replay/expected'
+import { predictFromExpected, predictFromSteps } from '../../electron/engine/replay/predict'
+import { nonDecreasing } from '../../electron/engine/replay/isotonic'
+import { ToyModel } from '../../electron/engine/model/toy-model'
+import { TOY_VOCABULARY } from '../helpers/toy-models'
+import { timedModel, type FakeClock } from '../helpers/timed-model'
+
+const WARP = { temperature: 0, topK: 0, topP: 1 }
+
+/** A toy model whose every append advances `clock` by fixed + perToken·(tokens appended). */
+const timed = (clock: FakeClock, fixed: number, perToken: number) =>
+  timedModel(new ToyModel({ name: 'timed', vocabulary: TOY_VOCABULARY, logits: () => [0, 1, 2, 3, 4, 5] }), clock, fixed, perToken)
+
+describe('cost curve', () => {
+  it('measures c_T(k) = a + b·k and c_D exactly on a fake clock', async () => {
+    const clock = { ms: 0 }
+    const sequence = Array.from({ length: 60 }, (_, i) => 1 + (i % 5))
+    const curve = await measureCostCurve(timed(clock, 4, 0.5), timed(clock, 1, 0.25), {
+      sequence,
+      promptLength: 10,
+      warp: WARP,
+      maxPositions: 8,
+      clock: () => clock.ms
+    })
+    expect(curve.targetMs).toEqual(Array.from({ length: 8 }, (_, i) => 4 + 0.5 * (i + 1)))
+    expect(curve.draftMs).toBe(1.25)
+  })
+
+  it('pools a dip of the measured curve with its neighbours (least-squares non-decreasing fit)', () => {
+    const fitted = nonDecreasing([5.61, 5.87, 3.43, 8.83])
+    fitted.slice(0, 3).forEach((v) => expect(v).toBeCloseTo((5.61 + 5.87 + 3.43) / 3, 12))
+    expect(fitted[3]).toBe(8.83)
+    expect(nonDecreasing([1, 2, 2, 3])).toEqual([1, 2, 2, 3])
+    expect(nonDecreasing([3, 1, 2])).toEqual([2, 2, 2])
+  })
+
+  it('extends the curve along its last slope and prices a round', () => {
+    const curve: CostCurve = { targetMs: [10, 11, 13], draftMs: 2 }
+    expect(targetCost(curve, 5)).toBe(17)
+    expect(roundCost(curve)(2, 2)).toBe(4 + 13)
+    expect(roundCost(curve)(0, 0)).toBe(10)
+  })
+})
+
+describe('prediction', () => {
+  const curve: CostCurve = { targetMs: [10, 11, 12, 13, 14, 15], draftMs: 1 }
+  const round = (proposed: number, accepted: number, emitted: number, draftCalls: number): StepRecord =>
+    stepRecord({ index: 0, stage: 'sd', proposed, accepted, emitted, draftCalls, verifyMs: 0, totalMs: 0 })
+
+  it('greedy: the rounds priced one by one, against ar = L · c_T(1)', () => {
+    const steps = [round(3, 3, 4, 3), round(3, 1, 2, 3), round(0, 0, 1, 0)]
+    const p = predictFromSteps(steps, curve)
+    expect(p.tokens).toBe(7)
+    expect(p.rounds).toBe(3)
+    expect(p.ms).toBe(3 + 13 + 3 + 13 + 10)
+    expect(p.speedup).toBeCloseTo(70 / 42, 12)
+    expect(p.tokensPerSecond).toBeCloseTo(7000 / 42, 12)
+    expect(p.arTokensPerSecond).toBeCloseTo(100, 12)
+  })
+
+  it('ar replayed is speedup 1', () => {
+    const steps = Array.from({ length: 5 }, () => round(0, 0, 1, 0))
+    expect(predictFromSteps(steps, curve).speedup).toBe(1)
+  })
+
+  it('sampling: the renewal sums’ expected time, at certain acceptance equal to the greedy sum', () => {
+    const sure = expectedRun(8, (t) => ({ rates: new Array(Math.min(3, 8 - t)).fill(1), draftCalls: Math.min(3, 8 - t) }), roundCost(curve))
+    const p = predictFromExpected([sure], curve)
+    // Rounds at 0 and 4: 3 drafts accepted + a bonus each.
+    expect(p.rounds).toBe(2)
+    expect(p.ms).toBe(2 * (3 + 13))
+    expect(p.accepted).toBe(6)
+  })
+})
