@@ -1,5 +1,5 @@
 /**
- * `speclab peer-bench` (issue 16): SpecLab's ar, sd, the best draft-length policy measured here, PEARL and sd's
+ * `speclab peer-bench`: SpecLab's ar, sd, the best draft-length policy measured here, PEARL and sd's
  * parallel option against llama.cpp's own server (AR and draft-model speculative decoding) on the same prompts and
  * models, each at the thread settings it runs best with, interleaved, with 95 % intervals on every ratio
  * (experiments/peer-bench.ts). Prints the table the README quotes; `--json` for the numbers.
@@ -101,7 +101,7 @@ interface Comparison {
   numerator: string
   denominator: string
   ratio: Interval | null
-  /** The issue's target for this ratio, if it has one. */
+  /** The target this ratio is held against (e.g. "≥ 0.9×"), if it has one. */
   target?: string
 }
 

@@ -48,6 +48,8 @@ function serverFor(options: LlamaServerPeerOptions, models: DecoderModels): Prom
     binary: binary.path,
     target: target.info.path,
     draft: draft?.info.path ?? null,
+    // The counts the models evaluate with now (the run's thread plan; a peer-bench arm sets its own), so SpecLab's
+    // decoders and llama-server run on the same threads.
     threads: target.phaseThreads.threads,
     batchThreads: target.phaseThreads.batchThreads,
     draftThreads: draft?.phaseThreads.threads ?? target.phaseThreads.threads,
