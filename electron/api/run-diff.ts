@@ -87,11 +87,16 @@ function flatten(value: unknown, prefix = '', out: Record<string, unknown> = {})
  * thread plan carries them (`threadPlan.calibration.*`), and whether a measured count was measured now or cached.
  */
 const CALIBRATION_DETAIL = /^threadCalibration\.\d+\.(?!chosen\.|role$|path$)|^threadPlan\.calibration\.|^threadPlan\.models\.\d+\.(token|batch)\.source$/
+/**
+ * An advice run's costs, profile and predictions are measurements that differ between any two runs; what a diff
+ * needs is which configurations were measured (`advice.arms.N` without its prediction) and the trace's size.
+ */
+const ADVICE_DETAIL = /^advice\.(profile|predictions)\.|^advice\.arms\.\d+\.predicted\./
 
 export function diffConfigs(a: object, b: object): RunDiff['configDifferences'] {
   const flatA = flatten(a)
   const flatB = flatten(b)
-  const keys = [...new Set([...Object.keys(flatA), ...Object.keys(flatB)])].filter((key) => !CALIBRATION_DETAIL.test(key)).sort()
+  const keys = [...new Set([...Object.keys(flatA), ...Object.keys(flatB)])].filter((key) => !CALIBRATION_DETAIL.test(key) && !ADVICE_DETAIL.test(key)).sort()
   return keys
     .filter((key) => JSON.stringify(flatA[key]) !== JSON.stringify(flatB[key]))
     .map((key) => ({ key, a: flatA[key] ?? null, b: flatB[key] ?? null }))

@@ -10,6 +10,7 @@ import { settingSchema } from '../engine/settings/run-settings'
 import { MethodSummary, type IntervalSummary } from '../engine/metrics/summary'
 import { Text } from './fields'
 import { MethodId, ParamValue } from './methods'
+import { AdviceRecord } from './advice'
 
 /** The sampling warp and the logits transfer; bounds and help in the run-settings catalog. */
 export const SamplingConfig = z.object({
@@ -103,7 +104,13 @@ export const RunConfig = z.object({
    * --spec-synth-rates) to measure the engine's cost curve. Outputs are NOT the target's; such runs are never
    * compared for speed with real ones. null for every real run.
    */
-  syntheticAcceptance: z.array(z.number().min(0).max(1)).min(1).max(128).nullable().default(null)
+  syntheticAcceptance: z.array(z.number().min(0).max(1)).min(1).max(128).nullable().default(null),
+  /**
+   * A `speclab advise` verification run (suite 'advise'): its arms are candidate configurations stored under their
+   * own labels (several may share a method at different γ or parameters), and this says which is which, with the
+   * trace and predictions they were chosen from (api/advice.ts). null for every other run.
+   */
+  advice: AdviceRecord.nullable().default(null)
 })
 export type RunConfig = z.infer<typeof RunConfig>
 

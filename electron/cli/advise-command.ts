@@ -1,30 +1,42 @@
 /**
  * `speclab advise`: which method, draft model and draft length to deploy on a workload — predicted from one trace
  * (experiments/advise.ts: the target decodes the prompts once, each draft reads them teacher-forced, every candidate
- * is replayed and priced with the measured cost curve), then the best few and `ar` measured by real runs.
- * Nothing is stored: the advice is printed (or one JSON object with --json).
+ * is replayed and priced with the measured cost curve), then the best few, `ar` and llama-server's default
+ * speculation measured in one interleaved run with repeats (experiments/advise-verify.ts), stored as a run of suite
+ * 'advise', and the recommendation drawn from those measurements (engine/replay/recommend.ts).
  */
 import { randomInt } from 'node:crypto'
+import fs from 'node:fs'
 import path from 'node:path'
-import { Command, InvalidArgumentError } from 'commander'
+import { Command, InvalidArgumentError, Option } from 'commander'
 import { UserInputError } from '../engine/errors'
 import { assertGgufFile } from '../engine/model/llama-cpp-model'
 import { candidateGrid } from '../engine/replay/candidates'
 import type { Verdict } from '../engine/replay/advise'
+import { workloadProfile } from '../engine/replay/profile'
+import { describeInterval, planVerification, type Interval } from '../engine/replay/recommend'
+import { findMethod } from '../engine/methods/prepare'
+import { findLlamaServer } from '../engine/peers/llama-server-binary'
 import { adviseWorkload, type Advice, type ThreadChoice } from '../experiments/advise'
+import { adviceRecord, armMethods, chooseArms, runnerArms, runVerification, servable, type Deploy, type VerifyArm } from '../experiments/advise-verify'
+import { adviceResult, type AdviceResult, type CandidateResult, type Recommendation } from '../experiments/advice-result'
 import { setThreads } from '../engine/model/thread-calibration'
 import type { LlamaCppModel } from '../engine/model/llama-cpp-model'
-import { loadTrio } from '../experiments/models'
-import { loadPrompts } from '../experiments/prompts'
-import { warpOfSettings } from '../experiments/run-request'
+import { loadTrio, type LoadedTrio } from '../experiments/models'
+import { loadPrompts, type PromptItem } from '../experiments/prompts'
+import { buildRunRequest, outcomeOf, warpOfSettings, withLoadedTrio, type RunRequest } from '../experiments/run-request'
 import { tokenizePrompts } from '../experiments/runner'
 import type { RunSettingValues } from '../engine/settings/run-settings'
+import type { RunReport } from '../api/runs'
+import { defaultDatabasePath } from '../store/default-path'
+import { RunStore } from '../store/run-store'
 import { formatFixed, formatTable } from './format'
-import { addModelOptions, integerIn } from './run-command'
+import { integerIn } from './run-command'
+import { createProgressBar } from './progress'
 import { settingOption } from './setting-options'
 
 interface AdviseOptions
-  extends Pick<RunSettingValues, 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'calibration' | 'contextSize'>,
+  extends Pick<RunSettingValues, 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'calibration' | 'contextSize' | 'repeats'>,
     Partial<Pick<RunSettingValues, 'limit' | 'seed' | 'threads' | 'batchThreads' | 'gpuLayers'>> {
   target: string
   mid?: string
@@ -35,6 +47,10 @@ interface AdviseOptions
   verify: number
   batch: number
   tryThreads?: number[]
+  deploy: Deploy
+  budget?: number
+  save?: string
+  db?: string
   json?: boolean
 }
 
@@ -45,6 +61,17 @@ function parseCounts(value: string): number[] {
   return [...new Set(counts.map(Number))]
 }
 
+/** `--draft a.gguf,b.gguf --draft c.gguf`: every file, in order. */
+function collectDrafts(value: string, previous: string[]): string[] {
+  return [...previous, ...value.split(',').map((file) => file.trim()).filter(Boolean)]
+}
+
+function parseBudget(value: string): number {
+  const seconds = Number(value)
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new InvalidArgumentError('expected a positive number of seconds')
+  return seconds
+}
+
 /** Loaded llama.cpp models take their phase threads at each evaluation (llama-cpp-model.ts), so plans switch in place. */
 const LLAMA_THREADS = (counts: number[]): ThreadChoice => ({
   counts,
@@ -53,7 +80,11 @@ const LLAMA_THREADS = (counts: number[]): ThreadChoice => ({
 })
 
 export function adviseCommand(): Command {
-  return addModelOptions(new Command('advise').description('predict the fastest method / draft / draft length on a workload from one trace, then measure the best'))
+  return new Command('advise')
+    .description('predict the fastest method / draft / draft length on a workload from one trace, measure the best beside ar with intervals, and recommend one (stored as a run)')
+    .requiredOption('--target <file>', 'target model (GGUF)')
+    .option('--draft <files>', 'candidate draft models (GGUF, the target\'s vocabulary): comma-separated or repeated', collectDrafts, [])
+    .option('--mid <file>', 'refused: advise replays two-model methods')
     .option('--prompts <file>', 'JSONL prompts (as `run`)')
     .option('--dataset <id>', 'built-in prompt set (default stories)')
     .addOption(settingOption('limit'))
@@ -62,10 +93,21 @@ export function adviseCommand(): Command {
     .addOption(settingOption('topK'))
     .addOption(settingOption('topP'))
     .addOption(settingOption('seed', { note: 'printed when drawn' }))
+    .addOption(settingOption('repeats', { default: 3, note: 'of the verification run' }))
+    .addOption(settingOption('threads'))
+    .addOption(settingOption('batchThreads'))
+    .addOption(settingOption('calibration'))
+    .addOption(settingOption('gpuLayers'))
+    .addOption(settingOption('contextSize'))
     .option('--methods <ids>', 'only these methods of the candidate grid (sd, sd-pmin, svip, sd+ngram, pld, ngram-simple)')
-    .option('--verify <n>', 'measure the best n predicted candidates and ar by real runs (0 = predict only)', integerIn(0, 50), 3)
+    .option('--verify <n>', 'measure the best n predicted candidates beside ar (0 = predict only, nothing stored)', integerIn(0, 50), 3)
+    .option('--budget <seconds>', 'time for the verification run: fewer repeats, then fewer candidates, to fit; refused when nothing fits', parseBudget)
+    .addOption(new Option('--deploy <where>', 'where the pick will run: llama-server keeps the candidates llama-server can run').choices(['speclab', 'llama-server', 'any']).default('any'))
     .option('--batch <n>', "tokens per call of the drafts' teacher-forced pass", integerIn(1, 4096), 16)
     .option('--try-threads <counts>', "compare thread plans: each model's costs measured at each count (e.g. 1,2), every candidate priced with its fastest (target single/batch, draft) plan and measured with it", parseCounts)
+    .option('--db <file>', 'SQLite database (default: SPECLAB_DB or the app database)')
+    .option('--json', 'print one JSON object on stdout; progress stays on stderr')
+    .option('--save <file>', 'also write the JSON object to this file')
     .action(async (options: AdviseOptions) => {
       await adviseAction(options)
     })
@@ -77,75 +119,178 @@ function draftNames(files: readonly string[]): string[] {
   return names.map((name, i) => (names.indexOf(name) === i && names.lastIndexOf(name) === i ? name : files[i]))
 }
 
+/** The grid the options allow: --methods, and with --deploy llama-server only what llama-server can run. */
+function gridOf(options: AdviseOptions, names: readonly string[]) {
+  const methods = options.methods?.split(',').map((m) => m.trim()).filter(Boolean)
+  const grid = candidateGrid(names).filter((c) => !methods || methods.includes(c.method))
+  if (grid.length === 0) throw new UserInputError(`no candidate of the grid is among --methods ${options.methods}`)
+  if (options.deploy !== 'llama-server') return grid
+  const served = grid.filter(servable)
+  if (served.length === 0) throw new UserInputError(`--deploy llama-server: llama-server runs none of the candidates (${[...new Set(grid.map((c) => c.method))].join(', ')}); it runs sd, sd-pmin and ngram-simple`)
+  return served
+}
+
+/** The run request of the verification (suite 'advise'): the arms' methods, the workload, the load settings. */
+function requestOf(options: AdviseOptions, seed: number, methods: readonly string[], repeats: number): RunRequest {
+  return {
+    suite: 'advise',
+    methods,
+    models: { target: options.target, draft: options.draft[0], drafts: options.draft.length > 1 ? options.draft : undefined },
+    prompts: { dataset: options.prompts ? undefined : (options.dataset ?? 'stories'), file: options.prompts, limit: options.limit },
+    decode: { maxTokens: options.maxTokens, temperature: options.temperature, topK: options.topK, topP: options.topP, seed },
+    load: { contextSize: options.contextSize, threads: options.threads, batchThreads: options.batchThreads, calibration: options.calibration, gpuLayers: options.gpuLayers },
+    repeats
+  }
+}
+
+/** The threads an arm runs with: its thread plan's (--try-threads), else the models' as loaded. */
+function threadsFor(trio: LoadedTrio, plans: Advice['plans']) {
+  const target = { ...trio.models.target.phaseThreads }
+  const draftThreads = trio.drafts[0]?.phaseThreads.threads ?? target.threads
+  return (verdict: Verdict | undefined) => {
+    const plan = verdict?.plan === undefined ? undefined : plans?.[verdict.plan]
+    if (plan) return { threads: plan.target.threads, batchThreads: plan.target.batchThreads, draftThreads: plan.draft }
+    return { threads: target.threads, batchThreads: target.batchThreads, draftThreads }
+  }
+}
+
+/** The arms that fit --budget (ar always), and their repeats; one line and exit 2 when nothing fits. */
+function fitBudget(arms: VerifyArm[], options: AdviseOptions): { arms: VerifyArm[]; repeats: number; estimatedSeconds: number } {
+  const [ar, ...rest] = arms
+  const arMs = ar.predicted?.ms ?? 0
+  const plan = planVerification(arMs, rest.map((a) => a.predicted?.ms ?? arMs), options.repeats, options.budget === undefined ? null : options.budget * 1000)
+  if (!plan) {
+    const once = (arMs + (rest[0]?.predicted?.ms ?? arMs)) / 1000
+    throw new UserInputError(`--budget ${options.budget} s is too small: measuring ar and the best candidate once takes about ${once.toFixed(1)} s`)
+  }
+  return { arms: [ar, ...rest.slice(0, plan.candidates)], repeats: plan.repeats, estimatedSeconds: plan.estimatedMs / 1000 }
+}
+
 async function adviseAction(options: AdviseOptions): Promise<void> {
   if (options.mid) throw new UserInputError('advise replays two-model methods: leave out --mid')
   if (options.prompts && options.dataset) throw new UserInputError('give either --prompts or --dataset, not both')
   for (const file of [options.target, ...options.draft]) await assertGgufFile(path.resolve(file))
   const seed = options.seed ?? randomInt(2 ** 32)
   const names = draftNames(options.draft)
-  const methods = options.methods?.split(',').map((m) => m.trim()).filter(Boolean)
-  const grid = candidateGrid(names).filter((c) => !methods || methods.includes(c.method))
-  if (grid.length === 0) throw new UserInputError(`no candidate of the grid is among --methods ${options.methods}`)
-  const prompts = loadPrompts({ dataset: options.prompts ? undefined : (options.dataset ?? 'stories'), file: options.prompts, limit: options.limit })
-  const trio = await loadTrio(
-    { target: options.target, draft: options.draft[0], drafts: options.draft.length > 1 ? options.draft : undefined },
-    { threads: options.threads, batchThreads: options.batchThreads, calibration: options.calibration, gpuLayers: options.gpuLayers, contextSize: options.contextSize }
-  )
-  if (options.seed === undefined) process.stderr.write(`seed ${seed}\n`)
-  let advice: Advice
+  const grid = gridOf(options, names)
+  // The grid's methods validate the request and decide the load (the vocabulary check: every grid method with a
+  // draft compares token ids, so a draft of another vocabulary is refused here with one line).
+  const preliminary = buildRunRequest(requestOf(options, seed, ['ar', ...new Set(grid.map((c) => c.method))], options.repeats))
+  const prompts = loadPrompts(preliminary.config.prompts)
+  const store = options.verify > 0 ? RunStore.open(options.db ?? defaultDatabasePath()) : null
   try {
-    const promptTokens = tokenizePrompts(trio.models, prompts, { maxTokens: options.maxTokens, contextSize: options.contextSize })
-    advice = await adviseWorkload({
-      target: trio.models.target,
-      drafts: Object.fromEntries(trio.drafts.map((draft, i) => [names[i], draft])),
-      prompts: promptTokens,
-      warp: warpOfSettings({ maxTokens: options.maxTokens, temperature: options.temperature, topK: options.topK, topP: options.topP }),
-      seed,
-      maxTokens: options.maxTokens,
-      candidates: grid,
-      verifyTop: options.verify,
-      batch: options.batch,
-      ...(options.tryThreads ? { threads: LLAMA_THREADS(options.tryThreads) } : {}),
-      onProgress: (stage, detail) => process.stderr.write(`${stage}${detail ? ` ${detail.model} ${detail.prompt + 1}/${detail.prompts}` : ''}\n`)
-    })
+    const trio = await loadTrio(preliminary.config.models, preliminary.load)
+    if (options.seed === undefined) process.stderr.write(`seed ${seed}\n`)
+    let result: AdviceResult
+    try {
+      result = await advise(options, { seed, names, grid, prompts, trio, store })
+    } finally {
+      await trio.dispose()
+    }
+    if (options.save) fs.writeFileSync(options.save, `${JSON.stringify(result, null, 2)}\n`)
+    process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : `${adviceText(result)}\n`)
   } finally {
-    await trio.dispose()
+    store?.close()
   }
-  if (options.json) {
-    const { trace, ...rest } = advice
-    process.stdout.write(`${JSON.stringify({ seed, prompts: trace.prompts.length, tokens: trace.prompts.reduce((n, p) => n + p.tokens.length, 0), ...rest })}\n`)
-    return
-  }
-  process.stdout.write(`${adviceText(advice, seed)}\n`)
 }
 
-const describeCandidate = (v: Verdict): string => {
-  const params = Object.entries(v.candidate.params).map(([k, value]) => `${k}=${value}`)
-  const gamma = ['sd', 'sd+ngram', 'pld'].includes(v.candidate.method) ? [`γ=${v.candidate.gamma}`] : []
-  return [v.candidate.method, ...gamma, ...params].join(' ')
+interface AdviseContext {
+  seed: number
+  names: string[]
+  grid: ReturnType<typeof candidateGrid>
+  prompts: PromptItem[]
+  trio: LoadedTrio
+  store: RunStore | null
 }
 
-export function adviceText(advice: Advice, seed: number): string {
-  const measured = new Map(advice.measured.map((m) => [m.candidate, m]))
-  const measuredOf = (v: Verdict) => measured.get(v.candidate) ?? advice.measured.find((m) => v.candidate.method === 'ar' && m.candidate.method === 'ar')
-  const plans = advice.plans !== undefined
-  const rows = advice.verdicts.map((v, i) => [
-    String(i + 1),
-    describeCandidate(v),
-    v.candidate.draft ?? '–',
-    ...(plans ? [v.plan ?? '–'] : []),
-    formatFixed(v.prediction?.tokensPerSecond, 1),
-    v.prediction ? `${formatFixed(v.prediction.speedup, 2)}×` : '–',
-    formatFixed(v.prediction?.tokensPerRound, 2),
-    v.prediction && v.prediction.proposed > 0 ? formatFixed(v.prediction.accepted / v.prediction.proposed, 2) : '–',
-    formatFixed(measuredOf(v)?.tokensPerSecond, 1),
-    v.error ?? ''
-  ])
-  const mode = advice.verdicts[0]?.mode === 'expected' ? 'expected values (sampling)' : 'replayed rounds (greedy)'
-  const notes = [
-    `seed ${seed} · ${advice.trace.prompts.length} prompts, ${advice.trace.prompts.reduce((n, p) => n + p.tokens.length, 0)} tokens · ${mode}`,
-    `target c_T(k) ms${plans ? ` (plan ${advice.verdicts[0]?.plan})` : ''}, k = 1…${advice.costs.targetMs.length}: ${advice.costs.targetMs.map((ms) => formatFixed(ms, 2)).join(' ')}`,
-    ...Object.entries(advice.costs.drafts).map(([name, cost]) => `draft ${name}: ${formatFixed(cost.ms, 2)} ms/token${cost.fullEntropyMs !== undefined ? ` (${formatFixed(cost.fullEntropyMs, 2)} with every logit, svip)` : ''}`)
+async function advise(options: AdviseOptions, { seed, names, grid, prompts, trio, store }: AdviseContext): Promise<AdviceResult> {
+  const drafts = Object.fromEntries(trio.drafts.map((draft, i) => [names[i], draft]))
+  const draftFiles = Object.fromEntries(names.map((name, i) => [name, path.resolve(options.draft[i])]))
+  const promptTokens = tokenizePrompts(trio.models, prompts, { maxTokens: options.maxTokens, contextSize: options.contextSize })
+  const advice = await adviseWorkload({
+    target: trio.models.target,
+    drafts,
+    prompts: promptTokens,
+    warp: warpOfSettings({ maxTokens: options.maxTokens, temperature: options.temperature, topK: options.topK, topP: options.topP }),
+    seed,
+    maxTokens: options.maxTokens,
+    candidates: grid,
+    verifyTop: 0,
+    batch: options.batch,
+    ...(options.tryThreads ? { threads: LLAMA_THREADS(options.tryThreads) } : {}),
+    onProgress: (stage, detail) => process.stderr.write(`${stage}${detail ? ` ${detail.model} ${detail.prompt + 1}/${detail.prompts}` : ''}\n`)
+  })
+  const profile = workloadProfile(advice.trace, advice.costs)
+  const base = { seed, advice, profile, targetFile: path.resolve(options.target), draftFiles }
+  if (options.verify === 0 || !store) return adviceResult({ ...base, arms: [], report: null, verification: null })
+  const chosen = chooseArms(advice.verdicts, {
+    top: options.verify,
+    deploy: options.deploy,
+    serverAvailable: findLlamaServer().path !== null,
+    severalDrafts: names.length > 1,
+    threadsOf: threadsFor(trio, advice.plans)
+  })
+  const { arms, repeats, estimatedSeconds } = fitBudget(chosen, options)
+  const built = buildRunRequest(requestOf(options, seed, armMethods(arms), repeats))
+  const config = { ...withLoadedTrio(built.config, outcomeOf(trio)), advice: adviceRecord(advice, profile, draftFiles, arms) }
+  process.stderr.write(`verify: ${arms.map((a) => a.label).join(', ')} × ${repeats} repeats (about ${estimatedSeconds.toFixed(0)} s)\n`)
+  const progress = createProgressBar(prompts.length * arms.length * repeats)
+  let report: RunReport
+  try {
+    report = await runVerification(store, config, trio.models, prompts, runnerArms(arms, drafts), { prepared: built.prepared, onProgress: progress.update })
+  } finally {
+    progress.stop()
+  }
+  const verification = { arms: arms.length, repeats, estimatedSeconds, budgetSeconds: options.budget ?? null }
+  return adviceResult({ ...base, arms, report, verification })
+}
+
+const describeCandidate = (c: CandidateResult): string => {
+  if (c.label !== null) return c.label
+  const params = Object.entries(c.params).map(([k, value]) => `${k}=${value}`)
+  const gamma = findMethod(c.method)?.gamma ? [`γ=${c.gamma}`] : []
+  return [c.method, ...gamma, ...params].join(' ')
+}
+
+const intervalText = (i: Interval | null | undefined, digits: number, unit = '') =>
+  i ? `${formatFixed(i.median, digits)}${unit} [${formatFixed(i.low, digits)}, ${formatFixed(i.high, digits)}]` : '–'
+
+function recommendationText(r: Recommendation): string[] {
+  const lines = [
+    r.speculate ? `recommendation: ${r.method}${r.draft ? ` with ${r.draft}` : ''} — ${r.speedup ? describeInterval(r.speedup) : '–'} against ar` : 'recommendation: no speculation (ar)',
+    `  why: ${r.reason}`,
+    `  speclab:      ${r.speclabCommand}`,
+    `  llama-server: ${r.llamaServerCommand ?? `none — ${r.llamaServerNote}`}`,
+    ...(r.llamaServerCommand && r.llamaServerNote ? [`                (${r.llamaServerNote})`] : []),
+    ...(r.lmStudio ? [`  LM Studio:    ${r.lmStudio}`] : []),
+    `  threads: target ${r.threads.threads}/${r.threads.batchThreads}, draft ${r.threads.draftThreads}`,
+    `  note: ${r.note}`
   ]
-  return `${formatTable(['#', 'candidate', 'draft', ...(plans ? ['threads'] : []), 'pred tok/s', 'pred speedup', 'tok/round', 'accept', 'measured tok/s', 'not replayable'], rows)}\n${notes.join('\n')}`
+  return lines
+}
+
+export function adviceText(result: AdviceResult): string {
+  const plans = result.plans !== undefined
+  const rows = result.candidates.map((c, i) => [
+    String(i + 1),
+    describeCandidate(c),
+    c.draft ?? '–',
+    ...(plans ? [c.plan ?? '–'] : []),
+    formatFixed(c.predicted?.tokensPerSecond, 1),
+    c.predicted ? `${formatFixed(c.predicted.speedup, 2)}×` : '–',
+    intervalText(c.measured?.tokensPerSecond, 1),
+    intervalText(c.measured?.speedup, 2, '×'),
+    c.error ?? ''
+  ])
+  const mode = result.mode === 'expected' ? 'expected values (sampling)' : 'replayed rounds (greedy)'
+  const profile = result.profile
+  const notes = [
+    `seed ${result.seed} · ${result.prompts} prompts, ${result.tokens} tokens · ${mode}`,
+    `target c_T(k) ms, k = 1…${profile.targetMs.length}: ${profile.targetMs.map((ms) => formatFixed(ms, 2)).join(' ')} (c_T(k)/c_T(1): ${profile.verifyCost.map((v) => formatFixed(v, 2)).join(' ')})`,
+    ...Object.entries(profile.drafts).map(([name, d]) => `draft ${name}: ${formatFixed(d.msPerToken, 2)} ms/token (c_D/c_T(1) ${formatFixed(d.relativeCost, 2)}), acceptance per position ${d.acceptance.map((a) => formatFixed(a, 2)).join(' ')}`),
+    ...(result.verification ? [`measured: ${result.verification.arms} arms × ${result.verification.repeats} repeats, interleaved; medians with 95 % intervals, speedups paired with ar`] : [])
+  ]
+  const stored = result.runId === null ? ['nothing measured (--verify 0): no recommendation'] : [`stored as run ${result.runId} (speclab show ${result.runId})`]
+  const table = formatTable(['#', 'candidate', 'draft', ...(plans ? ['threads'] : []), 'pred tok/s', 'pred speedup', 'measured tok/s [95 %]', 'measured speedup [95 %]', 'not replayable'], rows)
+  return [table, ...notes, ...(result.recommendation ? recommendationText(result.recommendation) : []), ...stored].join('\n')
 }

@@ -8,6 +8,7 @@
  * The real runs are timed with the same clock as the costs, prompt processing included; so is the prediction
  * (CostTable.prefillMs: each prompt evaluated in one call by the target and by each draft).
  */
+import { UserInputError } from '../engine/errors'
 import { decodeOnce } from '../engine/methods/decode-once'
 import { prepare } from '../engine/methods/prepare'
 import type { LanguageModel } from '../engine/model/types'
@@ -93,7 +94,7 @@ export interface Advice {
 function measurementOf(trace: Trace, maxPositions: number, clock: (() => number) | undefined): CurveMeasurement {
   const prompt = trace.prompts.reduce((a, b) => (b.tokens.length > a.tokens.length ? b : a))
   const k = Math.min(maxPositions, prompt.tokens.length)
-  if (k < 1) throw new Error('the workload produced no output tokens to measure costs at')
+  if (k < 1) throw new UserInputError('the workload is empty: the target produced no output tokens to measure costs at')
   return { sequence: [...prompt.promptTokens, ...prompt.tokens], promptLength: prompt.promptTokens.length, warp: trace.warp, maxPositions: k, ...(clock ? { clock } : {}) }
 }
 

@@ -48,6 +48,12 @@ export interface RunOptions {
   onRunCreated?(runId: number): void
   /** The methods as the caller already prepared them for this config (prepareConfig), so they are validated once. */
   prepared?: PreparedRun
+  /**
+   * Arms to run instead of one per method of the config, each stored under its label: several configurations of
+   * one method (different γ, parameters, draft model or threads) in one interleaved run, as `speclab advise`
+   * verifies its candidates. The labels must be unique; an arm labelled `ar` is the speedup baseline.
+   */
+  arms?: readonly Arm[]
 }
 
 /** Prompt + generated tokens must fit the context; say so up front rather than failing mid-run. */
@@ -179,13 +185,13 @@ export async function executeRun(
   options.onRunCreated?.(runId)
   const machine = machineBefore()
   const repeats = config.repeats
-  const cellsTotal = prompts.length * config.methods.length * repeats
+  const arms: readonly Arm[] = options.arms ?? prepared.methods.map((method) => ({ label: method.id, method }))
+  const cellsTotal = prompts.length * arms.length * repeats
   let cellsDone = 0
   let selection: RunDraftSelection | null = null
   /** Repeat 0 of each (method, prompt): its stored result and output, which later repeats are timed against. */
   const firsts = new Map<string, { resultId: number; tokens: readonly number[] }>()
   try {
-    const arms = prepared.methods.map((method) => ({ label: method.id, method }))
     const input = {
       models,
       promptTokens,
@@ -234,7 +240,7 @@ export async function executeRun(
   } finally {
     // The llama-server:* methods' servers live for their run (pooled across its prompts and repeats), not longer:
     // their stderr pipes would keep a finished CLI alive, and the app's process would collect idle servers.
-    if (prepared.methods.some((m) => isLlamaServerMethod(m.definition))) stopLocalServers()
+    if (arms.some((arm) => isLlamaServerMethod(arm.method.definition))) stopLocalServers()
   }
   return buildRunReport(store, runId)!
 }

@@ -1,7 +1,7 @@
 /**
  * `speclab advise` end to end on the shared models (target5M-q8_0 ← 260K, greedy, 2 prompts × 32 tokens): the JSON
- * advice ranks ar and the chosen methods with predictions, measures the best one and ar by real runs, and bad input
- * is one line with exit code 2.
+ * contract (recommendation, candidates with predicted beside measured, profile, runId), the verification stored as
+ * a run of suite 'advise' that `runs` and `show` find, --save, and bad input as one line with exit code 2.
  */
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -14,7 +14,8 @@ import { describeWithModels, modelPath } from '../helpers/gguf'
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const TARGET = 'family/stories-target5M-q8_0.gguf'
 const DRAFT = 'stories260K-f32.gguf'
-const withModels = describeWithModels('test/integration/advise-cli.test.ts', [TARGET, DRAFT])
+const OTHER_VOCABULARY = 'tinystories-656k-f32.gguf'
+const withModels = describeWithModels('test/integration/advise-cli.test.ts', [TARGET, DRAFT, OTHER_VOCABULARY])
 const tsx = path.join(root, 'node_modules/.bin/tsx')
 const cli = path.join(root, 'electron/cli.ts')
 
@@ -26,42 +27,82 @@ function speclab(...args: string[]) {
   return { code: result.status, stdout: result.stdout, stderr: result.stderr }
 }
 
+const SMALL = ['--limit', '2', '--max-tokens', '32', '--seed', '4', '--temperature', '0', '--threads', '1', '--context-size', '512']
+
+interface Interval {
+  median: number
+  low: number
+  high: number
+}
+const isInterval = (i: Interval) => Number.isFinite(i.median) && i.low <= i.median && i.median <= i.high
+
 withModels('speclab advise', () => {
   beforeAll(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-advise-'))
   })
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 
-  it('--json: ar and the grid of the chosen methods ranked, the best measured', () => {
-    const result = speclab(
-      'advise', '--target', modelPath(TARGET), '--draft', modelPath(DRAFT), '--limit', '2', '--max-tokens', '32', '--seed', '4',
-      '--temperature', '0', '--threads', '1', '--context-size', '512', '--methods', 'sd,pld', '--verify', '1', '--json'
-    )
+  it('--json: predictions beside measurements of one stored interleaved run, and a recommendation', () => {
+    const saved = path.join(dir, 'advice.json')
+    const result = speclab('advise', '--target', modelPath(TARGET), '--draft', modelPath(DRAFT), ...SMALL, '--methods', 'sd,pld', '--verify', '1', '--repeats', '2', '--json', '--save', saved)
     expect(result.stderr).not.toMatch(/error/i)
     expect(result.code).toBe(0)
     const advice = JSON.parse(result.stdout)
+    expect(JSON.parse(fs.readFileSync(saved, 'utf8'))).toEqual(advice)
     expect(advice.seed).toBe(4)
     expect(advice.prompts).toBe(2)
-    const methods = advice.verdicts.map((v: { candidate: { method: string } }) => v.candidate.method)
-    expect(new Set(methods)).toEqual(new Set(['ar', 'sd', 'pld']))
-    expect(methods.filter((m: string) => m === 'sd')).toHaveLength(8)
-    for (const v of advice.verdicts) {
-      expect(v.error).toBeNull()
-      expect(v.mode).toBe('replayed')
-      expect(v.prediction.tokensPerSecond).toBeGreaterThan(0)
+
+    // Every candidate predicted; ar, the best one (and llama-server's default where it is built) measured.
+    expect(new Set(advice.candidates.map((c: { method: string }) => c.method))).toEqual(new Set(['ar', 'sd', 'pld', ...(advice.candidates.some((c: { method: string }) => c.method === 'llama-server:draft') ? ['llama-server:draft'] : [])]))
+    for (const c of advice.candidates) {
+      expect(Object.keys(c)).toEqual(expect.arrayContaining(['method', 'params', 'gamma', 'draft', 'predicted']))
+      if (c.method !== 'llama-server:draft') expect(c.predicted.tokensPerSecond).toBeGreaterThan(0)
     }
-    expect(advice.verdicts.find((v: { candidate: { method: string } }) => v.candidate.method === 'ar').prediction.speedup).toBeCloseTo(1, 9)
-    expect(advice.measured.map((m: { candidate: { method: string } }) => m.candidate.method)[0]).toBe('ar')
-    expect(advice.measured).toHaveLength(2)
-    expect(advice.costs.targetMs).toHaveLength(16)
+    const measured = advice.candidates.filter((c: { measured?: unknown }) => c.measured)
+    expect(measured.length).toBeGreaterThanOrEqual(2)
+    expect(measured[0].method).toBe('ar')
+    for (const c of measured) {
+      expect(isInterval(c.measured.tokensPerSecond)).toBe(true)
+      expect(isInterval(c.measured.speedup)).toBe(true)
+    }
+    expect(advice.verification).toMatchObject({ repeats: 2 })
+
+    const r = advice.recommendation
+    expect(Object.keys(r)).toEqual(expect.arrayContaining(['method', 'params', 'gamma', 'draft', 'threads', 'speedup', 'tokensPerSecond', 'llamaServerCommand', 'reason']))
+    expect(isInterval(r.speedup)).toBe(true)
+    expect(r.speculate ? r.speedup.low > 1 : r.method === 'ar').toBe(true)
+    expect(r.reason.length).toBeGreaterThan(20)
+    expect(r.note).toMatch(/-md.*alone drafts nothing/)
+    if (r.method === 'sd') expect(r.llamaServerCommand).toMatch(/--spec-type draft-simple --spec-draft-n-max \d+/)
+
+    expect(advice.profile.targetMs.length).toBeGreaterThan(1)
+    expect(advice.profile.drafts['stories260K-f32'].acceptance).toHaveLength(8)
+
+    // The verification is a stored run: runs lists it, show reads its arms and the advice it came from.
+    expect(typeof advice.runId).toBe('number')
+    const runs = JSON.parse(speclab('runs', '--json').stdout)
+    expect(runs.find((run: { id: number }) => run.id === advice.runId)).toMatchObject({ suite: 'advise', status: 'done' })
+    const shown = JSON.parse(speclab('show', String(advice.runId), '--json').stdout)
+    const labels = shown.config.advice.arms.map((a: { label: string }) => a.label)
+    expect(shown.methods.map((m: { method: string }) => m.method)).toEqual(labels)
+    expect(labels[0]).toBe('ar')
+    expect(shown.config.repeats).toBe(2)
+    expect(shown.config.advice.predictions.length).toBe(advice.candidates.filter((c: { method: string }) => c.method !== 'llama-server:draft').length)
   })
 
-  it('refuses a mid model and an empty method filter with one line, exit 2', () => {
-    const mid = speclab('advise', '--target', modelPath(TARGET), '--mid', modelPath(DRAFT), '--draft', modelPath(DRAFT))
-    expect(mid.code).toBe(2)
-    expect(mid.stderr.trim()).toBe('speclab: advise replays two-model methods: leave out --mid')
-    const none = speclab('advise', '--target', modelPath(TARGET), '--draft', modelPath(DRAFT), '--methods', 'beam')
-    expect(none.code).toBe(2)
-    expect(none.stderr.trim().split('\n')).toHaveLength(1)
+  it('bad input is one line and exit 2: no target, a mid model, a draft of another vocabulary, an empty workload, a budget too small', () => {
+    const oneLine = (r: { code: number | null; stderr: string }) => {
+      expect(r.code).toBe(2)
+      expect(r.stderr.trim().split('\n').filter((line) => line.startsWith('speclab:'))).toHaveLength(1)
+      return r.stderr
+    }
+    expect(oneLine(speclab('advise', '--draft', modelPath(DRAFT)))).toMatch(/--target/)
+    expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--mid', modelPath(DRAFT), '--draft', modelPath(DRAFT)))).toMatch(/leave out --mid/)
+    expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--draft', modelPath(DRAFT), '--methods', 'beam'))).toMatch(/--methods beam/)
+    expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--draft', `${modelPath(DRAFT)},${modelPath(OTHER_VOCABULARY)}`, ...SMALL))).toMatch(/vocabular/i)
+    const empty = path.join(dir, 'empty.jsonl')
+    fs.writeFileSync(empty, '')
+    expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--draft', modelPath(DRAFT), '--prompts', empty))).toMatch(/empty/)
+    expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--draft', modelPath(DRAFT), ...SMALL, '--methods', 'sd', '--budget', '0.001'))).toMatch(/--budget 0.001 s is too small/)
   })
 })

@@ -81,6 +81,7 @@ function report(runId: number, methods: MethodSummary[], config: Partial<RunRepo
       draftSelection: null,
       repeats: 1,
       syntheticAcceptance: null,
+      advice: null,
       ...config
     }
   }

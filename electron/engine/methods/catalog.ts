@@ -38,7 +38,7 @@ import { findLlamaServer } from '../peers/llama-server-binary'
 import { MAX_CHILDREN, sdTreeDecoder, type TreeOptions } from '../decoders/sd-tree'
 import type { Decoder } from '../decoders/types'
 import type { MethodId } from './ids'
-import { filePath, flag, integer, real, serverUrl, type ParamSpecs, type ResolvedOf } from './param-spec'
+import { defaultOf, filePath, flag, integer, real, serverUrl, type ParamSpecs, type ParamValue, type ResolvedOf } from './param-spec'
 
 export interface Settings<P extends ParamSpecs = ParamSpecs> {
   /** --gamma (validated: an integer in GAMMA_RANGE). */
@@ -290,6 +290,21 @@ function serverArguments(type: ServerType, { params }: Settings<LlamaServerParam
   return args
 }
 
+/** Each `llama-server:*` method's speculative type (filled as PEER_METHODS is built). */
+const SERVER_TYPES = new Map<string, ServerType>()
+
+/**
+ * The `--spec-type …` arguments a `llama-server:*` method passes its server, for given γ and parameters (full keys,
+ * `llamaserver.nMax`; absent: the catalog's defaults) — what the setup advisor prints as the command line that
+ * deploys a configuration, from the same code the peer methods start their servers with.
+ */
+export function llamaServerSpeculativeArguments(id: string, gamma: number, given: Readonly<Record<string, ParamValue>>): string[] {
+  const type = SERVER_TYPES.get(id)
+  if (type === undefined) throw new Error(`'${id}' is not a llama-server method`)
+  const params = Object.fromEntries(Object.entries(LLAMA_SERVER_PARAMS).map(([name, spec]) => [name, given[`${LLAMA_SERVER_NAMESPACE}.${name}`] ?? defaultOf(spec, gamma)]))
+  return serverArguments(type, { gamma, params } as Settings<LlamaServerParams>)
+}
+
 /** llama.cpp's ngram-mod defaults (common/common.h common_params_speculative_ngram_mod): n_min 48, n_max 64. */
 const SERVER_NGRAM_MOD_DEFAULTS = { nMin: 48, nMax: 64 }
 
@@ -299,8 +314,9 @@ const LLAMA_SERVER_NAMESPACE = 'llamaserver'
 /** Whether a method runs in llama.cpp's own server (a peer engine) rather than in SpecLab's. */
 export const isLlamaServerMethod = (definition: Pick<MethodDefinition, 'namespace'>): boolean => definition.namespace === LLAMA_SERVER_NAMESPACE
 
-const llamaServerMethod = (id: MethodId, type: ServerType, summary: string, description: string): MethodDefinition =>
-  method({
+const llamaServerMethod = (id: MethodId, type: ServerType, summary: string, description: string): MethodDefinition => {
+  SERVER_TYPES.set(id, type)
+  return method({
     id,
     family: 'peer',
     summary,
@@ -335,6 +351,7 @@ const llamaServerMethod = (id: MethodId, type: ServerType, summary: string, desc
     newRun: (settings) =>
       llamaServerRun({ method: id, speculative: serverArguments(type, settings), usesDraft: SERVER_DRAFT_TYPES.has(type), url: settings.params.url })
   })
+}
 
 const UNTESTED_HERE = 'needs a draft GGUF made for it (none of the models here is), so SpecLab passes it through untested'
 

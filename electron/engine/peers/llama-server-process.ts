@@ -64,9 +64,21 @@ export interface PeerServer {
 export function serverArguments(spec: LocalServerSpec, port: number): string[] {
   const args = ['-m', spec.target, '--host', '127.0.0.1', '--port', String(port)]
   args.push('-t', String(spec.threads), '-tb', String(spec.batchThreads), '-c', String(spec.contextSize), '-np', '1', '--no-webui')
-  if (spec.draft) args.push('-md', spec.draft, '-td', String(spec.draftThreads), '-tbd', String(spec.draftThreads))
-  args.push(...spec.speculative)
+  args.push(...draftArguments(spec), ...spec.speculative)
   return args
+}
+
+/** The draft model and its threads (`-md D -td N -tbd N`); none without a draft. */
+export function draftArguments(spec: Pick<LocalServerSpec, 'draft' | 'draftThreads'>): string[] {
+  return spec.draft ? ['-md', spec.draft, '-td', String(spec.draftThreads), '-tbd', String(spec.draftThreads)] : []
+}
+
+/**
+ * The arguments that decide how a server decodes — models, threads, speculation — without the ones that only say
+ * where it listens: the command line a user deploys a configuration with, from the same pieces as serverArguments.
+ */
+export function deploymentArguments(spec: Omit<LocalServerSpec, 'binary' | 'contextSize'>): string[] {
+  return ['-m', spec.target, '-t', String(spec.threads), '-tb', String(spec.batchThreads), ...draftArguments(spec), ...spec.speculative]
 }
 
 /** A free TCP port on 127.0.0.1 (the kernel's choice; released just before the server binds it). */

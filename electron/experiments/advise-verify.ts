@@ -1,0 +1,151 @@
+/**
+ * The advisor's verification: the best predicted candidates, `ar` and — where llama-server runs and a draft-model
+ * candidate maps to it — llama-server's own default speculation (`llama-server:draft`, n_max 3, p_min 0) measured in
+ * ONE interleaved run with repeats, stored like any run (suite 'advise'), so every speedup is paired with ar on the
+ * same (prompt, repeat) and carries its 95 % interval, and `speclab runs` / `show` / `diff` find the advice.
+ *
+ * Why arms rather than methods: a run's config holds one γ and one parameter set, while the candidates are the same
+ * method at several γ / parameters / draft models / thread plans. Each candidate is therefore an ARM of the runner
+ * (runner.ts RunOptions.arms) whose cells are stored under its label; config.methods lists the methods the arms use
+ * (for filters and the runs list), and config.advice says which candidate each label is (api/advice.ts).
+ */
+import type { AdviceArm, AdviceRecord } from '../api/advice'
+import type { RunConfig, RunReport } from '../api/runs'
+import type { DecoderModels } from '../engine/decoders/types'
+import { llamaServerEquivalent } from '../engine/replay/deployment'
+import { findMethod, prepare, type PreparedMethod } from '../engine/methods/prepare'
+import type { ParamValue } from '../engine/methods/param-spec'
+import type { LanguageModel } from '../engine/model/types'
+import type { Verdict } from '../engine/replay/advise'
+import type { WorkloadProfile } from '../engine/replay/profile'
+import type { Candidate } from '../engine/replay/replay'
+import type { RunStore } from '../store/run-store'
+import type { Advice } from './advise'
+import { applyThreads, type ArmThreads } from './peer-bench'
+import type { PromptItem } from './prompts'
+import { executeRun, type Arm, type RunOptions } from './runner'
+
+export type Deploy = 'speclab' | 'llama-server' | 'any'
+
+export interface VerifyArm {
+  label: string
+  candidate: Candidate
+  threads: ArmThreads
+  predicted: { tokensPerSecond: number; speedup: number; ms: number } | null
+}
+
+/** llama-server's default speculation with a draft model in the bundled llama.cpp: n_max 3, n_min 0, p_min 0. */
+export const LLAMA_SERVER_DEFAULT_GAMMA = 3
+
+/** "sd γ=4", "sd-pmin pmin.p=0.3 pmin.max=8", with "← draft" when several drafts were compared. */
+export function armLabel(candidate: Candidate, withDraft: boolean): string {
+  if (candidate.method === 'ar') return 'ar'
+  const gamma = findMethod(candidate.method)?.gamma ? [`γ=${candidate.gamma}`] : []
+  const params = Object.entries(candidate.params).map(([key, value]) => `${key}=${value}`)
+  const draft = withDraft && candidate.draft !== null ? [`← ${candidate.draft}`] : []
+  return [candidate.method, ...gamma, ...params, ...draft].join(' ')
+}
+
+const predictedOf = (verdict: Verdict | undefined): VerifyArm['predicted'] =>
+  verdict?.prediction ? { tokensPerSecond: verdict.prediction.tokensPerSecond, speedup: verdict.prediction.speedup, ms: verdict.prediction.ms } : null
+
+export interface ArmChoice {
+  /** How many predicted candidates to measure besides ar. */
+  top: number
+  deploy: Deploy
+  /** Whether a llama-server binary was found (the `llama-server:draft` arm needs one). */
+  serverAvailable: boolean
+  /** Several drafts compared: labels name the draft. */
+  severalDrafts: boolean
+  /** The threads an arm runs with: its thread plan's, else the models' as loaded. */
+  threadsOf(verdict: Verdict | undefined): ArmThreads
+}
+
+/** Whether llama-server can run the candidate (`--deploy llama-server` keeps only those). */
+export const servable = (c: Candidate): boolean => llamaServerEquivalent({ ...c, draftFile: c.draft }).method !== null
+
+/** ar, the best `top` predicted candidates that `deploy` allows, and llama-server's default when it applies. */
+export function chooseArms(verdicts: readonly Verdict[], choice: ArmChoice): VerifyArm[] {
+  const ar = verdicts.find((v) => v.candidate.method === 'ar')
+  const top = verdicts.filter((v) => v.prediction && v.candidate.method !== 'ar' && (choice.deploy !== 'llama-server' || servable(v.candidate))).slice(0, choice.top)
+  const arm = (verdict: Verdict): VerifyArm => ({ label: armLabel(verdict.candidate, choice.severalDrafts), candidate: verdict.candidate, threads: choice.threadsOf(verdict), predicted: predictedOf(verdict) })
+  const arms: VerifyArm[] = [{ label: 'ar', candidate: { method: 'ar', gamma: 1, params: {}, draft: null }, threads: choice.threadsOf(ar), predicted: predictedOf(ar) }, ...top.map(arm)]
+  const drafted = top.find((v) => v.candidate.draft !== null && llamaServerEquivalent({ ...v.candidate, draftFile: v.candidate.draft }).method === 'llama-server:draft')
+  if (choice.serverAvailable && choice.deploy !== 'speclab' && drafted) {
+    const candidate: Candidate = { method: 'llama-server:draft', gamma: LLAMA_SERVER_DEFAULT_GAMMA, params: {}, draft: drafted.candidate.draft }
+    // Its time is predicted as SpecLab's sd at the same γ with the same draft: the same rounds, a different engine.
+    const twin = verdicts.find((v) => v.candidate.method === 'sd' && v.candidate.gamma === LLAMA_SERVER_DEFAULT_GAMMA && v.candidate.draft === candidate.draft)
+    arms.push({ label: armLabel(candidate, choice.severalDrafts), candidate, threads: choice.threadsOf(drafted), predicted: predictedOf(twin) })
+  }
+  return arms
+}
+
+/** The arm's method with its threads set and its draft model swapped in just before each decode (warm-up included). */
+function armMethod(method: PreparedMethod, threads: ArmThreads, draft: LanguageModel | undefined): PreparedMethod {
+  return {
+    ...method,
+    newRun: () => {
+      const run = method.newRun()
+      return () => {
+        const decoder = run()
+        return (models, request) => {
+          const trio: DecoderModels = draft ? { ...models, draft } : models
+          applyThreads(trio, threads)
+          return decoder(trio, request)
+        }
+      }
+    }
+  }
+}
+
+/** The runner's arms for `arms`, each prepared by the method catalog (a bad parameter is refused here, before any decode). */
+export function runnerArms(arms: readonly VerifyArm[], drafts: Readonly<Record<string, LanguageModel>>): Arm[] {
+  return arms.map(({ label, candidate, threads }) => {
+    const prepared = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params })
+    return { label, method: armMethod(prepared, threads, candidate.draft === null ? undefined : drafts[candidate.draft]) }
+  })
+}
+
+/** The distinct methods of the arms, ar first: what config.methods lists. */
+export const armMethods = (arms: readonly VerifyArm[]): string[] => [...new Set(arms.map((a) => a.candidate.method))]
+
+/** What the run stores about the advice (api/advice.ts). */
+export function adviceRecord(advice: Advice, profile: WorkloadProfile, drafts: Readonly<Record<string, string>>, arms: readonly VerifyArm[]): AdviceRecord {
+  const params = (p: Readonly<Record<string, ParamValue>>) => ({ ...p })
+  return {
+    trace: { prompts: advice.trace.prompts.length, tokens: advice.trace.prompts.reduce((n, p) => n + p.tokens.length, 0), mode: advice.verdicts[0]?.mode ?? 'replayed' },
+    drafts: { ...drafts },
+    profile,
+    predictions: advice.verdicts.map((v) => ({
+      method: v.candidate.method,
+      gamma: v.candidate.gamma,
+      params: params(v.candidate.params),
+      draft: v.candidate.draft,
+      plan: v.plan ?? null,
+      tokensPerSecond: v.prediction?.tokensPerSecond ?? null,
+      speedup: v.prediction?.speedup ?? null,
+      error: v.error
+    })),
+    arms: arms.map((a): AdviceArm => ({
+      label: a.label,
+      method: a.candidate.method,
+      gamma: a.candidate.gamma,
+      params: params(a.candidate.params),
+      draft: a.candidate.draft,
+      threads: a.threads,
+      predicted: a.predicted ? { tokensPerSecond: a.predicted.tokensPerSecond, speedup: a.predicted.speedup } : null
+    }))
+  }
+}
+
+/** The verification run: `config` (suite 'advise', config.advice set) with the arms interleaved, stored in `store`. */
+export async function runVerification(
+  store: RunStore,
+  config: RunConfig,
+  models: DecoderModels,
+  prompts: readonly PromptItem[],
+  arms: readonly Arm[],
+  options: Omit<RunOptions, 'arms'> = {}
+): Promise<RunReport> {
+  return executeRun(store, config, models, prompts, { ...options, arms })
+}
