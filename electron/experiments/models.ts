@@ -103,11 +103,11 @@ export async function loadTrio(paths: ModelPaths, options: TrioLoadOptions): Pro
       const progress = onProgress
         ? (fraction: number) => onProgress({ role, file, index, count: files.length, fraction: Math.min(1, Math.max(0, fraction)), stage: 'loading' })
         : undefined
-      progress?.(0)
       // A tiny draft on two threads is ~35× slower (llama-cpp-model.ts): only the target batches on more.
       const batchThreads = role === 'target' ? (loadOptions.batchThreads ?? targetBatchThreadsFor(loadOptions.threads)) : loadOptions.threads
       const modelOptions = { ...loadOptions, batchThreads, ...(role === 'target' ? { threads: targetThreads } : {}) }
-      loaded.push(await loadLlamaModel(file, progress ? { ...modelOptions, onLoadProgress: progress } : modelOptions))
+      // The file shows as loading once llama.cpp works on it (and a crash now would be blamed on it), not before.
+      loaded.push(await loadLlamaModel(file, progress ? { ...modelOptions, onLoadStarted: () => progress(0), onLoadProgress: progress } : modelOptions))
       progress?.(1)
     }
     const target = loaded[0]

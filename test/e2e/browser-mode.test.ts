@@ -16,6 +16,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type Locator, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { findLlamaServer } from '../../electron/engine/peers/llama-server-binary'
 import WebSocket from 'ws'
 import { contrastProblems, LAPTOP_AND_DESKTOP, layoutProblems } from '../helpers/layout'
 
@@ -290,6 +291,8 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
       expect.stringMatching(/^draft\s*stories260K-f32\.gguf.*uses its one-token count/)
     ])
     await waitForText(calibration, /mean ms per evaluation at \d+ tokens of context/)
+    // The same choice in words: the chosen count against the fastest other one, and how it was chosen.
+    await waitForText(page.getByTestId('thread-calibration-words'), /target stories-target5M-f32\.gguf: \d+ threads? per token \([\d.]+ ms(; \d+ threads?: [\d.]+ ms)?\), \d+ threads? per batch .* — measured at load/)
     const before = await calibration.locator('tbody tr').first().textContent()
     await page.getByTestId('recalibrate').click()
     await page.waitForFunction(
@@ -305,8 +308,9 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
   it('Chat: sd streams tokens coloured by provenance with live statistics; the conversation reopens', async () => {
     await page.getByTestId('nav-chat').click()
     await page.getByTestId('chat-method').selectOption('sd')
+    // Enter sends (Shift+Enter would break the line).
     await page.getByTestId('chat-input').fill('Once upon a time, there was a little girl named Lily.')
-    await page.getByTestId('chat-send').click()
+    await page.getByTestId('chat-input').press('Enter')
     // Tokens appear while the answer is generated, not only at the end.
     await page.getByTestId('message-streaming').locator('.tok').first().waitFor()
     const answer = page.getByTestId('message-assistant')
@@ -397,6 +401,14 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
   it('Workbench: runs methods × prompts with progress, shows results and charts; cancel stops a run', async () => {
     await page.getByTestId('nav-workbench').click()
     await waitForText(page.getByTestId('wb-dataset'), /Stories/)
+    // Methods come in groups with a filter; a llama-server method says why it cannot run when no server is built.
+    await page.getByTestId('wb-group-cross-tokenizer').waitFor()
+    await page.getByTestId('wb-method-filter').fill('tree')
+    expect(await page.getByTestId('wb-methods').locator('[data-testid^="wb-group-"]').evaluateAll((groups) => groups.map((g) => g.getAttribute('data-testid')))).toEqual(['wb-group-trees'])
+    await page.getByTestId('wb-method-filter').fill('')
+    const peer = page.getByTestId('wb-method-llama-server:draft').locator('xpath=..')
+    const server = findLlamaServer()
+    expect(await peer.getAttribute('data-unavailable')).toBe(server.path === null ? server.reason : '')
     if (!(await page.getByTestId('wb-method-hsddw').isChecked())) await page.getByTestId('wb-method-hsddw').check()
     await page.getByTestId('wb-limit').fill('3')
     await page.getByTestId('max-tokens').fill('96')

@@ -62,6 +62,11 @@ export interface LlamaLoadOptions {
   fullVocabulary?: boolean
   /** Loading progress of the weights, 0…1 (node-llama-cpp's onLoadProgress). */
   onLoadProgress?: (fraction: number) => void
+  /**
+   * llama.cpp starts on the file now (after the header check, once the activity says so): a load shown as started
+   * is one a crash would be blamed on, never earlier.
+   */
+  onLoadStarted?: () => void
 }
 
 export function defaultThreads(): number | undefined {
@@ -163,6 +168,7 @@ export async function loadLlamaModel(file: string, options: LlamaLoadOptions = {
   const llama = await sharedLlama()
   // From here until the context exists llama.cpp works on this file: a native abort now is this file's doing.
   modelLoadStarted(modelPath)
+  options.onLoadStarted?.()
   let loaded: LlamaCppModel | null = null
   try {
     let model: LlamaModel
