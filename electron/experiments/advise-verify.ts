@@ -21,7 +21,7 @@ import type { WorkloadProfile } from '../engine/replay/profile'
 import type { Candidate } from '../engine/replay/replay'
 import type { RunStore } from '../store/run-store'
 import type { Advice } from './advise'
-import { applyThreads, type ArmThreads } from './peer-bench'
+import { withThreads, type ArmThreads } from './peer-bench'
 import type { PromptItem } from './prompts'
 import { executeRun, type Arm, type RunOptions } from './runner'
 
@@ -81,22 +81,7 @@ export function chooseArms(verdicts: readonly Verdict[], choice: ArmChoice): Ver
 }
 
 /** The arm's method with its threads set and its draft model swapped in just before each decode (warm-up included). */
-function armMethod(method: PreparedMethod, threads: ArmThreads, draft: LanguageModel | undefined): PreparedMethod {
-  return {
-    ...method,
-    newRun: () => {
-      const run = method.newRun()
-      return () => {
-        const decoder = run()
-        return (models, request) => {
-          const trio: DecoderModels = draft ? { ...models, draft } : models
-          applyThreads(trio, threads)
-          return decoder(trio, request)
-        }
-      }
-    }
-  }
-}
+const armMethod = (method: PreparedMethod, threads: ArmThreads, draft: LanguageModel | undefined): PreparedMethod => withThreads(method, threads, draft)
 
 /** The runner's arms for `arms`, each prepared by the method catalog (a bad parameter is refused here, before any decode). */
 export function runnerArms(arms: readonly VerifyArm[], drafts: Readonly<Record<string, LanguageModel>>): Arm[] {

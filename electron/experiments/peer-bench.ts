@@ -23,6 +23,7 @@ import { prepare, type PreparedMethod } from '../engine/methods/prepare'
 import type { RawParams } from '../engine/methods/param-spec'
 import type { DecodeOutcome } from '../engine/methods/decode-once'
 import type { LlamaCppModel } from '../engine/model/llama-cpp-model'
+import type { LanguageModel } from '../engine/model/types'
 import type { WarpConfig } from '../engine/sampling/warp'
 import { medianInterval, type Cell, type Interval } from '../engine/stats/bootstrap'
 import { runInterleaved, type Arm } from './runner'
@@ -92,10 +93,11 @@ export function withCalibratedThreads(specs: readonly ArmSpec[], threads: ArmThr
 }
 
 /**
- * Runs `decoder` with the arm's threads: set on the models just before it starts, so the warm-up and every cell run
- * with them, and a llama-server arm starts its server with them (its pool key includes them).
+ * Runs `decoder` with the arm's threads (and, where given, its own draft model swapped in): set on the models just
+ * before it starts, so the warm-up and every cell run with them, and a llama-server arm starts its server with them
+ * (its pool key includes them).
  */
-function withThreads(method: PreparedMethod, threads: ArmThreads): PreparedMethod {
+export function withThreads(method: PreparedMethod, threads: ArmThreads, draft?: LanguageModel): PreparedMethod {
   return {
     ...method,
     newRun: () => {
@@ -103,8 +105,9 @@ function withThreads(method: PreparedMethod, threads: ArmThreads): PreparedMetho
       return () => {
         const decoder = run()
         return (models, request) => {
-          applyThreads(models, threads)
-          return decoder(models, request)
+          const trio: DecoderModels = draft ? { ...models, draft } : models
+          applyThreads(trio, threads)
+          return decoder(trio, request)
         }
       }
     }
