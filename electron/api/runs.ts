@@ -8,6 +8,7 @@ import { ModelThreadCalibration } from '../engine/model/thread-calibration'
 import { ThreadPlan } from '../engine/model/thread-plan'
 import { settingSchema } from '../engine/settings/run-settings'
 import { MethodSummary, type IntervalSummary } from '../engine/metrics/summary'
+import type { BestSpeedup } from './best-speedup'
 import { Text } from './fields'
 import { MethodId, ParamValue } from './methods'
 import { AdviceRecord } from './advice'
@@ -180,6 +181,12 @@ export const RunFilter = z.object({
 export type RunFilter = z.infer<typeof RunFilter>
 
 export interface RunListItem extends RunSummary {
+  /**
+   * The run's best speedup over `ar` (api/best-speedup.ts); null without a finished ar and another method, and for
+   * a synthetic-acceptance run (`synthetic`), whose speedups measure the engine and are not put beside real ones.
+   */
+  bestSpeedup?: BestSpeedup | null
+  synthetic?: boolean
   models: { target: string; mid: string | null; draft: string | null }
   dataset: string | null
   gamma: number

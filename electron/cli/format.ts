@@ -2,8 +2,6 @@
 import path from 'node:path'
 import type { IntervalSummary, MethodSummary, RunConfig, RunSummary } from '../api/runs'
 import { TIMED_METRICS, type DiffMetric, type RunDiff, type TimedDifference, type TimedMetric } from '../api/run-diff'
-import { cellsOf, timingCells, type PromptOutcome } from '../engine/metrics/fold'
-import { median } from '../engine/stats/bootstrap'
 
 /** Integers as they are, other numbers with `digits` decimals; missing, NaN and ±Infinity as "–". */
 export function formatNumber(value: number | null | undefined, digits = 2): string {
@@ -87,59 +85,14 @@ export function methodTable(methods: readonly MethodSummary[]): string {
 
 // ─── speclab runs ────────────────────────────────────────────────────────────────────────────────────────────────
 
-/** What `runs` prints of one result row (structurally the store's PromptResultRow). */
-export interface ResultTiming {
-  id?: number
-  method: string
-  status: string
-  promptIndex?: number
-  outputCount: number
-  wallMs: number | null
-}
-
-/** Each timed repeat of a result (structurally the store's RepeatRow); absent: the result's one wall time. */
-export type RepeatTimings = ReadonlyMap<number, readonly { repeat: number; wallMs: number; outputCount: number }[]>
-
-/**
- * The best speedup over `ar` in a run: for every other method, the median over (prompt, repeat) of its tokens/s ÷ ar's
- * on the same prompt and repeat (what `show` reports as the speedup's median, without the interval, which `runs`
- * would have to bootstrap for every listed run); null without a finished ar or without another method.
- */
-export function bestSpeedup(results: readonly ResultTiming[], repeats: RepeatTimings = new Map()): { method: string; speedup: number } | null {
-  // Each finished result as the fold sees a prompt, so the pairing with ar is the fold's own (metrics/fold.ts).
-  const outcomes = new Map<string, PromptOutcome[]>()
-  for (const r of results) {
-    if (r.status !== 'done') continue
-    const timed = (r.id !== undefined ? repeats.get(r.id) : undefined) ?? [{ repeat: 0, wallMs: r.wallMs ?? 0, outputCount: r.outputCount }]
-    const list = outcomes.get(r.method) ?? []
-    list.push({
-      promptIndex: r.promptIndex,
-      outputText: '',
-      outputTokens: r.outputCount,
-      wallMs: r.wallMs ?? 0,
-      steps: [],
-      repeats: timed.map((t) => ({ repeat: t.repeat, wallMs: t.wallMs, outputTokens: t.outputCount }))
-    })
-    outcomes.set(r.method, list)
-  }
-  const ar = outcomes.get('ar')
-  if (!ar) return null
-  let best: { method: string; speedup: number } | null = null
-  for (const [method, prompts] of outcomes) {
-    if (method === 'ar') continue
-    const ratios = cellsOf(timingCells(prompts, ar), 'speedup').map((c) => c.value)
-    if (ratios.length === 0) continue
-    const speedup = median(ratios)
-    if (best === null || speedup > best.speedup) best = { method, speedup }
-  }
-  return best
-}
+export { bestSpeedup, type RepeatTimings, type ResultTiming } from '../api/best-speedup'
+import type { BestSpeedup } from '../api/best-speedup'
 
 export interface RunsRow {
   summary: RunSummary
   /** null when the stored config cannot be read (`show` reports why). */
   config: (Pick<RunConfig, 'models' | 'prompts'> & Partial<Pick<RunConfig, 'syntheticAcceptance'>>) | null
-  best: { method: string; speedup: number } | null
+  best: BestSpeedup | null
 }
 
 /** Where a run's prompts came from: the built-in set's id or the prompt file's name. */

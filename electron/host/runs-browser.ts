@@ -6,6 +6,7 @@
  */
 import path from 'node:path'
 import type { EntropyHistogram, PerplexityPoint, PromptResultInfo, RunDetails, RunExport, RunReport, StepRow } from '../api/runs'
+import { bestSpeedup, type BestSpeedup } from '../api/best-speedup'
 import { diffRuns } from '../api/run-diff'
 import { buildRunReport, type ApiHandlers } from '../api/runs-service'
 import type { StepRecord } from '../engine/decoders/types'
@@ -92,6 +93,17 @@ export class RunsBrowser {
     private readonly activeRunId: () => number | null
   ) {}
 
+  /** A listed run's best speedup, from its stored results and repeats (what `speclab runs` shows too). */
+  private speedOf(runId: number): { bestSpeedup: BestSpeedup | null; synthetic: boolean } {
+    let synthetic = false
+    try {
+      synthetic = Boolean(this.runs().getRun(runId)?.config.syntheticAcceptance)
+    } catch {
+      // A config this version cannot read: the list still shows the run (its details say why).
+    }
+    return { bestSpeedup: synthetic ? null : bestSpeedup(this.runs().getPromptResults(runId), this.runs().getRepeats(runId)), synthetic }
+  }
+
   private report(runId: number): RunReport {
     const report = buildRunReport(this.runs(), runId)
     if (!report) throw new UserInputError(`no run with id ${runId}`)
@@ -100,7 +112,7 @@ export class RunsBrowser {
 
   handlers(): ApiHandlers<'runs:search' | 'runs:details' | 'runs:steps' | 'runs:delete' | 'runs:annotate' | 'runs:export' | 'runs:diff' | 'runs:perplexity'> {
     return {
-      'runs:search': (filter) => this.app().searchRuns(filter),
+      'runs:search': (filter) => this.app().searchRuns(filter).map((run) => ({ ...run, ...this.speedOf(run.id) })),
       'runs:details': ({ runId }) => this.details(runId),
       'runs:steps': ({ resultId }) => this.runs().getSteps(resultId).map(({ levels: _levels, ...row }): StepRow => row),
       'runs:delete': ({ runId }) => {

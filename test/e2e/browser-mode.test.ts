@@ -509,6 +509,21 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
     await page.getByTestId('runs-empty').waitFor()
     await page.getByTestId('runs-search').fill('')
     await rowCount(4)
+    // Each run's best speedup (runs with ar and another method), sortable; runs without one go last either way.
+    const speedups = async () =>
+      (await rows.getByTestId('run-best-speedup').allTextContents()).map((t) => (/^([\d.]+)×/.exec(t.trim()) ? Number(/^([\d.]+)×/.exec(t.trim())![1]) : null))
+    expect((await speedups()).filter((x) => x !== null).length).toBeGreaterThan(0)
+    await page.getByTestId('runs-sort-speedup').click()
+    await page.waitForFunction(() => document.querySelector('[data-testid="runs-table"] th[aria-sort="descending"] [data-testid="runs-sort-speedup"]') !== null)
+    const descending = await speedups()
+    const known = descending.filter((x): x is number => x !== null)
+    expect(known).toEqual([...known].sort((a, b) => b - a))
+    expect(descending.slice(known.length).every((x) => x === null)).toBe(true)
+    await page.getByTestId('runs-sort-speedup').click()
+    const ascending = (await speedups()).filter((x): x is number => x !== null)
+    expect(ascending).toEqual([...known].reverse())
+    await page.getByTestId('runs-sort-run').click()
+    expect(await rows.first().textContent()).toContain('#4')
 
     await page.getByTestId('run-open-1').click()
     const detail = page.getByTestId('run-detail')
