@@ -24,7 +24,7 @@ import type { DecoderModels } from '../engine/decoders/types'
 import { loadTrio } from '../experiments/models'
 import { loadPrompts } from '../experiments/prompts'
 import { executeRun } from '../experiments/runner'
-import { buildRunRequest, withLoadedTrio, type BuiltRun } from '../experiments/run-request'
+import { buildRunRequest, outcomeOf, withLoadedTrio, type BuiltRun } from '../experiments/run-request'
 import { analyseAblation, collectAblationRows, type AblationResult } from '../experiments/reports/hsddw-analysis'
 import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
@@ -92,15 +92,10 @@ async function ablationAction(options: AblationOptions): Promise<void> {
   const trio = await loadTrio(configA.models, { ...runA.load, sharedVocabulary: runA.load.sharedVocabulary || runB.load.sharedVocabulary })
   try {
     // Each run records the files it used: their fingerprints and their part of the thread plan.
-    const loadedFor = (files: string[]) => ({
-      contextSize: trio.models.target.context.contextSize,
-      fingerprints: trio.fingerprints.filter((f) => files.includes(f.path)),
-      threadPlan: { ...trio.threadPlan, models: trio.threadPlan.models.filter((m) => files.includes(m.file)) }
-    })
     const runOne = async ({ config, prepared }: BuiltRun, decoderModels: DecoderModels, files: string[]) => {
       const progress = createProgressBar(prompts.length * config.methods.length)
       try {
-        return await executeRun(store, withLoadedTrio(config, loadedFor(files)), decoderModels, prompts, {
+        return await executeRun(store, withLoadedTrio(config, outcomeOf(trio, new Set(files))), decoderModels, prompts, {
           prepared,
           onProgress: progress.update
         })

@@ -161,12 +161,22 @@ export interface LoadOutcome {
   threadPlan: ThreadPlan | null
 }
 
-/** What a trio's load decided, for withLoadedTrio. */
-export const outcomeOf = (trio: Pick<LoadedTrio, 'models' | 'fingerprints' | 'threadPlan'>): LoadOutcome => ({
-  contextSize: trio.models.target.context.contextSize,
-  fingerprints: trio.fingerprints,
-  threadPlan: trio.threadPlan
-})
+/**
+ * What a trio's load decided, for withLoadedTrio. `files`: only those files' fingerprints and thread-plan entries,
+ * for a run on part of the trio (ablation's mid-as-draft run, a suite cell without the mid model).
+ */
+export function outcomeOf(
+  trio: Pick<LoadedTrio, 'models' | 'fingerprints' | 'threadPlan'>,
+  files?: ReadonlySet<string>,
+  contextSize = trio.models.target.context.contextSize
+): LoadOutcome {
+  if (!files) return { contextSize, fingerprints: trio.fingerprints, threadPlan: trio.threadPlan }
+  return {
+    contextSize,
+    fingerprints: trio.fingerprints.filter((f) => files.has(f.path)),
+    threadPlan: { ...trio.threadPlan, models: trio.threadPlan.models.filter((m) => files.has(m.file)) }
+  }
+}
 
 /**
  * The config as it ran: the context in effect (capped by the target's training context), the files' fingerprints,

@@ -18,7 +18,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import type { ModelFingerprint, ModelPaths, RunConfig, RunStatus } from '../api/runs'
-import { buildRunRequest, withLoadedTrio, type LoadOutcome } from './run-request'
+import { buildRunRequest, outcomeOf, withLoadedTrio } from './run-request'
 import { DEFAULT_REPEATS } from '../engine/methods/limits'
 import { ownedParams, prepareRun } from '../engine/methods/prepare'
 import type { DecoderModels } from '../engine/decoders/types'
@@ -396,7 +396,7 @@ export async function runSuite(store: RunStore, request: SuiteRunRequest, hooks:
       const prompts = cellPrompts(cell, trio.models.target, contextSize)
       const report = await executeRun(
         store,
-        withLoadedTrio(cell.config, loadedFor(cell.config, trio, contextSize)),
+        withLoadedTrio(cell.config, outcomeOf(trio, filesOf(cell.config), contextSize)),
         modelsOf(cell, trio),
         prompts,
         {
@@ -440,15 +440,9 @@ function modelsOf(cell: PlannedCell, trio: LoadedTrio): DecoderModels {
   }
 }
 
-/** What the trio's load decided for the files of one cell: their fingerprints and their part of the thread plan. */
-function loadedFor(config: RunConfig, trio: LoadedTrio, contextSize: number): LoadOutcome {
-  const files = new Set([config.models.target, config.models.mid, config.models.draft, ...(config.models.drafts ?? [])])
-  return {
-    contextSize,
-    fingerprints: trio.fingerprints.filter((f) => files.has(f.path)),
-    threadPlan: { ...trio.threadPlan, models: trio.threadPlan.models.filter((m) => files.has(m.file)) }
-  }
-}
+/** The files of one cell's run (its fingerprints and part of the thread plan are recorded with it). */
+const filesOf = (config: RunConfig): ReadonlySet<string> =>
+  new Set([config.models.target, config.models.mid, config.models.draft, ...(config.models.drafts ?? [])].filter((f): f is string => f !== undefined))
 
 function checkFingerprints(stored: readonly ModelFingerprint[], loaded: readonly ModelFingerprint[]): void {
   for (const model of stored) {

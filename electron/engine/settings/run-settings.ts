@@ -226,9 +226,8 @@ export function settingSchema(key: RunSettingKey): z.ZodType {
 
 /** The default of a setting as its form shows it: the number, the word, or '' for "empty = …". */
 export function defaultText(setting: RunSetting): string {
-  if (setting.kind !== 'integer' && setting.kind !== 'number') return String(setting.default)
-  if (setting.default !== null) return String(setting.default)
-  return setting.word ?? ''
+  const value = settingDefault(setting)
+  return value === null ? '' : String(value)
 }
 
 /** "a number from 0 to 10" (empty for flags and choices, whose values speak for themselves). */
