@@ -64,18 +64,55 @@ export interface ArmChoice {
 /** Whether llama-server can run the candidate (`--deploy llama-server` keeps only those). */
 export const servable = (c: Candidate): boolean => llamaServerEquivalent({ ...c, draftFile: c.draft }).method !== null
 
-/** ar, the best `top` predicted candidates that `deploy` allows, and llama-server's default when it applies. */
+/** Same method, draft and γ, and the same parameters once the catalog's defaults fill them in. */
+function sameConfiguration(a: Candidate, b: Candidate): boolean {
+  const resolved = (c: Candidate) => JSON.stringify(Object.entries(prepare(c.method, { gamma: c.gamma, params: c.params }).params).sort())
+  return a.method === b.method && a.draft === b.draft && a.gamma === b.gamma && resolved(a) === resolved(b)
+}
+
+/** The `llama-server:*` candidate that runs `candidate`'s configuration; null when llama-server has none. */
+function onLlamaServer(candidate: Candidate): Candidate | null {
+  const equivalent = llamaServerEquivalent({ ...candidate, draftFile: candidate.draft })
+  return equivalent.method === null ? null : { method: equivalent.method, gamma: equivalent.gamma, params: equivalent.params, draft: candidate.draft }
+}
+
+/**
+ * ar, the best `top` predicted candidates that `deploy` allows, and — where a llama-server binary exists and the
+ * deployment may be llama-server — llama-server's runs of them:
+ *  - `deploy` 'llama-server': each top candidate is measured AS llama-server runs it (its `llama-server:*`
+ *    equivalent), since that is what the user will deploy; the rounds are the same, so the prediction is the
+ *    candidate's;
+ *  - 'any': the best drafted candidate's llama-server equivalent is measured beside it, so the llama-server command
+ *    the recommendation prints is a measured one;
+ *  - both: llama-server's own default speculation with that draft (`-md D --spec-type draft-simple`, n_max 3, p_min
+ *    0), what a user who deploys without advice gets.
+ * A configuration is measured once (a top candidate whose llama-server equivalent IS llama-server's default).
+ */
 export function chooseArms(verdicts: readonly Verdict[], choice: ArmChoice): VerifyArm[] {
   const ar = verdicts.find((v) => v.candidate.method === 'ar')
+  const onServer = choice.serverAvailable && choice.deploy !== 'speclab'
   const top = verdicts.filter((v) => v.prediction && v.candidate.method !== 'ar' && (choice.deploy !== 'llama-server' || servable(v.candidate))).slice(0, choice.top)
-  const arm = (verdict: Verdict): VerifyArm => ({ label: armLabel(verdict.candidate, choice.severalDrafts), candidate: verdict.candidate, threads: choice.threadsOf(verdict), predicted: predictedOf(verdict) })
-  const arms: VerifyArm[] = [{ label: 'ar', candidate: { method: 'ar', gamma: 1, params: {}, draft: null }, threads: choice.threadsOf(ar), predicted: predictedOf(ar) }, ...top.map(arm)]
-  const drafted = top.find((v) => v.candidate.draft !== null && llamaServerEquivalent({ ...v.candidate, draftFile: v.candidate.draft }).method === 'llama-server:draft')
-  if (choice.serverAvailable && choice.deploy !== 'speclab' && drafted) {
-    const candidate: Candidate = { method: 'llama-server:draft', gamma: LLAMA_SERVER_DEFAULT_GAMMA, params: {}, draft: drafted.candidate.draft }
+  const arm = (verdict: Verdict | undefined, candidate: Candidate): VerifyArm => ({
+    label: armLabel(candidate, choice.severalDrafts),
+    candidate,
+    threads: choice.threadsOf(verdict),
+    predicted: predictedOf(verdict)
+  })
+  const arms: VerifyArm[] = [arm(ar, { method: 'ar', gamma: 1, params: {}, draft: null })]
+  const add = (a: VerifyArm) => {
+    if (!arms.some((b) => sameConfiguration(a.candidate, b.candidate))) arms.push(a)
+  }
+  for (const verdict of top) {
+    const served = choice.deploy === 'llama-server' && choice.serverAvailable ? onLlamaServer(verdict.candidate) : null
+    add(arm(verdict, served ?? verdict.candidate))
+  }
+  const drafted = top.find((v) => v.candidate.draft !== null && onLlamaServer(v.candidate)?.method === 'llama-server:draft')
+  if (onServer && drafted) {
+    if (choice.deploy === 'any') add(arm(drafted, onLlamaServer(drafted.candidate)!))
     // Its time is predicted as SpecLab's sd at the same γ with the same draft: the same rounds, a different engine.
-    const twin = verdicts.find((v) => v.candidate.method === 'sd' && v.candidate.gamma === LLAMA_SERVER_DEFAULT_GAMMA && v.candidate.draft === candidate.draft)
-    arms.push({ label: armLabel(candidate, choice.severalDrafts), candidate, threads: choice.threadsOf(drafted), predicted: predictedOf(twin) })
+    const serverDefault: Candidate = { method: 'llama-server:draft', gamma: LLAMA_SERVER_DEFAULT_GAMMA, params: {}, draft: drafted.candidate.draft }
+    const twin = verdicts.find((v) => v.candidate.method === 'sd' && v.candidate.gamma === LLAMA_SERVER_DEFAULT_GAMMA && v.candidate.draft === serverDefault.draft)
+    add(arm(twin, serverDefault))
   }
   return arms
 }

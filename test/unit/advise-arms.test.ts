@@ -1,0 +1,65 @@
+/**
+ * Which configurations the advisor's verification measures (experiments/advise-verify.ts chooseArms): the best
+ * predicted candidates beside ar; with llama-server available the pick's llama-server equivalent (so the command the
+ * recommendation prints is measured) and llama-server's default speculation; under `--deploy llama-server` the
+ * candidates as llama-server runs them; each configuration once.
+ */
+import { describe, expect, it } from 'vitest'
+import type { Verdict } from '../../electron/engine/replay/advise'
+import type { Candidate } from '../../electron/engine/replay/replay'
+import { chooseArms, type ArmChoice } from '../../electron/experiments/advise-verify'
+
+const verdict = (candidate: Candidate, tokensPerSecond: number): Verdict => ({
+  candidate,
+  mode: 'replayed',
+  error: null,
+  prediction: { tokens: 100, rounds: 40, tokensPerRound: 2.5, proposed: 120, accepted: 60, ms: 100_000 / tokensPerSecond, arMs: 1000, tokensPerSecond, arTokensPerSecond: 100, speedup: tokensPerSecond / 100 }
+})
+
+const VERDICTS: Verdict[] = [
+  verdict({ method: 'sd', gamma: 4, params: {}, draft: 'd' }, 160),
+  verdict({ method: 'svip', gamma: 5, params: { 'svip.h': 0.3 }, draft: 'd' }, 150),
+  verdict({ method: 'sd', gamma: 3, params: {}, draft: 'd' }, 140),
+  verdict({ method: 'pld', gamma: 3, params: {}, draft: null }, 110),
+  verdict({ method: 'ar', gamma: 1, params: {}, draft: null }, 100)
+]
+
+const choice = (over: Partial<ArmChoice>): ArmChoice => ({
+  top: 3,
+  deploy: 'any',
+  serverAvailable: true,
+  severalDrafts: false,
+  threadsOf: () => ({ threads: 1, batchThreads: 2, draftThreads: 1 }),
+  ...over
+})
+
+const configurations = (arms: ReturnType<typeof chooseArms>) => arms.map((a) => [a.candidate.method, a.candidate.gamma, a.candidate.params])
+
+describe('the arms the advisor measures', () => {
+  it('any: the top candidates, the pick as llama-server runs it, and llama-server\'s default', () => {
+    expect(configurations(chooseArms(VERDICTS, choice({})))).toEqual([
+      ['ar', 1, {}],
+      ['sd', 4, {}],
+      ['svip', 5, { 'svip.h': 0.3 }],
+      ['sd', 3, {}],
+      ['llama-server:draft', 4, { 'llamaserver.nMax': 4, 'llamaserver.nMin': 0, 'llamaserver.pMin': 0 }],
+      ['llama-server:draft', 3, {}]
+    ])
+  })
+
+  it('llama-server: the servable candidates (not svip, not pld) measured on llama-server; its default (= sd γ3 there) once', () => {
+    const arms = chooseArms(VERDICTS, choice({ deploy: 'llama-server' }))
+    expect(configurations(arms)).toEqual([
+      ['ar', 1, {}],
+      ['llama-server:draft', 4, { 'llamaserver.nMax': 4, 'llamaserver.nMin': 0, 'llamaserver.pMin': 0 }],
+      ['llama-server:draft', 3, { 'llamaserver.nMax': 3, 'llamaserver.nMin': 0, 'llamaserver.pMin': 0 }]
+    ])
+    // The server arm keeps its SpecLab twin's prediction: the same rounds.
+    expect(arms[1].predicted?.tokensPerSecond).toBe(160)
+  })
+
+  it('speclab, or no llama-server binary: SpecLab\'s own candidates only', () => {
+    for (const c of [choice({ deploy: 'speclab' }), choice({ serverAvailable: false })])
+      expect(chooseArms(VERDICTS, c).map((a) => a.candidate.method)).toEqual(['ar', 'sd', 'svip', 'sd'])
+  })
+})
