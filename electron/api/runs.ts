@@ -247,6 +247,48 @@ export interface RunDiffDetails {
   /** Per (method, prompt index): both outputs, for the text diff. */
   outputs: { method: string; promptIndex: number; promptText: string; a: string | null; b: string | null }[]
 }
+/** A run's report (experiments/reports/run-report.ts), as `speclab show RUN --format md|html` prints it. */
+export interface RunReportFiles {
+  runId: number
+  /** File name without extension: speclab-run-<id>. */
+  baseName: string
+  markdown: string
+  html: string
+}
+/** Runs written for another database (store/run-transfer.ts): a SpecLab database file, base64-encoded for the transport. */
+export interface RunsFile {
+  fileName: string
+  mimeType: string
+  base64: string
+  runs: number
+}
+/** One run moved between databases: its id in the file, its id here, its identity. */
+export interface MovedRun {
+  from: number
+  to: number
+  uid: string
+}
+/** What an import did: the runs added, and those already here (skipped, with their id here). */
+export interface RunsImport {
+  file: string
+  transferred: MovedRun[]
+  skipped: MovedRun[]
+}
+/** base64 characters per upload chunk: well under the browser transport's 1 MiB message limit. */
+export const UPLOAD_CHUNK_CHARS = 512 * 1024
+/** Three to eight runs side by side (api/run-diff.ts diffManyRuns), with each run's report for the screen. */
+export interface RunsDiffDetails {
+  runs: number[]
+  speedComparable: boolean
+  configDifferences: { key: string; values: unknown[] }[]
+  methods: {
+    method: string
+    present: boolean[]
+    metrics: Record<string, { values: (number | null)[]; deltas: (number | null)[] }>
+    sameDecisions: boolean
+  }[]
+  reports: RunReport[]
+}
 export interface PerplexityPoint {
   method: string
   /** exp(mean negative log-likelihood) of the outputs under the raw target (temperature 1). */

@@ -11,6 +11,7 @@
  * (disk-reserve.ts) keeps room for its marks: a failed mark deletes it and is written again at once, so a run ended
  * by a full disk is stored `failed` with its error even though the disk stays full.
  */
+import { randomUUID } from 'node:crypto'
 import os from 'node:os'
 import path from 'node:path'
 import type Database from 'better-sqlite3'
@@ -205,8 +206,8 @@ export class RunStore {
     if (!readonly) pendingByFile.set(file, pending)
     this.pending = pending
     this.insertRun = db.prepare(
-      `INSERT INTO runs (created_at, suite, methods, config, status, owner_pid, owner_host)
-       VALUES (?, ?, ?, ?, 'running', ?, ?)`
+      `INSERT INTO runs (created_at, suite, methods, config, status, owner_pid, owner_host, uid)
+       VALUES (?, ?, ?, ?, 'running', ?, ?, ?)`
     )
     this.updateRun = db.prepare(`UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?`)
     this.insertResult = db.prepare(
@@ -242,7 +243,8 @@ export class RunStore {
       JSON.stringify(config.methods),
       JSON.stringify(config),
       process.pid,
-      os.hostname()
+      os.hostname(),
+      randomUUID()
     )
     const runId = Number(info.lastInsertRowid)
     runsInProgressHere.add(runId)
