@@ -35,6 +35,7 @@ import {
   type RunsImport,
   type RunSummary,
   type StepRow,
+  MAX_DIFF_RUNS,
   UPLOAD_CHUNK_CHARS
 } from './runs'
 import { SuiteStart, type SuiteJobProgress, type SuiteReportFiles, type SuiteRunInfo } from './suites'
@@ -133,7 +134,7 @@ export const API = {
   /** The run's report as Markdown and self-contained HTML (what `speclab show RUN --format md|html` prints). */
   'runs:report': channel(z.object({ runId: Id }), returns<RunReportFiles>()),
   /** Three to eight runs side by side; two runs go through runs:diff. */
-  'runs:diff-many': channel(z.object({ runIds: z.array(Id).min(3).max(8) }), returns<RunsDiffDetails>()),
+  'runs:diff-many': channel(z.object({ runIds: z.array(Id).min(3).max(MAX_DIFF_RUNS) }), returns<RunsDiffDetails>()),
   /** The chosen runs as one file for another database (`speclab runs export`). */
   'runs:export-runs': channel(z.object({ runIds: z.array(Id).min(1).max(10_000) }), returns<RunsFile>()),
   /** Adds the runs of a file on this computer (the desktop app's open dialog; `speclab runs import`). */

@@ -145,7 +145,15 @@ export const RunSummary = z.object({
   name: z.string().nullable().default(null),
   notes: z.string().nullable().default(null),
   /** Load and governor around the run; null for runs stored before the machine was recorded (or where it could not be read). */
-  machine: MachineState.nullable().default(null)
+  machine: MachineState.nullable().default(null),
+  /**
+   * Where an imported run was first recorded (machine, database file, id there) and when it arrived here
+   * (`speclab runs import`); null for a run recorded in this database.
+   */
+  origin: z
+    .object({ host: z.string().nullable(), db: z.string(), id: z.number().int(), importedAt: z.string().nullable() })
+    .nullable()
+    .default(null)
 })
 export type RunSummary = z.infer<typeof RunSummary>
 
@@ -274,6 +282,8 @@ export interface RunsImport {
   transferred: MovedRun[]
   skipped: MovedRun[]
 }
+/** A diff puts at most this many runs side by side (columns of a terminal table, and of the Diff screen). */
+export const MAX_DIFF_RUNS = 8
 /** base64 characters per upload chunk: well under the browser transport's 1 MiB message limit. */
 export const UPLOAD_CHUNK_CHARS = 512 * 1024
 /** Three to eight runs side by side (api/run-diff.ts diffManyRuns), with each run's report for the screen. */

@@ -3,7 +3,7 @@
  * import` move runs between databases (store/run-transfer.ts).
  */
 import { Command, Option } from 'commander'
-import type { RunFilter, RunReport, RunStatus } from '../api/runs'
+import { MAX_DIFF_RUNS, type RunFilter, type RunReport, type RunStatus } from '../api/runs'
 import { diffManyRuns, diffRuns } from '../api/run-diff'
 import { buildRunReport } from '../api/runs-service'
 import { UserInputError } from '../engine/errors'
@@ -41,6 +41,8 @@ const readOptions = (command: Command) =>
 
 export function runsCommand(): Command {
   return readOptions(new Command('runs').description('list stored runs, newest first; export and import move runs between databases'))
+    // Options after `export` / `import` are theirs: without this, `runs`'s own --db and --json would take them.
+    .enablePositionalOptions()
     .addCommand(runsExportCommand())
     .addCommand(runsImportCommand())
     .option('--limit <n>', 'how many (1 to 1000000)', integerIn(1, 1_000_000), 50)
@@ -87,6 +89,9 @@ export function showCommand(): Command {
           return
         }
         printReport(report, false)
+        const origin = store.getRun(runId)!.summary.origin
+        if (origin)
+          process.stdout.write(`imported ${origin.importedAt ?? ''}: run ${origin.id} of ${terminalSafe(origin.db)}${origin.host ? ` on ${terminalSafe(origin.host)}` : ''}\n`)
         const { config } = report
         process.stdout.write(
           `\ntarget ${terminalSafe(config.models.target)}\n` +
@@ -106,9 +111,6 @@ export function showCommand(): Command {
     })
 }
 
-/** At most this many runs side by side (columns of a terminal table, and of the app's Diff screen). */
-export const MAX_DIFF_RUNS = 8
-
 export function diffCommand(): Command {
   return readOptions(
     new Command('diff').description(`compare runs: config differences and metric deltas (two runs: B − A; three to ${MAX_DIFF_RUNS}: side by side, deltas from the first)`)
@@ -119,7 +121,7 @@ export function diffCommand(): Command {
     .action((a: number, b: number, more: string[], options: ReadOptions) => {
       const ids = [a, b, ...more.map(parseInteger)]
       if (ids.length > MAX_DIFF_RUNS) throw new UserInputError(`diff compares at most ${MAX_DIFF_RUNS} runs, got ${ids.length}`)
-      if (new Set(ids).size !== ids.length) throw new UserInputError(`a run is named twice: ${ids.join(' ')}`)
+      if (ids.length > 2 && new Set(ids).size !== ids.length) throw new UserInputError(`a run is named twice: ${ids.join(' ')}`)
       if (ids.length === 2) {
         const diff = withStore(options, (store) => diffRuns(reportOf(store, a), reportOf(store, b)))
         process.stdout.write(options.json ? `${JSON.stringify(diff)}\n` : `${formatDiff(diff)}\n`)

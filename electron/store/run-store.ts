@@ -98,6 +98,11 @@ export interface RunRow {
   machine?: string | null
   owner_pid?: number | null
   owner_host?: string | null
+  /** Migration 10: where an imported run was first recorded, and when it arrived. */
+  origin_host?: string | null
+  origin_db?: string | null
+  origin_id?: number | null
+  imported_at?: string | null
 }
 
 interface PromptResultDbRow {
@@ -631,7 +636,11 @@ export function toRunSummary(row: RunRow): RunSummary {
     promptCount: row.prompt_count,
     name: row.name ?? null,
     notes: row.notes ?? null,
-    machine: parseMachine(row.machine)
+    machine: parseMachine(row.machine),
+    origin:
+      row.origin_db && row.origin_id !== null && row.origin_id !== undefined && row.imported_at
+        ? { host: row.origin_host ?? null, db: row.origin_db, id: row.origin_id, importedAt: row.imported_at }
+        : null
   }
 }
 

@@ -112,14 +112,14 @@ function copyRuns(source: Database.Database, target: Database.Database, runs: re
   target.transaction(() => {
     const suiteIds = new Map<number, number>()
     for (const run of runs) {
-      const uid = String(run.uid)
+      const uid = identityOf(run, 'run')
       const existing = target.prepare('SELECT id FROM runs WHERE uid = ?').get(uid) as { id: number } | undefined
       if (existing) {
         skipped.push({ from: run.id as number, to: existing.id, uid })
         continue
       }
       const suiteRunId = run.suite_run_id === null || run.suite_run_id === undefined ? null : copySuiteRun(source, target, run.suite_run_id as number, suiteIds, columns, options)
-      const to = insert(target, columns, 'runs', { ...run, ...provenance(run, options), suite_run_id: suiteRunId }, ['id'])
+      const to = insert(target, columns, 'runs', { ...run, uid, ...provenance(run, options), suite_run_id: suiteRunId }, ['id'])
       copyRunChildren(source, target, run.id as number, to, columns)
       transferred.push({ from: run.id as number, to, uid })
     }
@@ -140,8 +140,9 @@ function copySuiteRun(
   if (known !== undefined) return known
   const row = source.prepare('SELECT * FROM suite_runs WHERE id = ?').get(id) as Row | undefined
   if (!row) return null // ON DELETE SET NULL left a dangling id: the cell moves without its suite
-  const existing = target.prepare('SELECT id FROM suite_runs WHERE uid = ?').get(row.uid) as { id: number } | undefined
-  const to = existing ? existing.id : insert(target, columns, 'suite_runs', { ...row, ...provenance(row, options) }, ['id'])
+  const uid = identityOf(row, 'suite')
+  const existing = target.prepare('SELECT id FROM suite_runs WHERE uid = ?').get(uid) as { id: number } | undefined
+  const to = existing ? existing.id : insert(target, columns, 'suite_runs', { ...row, uid, ...provenance(row, options) }, ['id'])
   done.set(id, to)
   return to
 }
@@ -155,6 +156,15 @@ function copyRunChildren(source: Database.Database, target: Database.Database, f
   }
   for (const choice of source.prepare('SELECT * FROM draft_choices WHERE run_id = ? ORDER BY id').all(from) as Row[])
     insert(target, columns, 'draft_choices', { ...choice, run_id: to }, ['id'])
+}
+
+/**
+ * A row's identity: its uid, or — for a row written without one (by hand, or by a tool that predates it) — the one
+ * migration 10 derives for older rows, so the same row always gets the same identity.
+ */
+function identityOf(row: Row, kind: 'run' | 'suite'): string {
+  if (typeof row.uid === 'string' && row.uid !== '') return row.uid
+  return `${kind}:${row.owner_host ?? ''}:${row.owner_pid ?? ''}:${row.created_at}:${row.id}`
 }
 
 /** A row's provenance as it leaves: the first origin it was given stays; imported_at is this transfer's. */

@@ -14,6 +14,7 @@ import { renderRunHtml, renderRunMarkdown, runReportDocument } from '../../elect
 import { MIGRATIONS } from '../../electron/store/migrations'
 import { RunStore } from '../../electron/store/run-store'
 import { exportRuns, importRuns } from '../../electron/store/run-transfer'
+import { RunMover } from '../../electron/host/run-mover'
 import { rerunForm } from '../../renderer/src/lib/rerun-form'
 import { addStoredRun, seedStoredRuns, storedRunConfig } from '../helpers/stored-runs'
 
@@ -62,6 +63,10 @@ describe('run transfer', () => {
     const rows = rowsOf(path.join(dir, 'b.sqlite'), 'SELECT origin_id, origin_db, imported_at FROM runs WHERE id > 1 ORDER BY id')
     expect(rows.map((r) => r.origin_id)).toEqual(ids)
     expect(new Set(rows.map((r) => r.origin_db))).toEqual(new Set([path.resolve(source)]))
+    const reopened = RunStore.open(path.join(dir, 'b.sqlite'), { readonly: true })
+    expect(reopened.getRun(3)!.summary.origin).toEqual({ host: os.hostname(), db: path.resolve(source), id: ids[1], importedAt: expect.any(String) })
+    expect(reopened.getRun(1)!.summary.origin).toBeNull()
+    reopened.close()
   })
 
   it('refuses a run still in progress, an unknown id and an existing file', () => {
@@ -99,6 +104,42 @@ describe('run transfer', () => {
     expect(uid()).toBe(first)
     RunStore.open(file).close() // migrates the file itself
     expect(rowsOf(file, 'SELECT uid FROM runs')[0].uid).toBe(first)
+  })
+})
+
+describe('the Runs screen’s export and upload (host/run-mover.ts)', () => {
+  it('exports the chosen runs as bytes; an upload in pieces imports them once; a lost piece or a foreign file is one line', async () => {
+    const source = path.join(dir, 'a.sqlite')
+    const ids = seedStoredRuns(source)
+    const from = RunStore.open(source)
+    const events: string[] = []
+    const file = new RunMover(() => from, () => source, (e) => events.push(e.type)).exportFile([ids[0], ids[2]])
+    from.close()
+    expect([file.fileName, file.runs]).toEqual(['speclab-2-runs.speclab-runs', 2])
+
+    const here = RunStore.open(path.join(dir, 'b.sqlite'))
+    const mover = new RunMover(() => here, () => path.join(dir, 'b.sqlite'), (e) => events.push(e.type))
+    const handlers = mover.handlers()
+    // Pieces cut at multiples of 4 base64 characters, as the page cuts them.
+    const pieces = [file.base64.slice(0, 4000), file.base64.slice(4000, 8000), file.base64.slice(8000)]
+    const send = (uploadId: string, index: number) =>
+      handlers['runs:import-upload']({ uploadId, fileName: 'box.speclab-runs', index, last: index === pieces.length - 1, data: pieces[index] })
+    expect((await send('u1', 0)).imported).toBeNull()
+    expect((await send('u1', 1)).imported).toBeNull()
+    const done = await send('u1', 2)
+    expect(done.imported!.file).toBe('box.speclab-runs')
+    expect(done.imported!.transferred.map((r) => r.to)).toEqual([1, 2])
+    expect(events).toEqual(['runs:changed'])
+    await send('u2', 0)
+    expect(() => send('u2', 2)).toThrow('the upload of box.speclab-runs lost a piece (got part 3, expected 2): try again')
+    const again = await handlers['runs:import-upload']({ uploadId: 'u3', fileName: 'box.speclab-runs', index: 0, last: true, data: file.base64 })
+    expect([again.imported!.transferred.length, again.imported!.skipped.length]).toEqual([0, 2])
+    expect(events).toEqual(['runs:changed']) // nothing new, nothing to reload
+    const foreign = Buffer.from('not a database\n').toString('base64')
+    expect(() => handlers['runs:import-upload']({ uploadId: 'u4', fileName: 'notes.txt', index: 0, last: true, data: foreign })).toThrow(
+      /^not a SpecLab database: notes\.txt is not a SQLite database$/
+    )
+    here.close()
   })
 })
 

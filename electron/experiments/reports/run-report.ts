@@ -40,6 +40,9 @@ export function runReportDocument(report: RunReport, summary: RunSummary, result
   const setup: [string, string][] = [
     ['Status', `${report.status}${summary.error ? ` (${summary.error})` : ''}`],
     ['Created', `${summary.createdAt}${summary.finishedAt ? ` · finished ${summary.finishedAt}` : ''}`],
+    ...(summary.origin
+      ? [['Imported', `${summary.origin.importedAt ?? ''} — run ${summary.origin.id} of ${summary.origin.db}${summary.origin.host ? ` on ${summary.origin.host}` : ''}`] as [string, string]]
+      : []),
     ['Suite', c.suite ?? '—'],
     ['Methods', c.methods.join(', ')],
     ['Target', c.models.target],
