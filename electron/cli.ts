@@ -22,6 +22,8 @@ import { RunStore } from './store/run-store'
 const program = new Command('speclab')
   .description('SpecLab: speculative decoding of local GGUF models — run, store, compare')
   .showHelpAfterError(false)
+  // A command's options belong to the command named last: `runs export F --db D` is export's --db, not runs's.
+  .enablePositionalOptions()
   .exitOverride()
   .configureOutput({ outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`) })
 

@@ -148,12 +148,12 @@ export const RunSummary = z.object({
   machine: MachineState.nullable().default(null),
   /**
    * Where an imported run was first recorded (machine, database file, id there) and when it arrived here
-   * (`speclab runs import`); null for a run recorded in this database.
+   * (`speclab runs import`); null (or absent) for a run recorded in this database.
    */
   origin: z
     .object({ host: z.string().nullable(), db: z.string(), id: z.number().int(), importedAt: z.string().nullable() })
     .nullable()
-    .default(null)
+    .optional()
 })
 export type RunSummary = z.infer<typeof RunSummary>
 
