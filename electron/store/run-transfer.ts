@@ -91,7 +91,9 @@ export function importRuns(target: Database.Database, file: string): TransferSum
     const importedAt = new Date().toISOString()
     return { ...copyRuns(source, target, runs, { importedAt, origin: (row) => ({ host: (row.owner_host as string | null) ?? null, db: here, id: row.id as number }) }), file }
   } catch (error) {
-    // Damage deep in the file shows only when its pages are read: still one line naming the file.
+    // Damage deep in the file shows only when its pages are read: still one line naming the file. A write refused
+    // by this database (a constraint) is not the file's fault, so it is not described as the file's.
+    if (String((error as { code?: unknown }).code).startsWith('SQLITE_CONSTRAINT')) throw error
     throw describeOpenError(file, error)
   } finally {
     source?.close()
