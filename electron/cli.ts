@@ -22,13 +22,21 @@ import { RunStore } from './store/run-store'
 const program = new Command('speclab')
   .description('SpecLab: speculative decoding of local GGUF models — run, store, compare')
   .showHelpAfterError(false)
+  // A command's options belong to the command named last: `runs export F --db D` is export's --db, not runs's.
+  .enablePositionalOptions()
   .exitOverride()
   .configureOutput({ outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`) })
 
 for (const command of [runCommand(), runsCommand(), showCommand(), diffCommand(), benchCommand(), ablationCommand(), dsbdBenchCommand(), suiteCommand(), reportCommand(), suitesCommand(), modelsCommand(), ngramCacheCommand(), peerBenchCommand(), adviseCommand()]) {
-  program.addCommand(command.exitOverride().configureOutput({
+  program.addCommand(oneLineErrors(command))
+}
+
+/** Usage errors of a command and its subcommands (`runs export`) as one `speclab:` line and exit 2 (errors.ts). */
+function oneLineErrors(command: Command): Command {
+  for (const sub of command.commands) oneLineErrors(sub)
+  return command.exitOverride().configureOutput({
     outputError: (message, write) => write(`speclab: ${message.replace(/^error: /, '').trim()}\n`)
-  }))
+  })
 }
 
 // `speclab show 1 | head -1`: the reader has gone, so there is nobody left to tell — end quietly.

@@ -29,8 +29,14 @@ import {
   type RunExport,
   type RunListItem,
   type RunReport,
+  type RunReportFiles,
+  type RunsDiffDetails,
+  type RunsFile,
+  type RunsImport,
   type RunSummary,
-  type StepRow
+  type StepRow,
+  MAX_DIFF_RUNS,
+  UPLOAD_CHUNK_CHARS
 } from './runs'
 import { SuiteStart, type SuiteJobProgress, type SuiteReportFiles, type SuiteRunInfo } from './suites'
 import { WorkbenchStart, type DatasetInfo, type WorkbenchProgress } from './workbench'
@@ -124,7 +130,29 @@ export const API = {
   'runs:annotate': channel(z.object({ runId: Id, name: Text(200), notes: Text(20_000) }), returns<RunSummary>()),
   'runs:export': channel(z.object({ runId: Id, format: z.enum(['csv', 'json']) }), returns<RunExport>()),
   'runs:diff': channel(z.object({ a: Id, b: Id }), returns<RunDiffDetails>()),
-  'runs:perplexity': channel(z.object({ runId: Id }), returns<PerplexityPoint[]>())
+  'runs:perplexity': channel(z.object({ runId: Id }), returns<PerplexityPoint[]>()),
+  /** The run's report as Markdown and self-contained HTML (what `speclab show RUN --format md|html` prints). */
+  'runs:report': channel(z.object({ runId: Id }), returns<RunReportFiles>()),
+  /** Three to eight runs side by side; two runs go through runs:diff. */
+  'runs:diff-many': channel(z.object({ runIds: z.array(Id).min(3).max(MAX_DIFF_RUNS) }), returns<RunsDiffDetails>()),
+  /** The chosen runs as one file for another database (`speclab runs export`). */
+  'runs:export-runs': channel(z.object({ runIds: z.array(Id).min(1).max(10_000) }), returns<RunsFile>()),
+  /** Adds the runs of a file on this computer (the desktop app's open dialog; `speclab runs import`). */
+  'runs:import': channel(z.object({ path: Text(4096).min(1) }), returns<RunsImport>()),
+  /**
+   * Browser mode's upload of a runs file, in chunks in order (index 0, 1, …) under one id; the last chunk imports
+   * it and answers what the import did (null before).
+   */
+  'runs:import-upload': channel(
+    z.object({
+      uploadId: Text(100).min(1),
+      fileName: Text(500).min(1),
+      index: z.number().int().min(0),
+      last: z.boolean(),
+      data: z.string().max(UPLOAD_CHUNK_CHARS).regex(/^[A-Za-z0-9+/]*={0,2}$/, 'not base64')
+    }),
+    returns<{ received: number; imported: RunsImport | null }>()
+  )
 } as const satisfies Record<string, ApiChannelSpec>
 
 export type ApiChannel = keyof typeof API

@@ -126,3 +126,50 @@ export function diffRuns(a: RunReport, b: RunReport): RunDiff {
     })
   }
 }
+
+/** Three or more runs side by side: every value per run, and each run's delta from the first (the reference). */
+export interface RunsDiff {
+  runs: number[]
+  /** False when the runs do not all share one synthetic-acceptance setting (or all have none). */
+  speedComparable: boolean
+  /** The settings that differ between any two of the runs, with each run's value. */
+  configDifferences: { key: string; values: unknown[] }[]
+  methods: {
+    method: string
+    /** Per run: whether it has this method. */
+    present: boolean[]
+    metrics: Record<DiffMetric, { values: (number | null)[]; deltas: (number | null)[] }>
+    /** Every run that has the method made the same decisions and outputs (equal decision digests). */
+    sameDecisions: boolean
+  }[]
+}
+
+/** The n-run form of `diffRuns`; with two runs it holds the same values (deltas are b − a). */
+export function diffManyRuns(reports: readonly RunReport[]): RunsDiff {
+  if (reports.length < 2) throw new Error('a diff needs at least two runs')
+  const flat = reports.map((r) => flatten(r.config))
+  const keys = [...new Set(flat.flatMap((f) => Object.keys(f)))].filter((key) => !CALIBRATION_DETAIL.test(key) && !ADVICE_DETAIL.test(key)).sort()
+  const configDifferences = keys
+    .filter((key) => new Set(flat.map((f) => JSON.stringify(f[key] ?? null))).size > 1)
+    .map((key) => ({ key, values: flat.map((f) => f[key] ?? null) }))
+  const names = [...new Set(reports.flatMap((r) => r.methods.map((m) => m.method)))]
+  const speedComparableAll = reports.every((r) => speedComparable(reports[0], r))
+  return {
+    runs: reports.map((r) => r.runId),
+    speedComparable: speedComparableAll,
+    configDifferences,
+    methods: names.map((method) => {
+      const summaries = reports.map((r) => r.methods.find((m) => m.method === method))
+      const metrics = Object.fromEntries(
+        DIFF_METRICS.map((metric) => {
+          const values = summaries.map((s) => (s ? (s[metric] as number | null) : null))
+          const deltas = values.map((v) => (v !== null && values[0] !== null ? v - values[0] : null))
+          return [metric, { values, deltas }]
+        })
+      ) as RunsDiff['methods'][number]['metrics']
+      const digests = summaries.filter((s): s is MethodSummary => !!s).map((s) => s.decisionDigest)
+      const sameDecisions = digests.length >= 2 && digests[0] !== '' && digests.every((d) => d === digests[0])
+      return { method, present: summaries.map((s) => !!s), metrics, sameDecisions }
+    })
+  }
+}

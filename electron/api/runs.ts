@@ -145,7 +145,15 @@ export const RunSummary = z.object({
   name: z.string().nullable().default(null),
   notes: z.string().nullable().default(null),
   /** Load and governor around the run; null for runs stored before the machine was recorded (or where it could not be read). */
-  machine: MachineState.nullable().default(null)
+  machine: MachineState.nullable().default(null),
+  /**
+   * Where an imported run was first recorded (machine, database file, id there) and when it arrived here
+   * (`speclab runs import`); null (or absent) for a run recorded in this database.
+   */
+  origin: z
+    .object({ host: z.string().nullable(), db: z.string(), id: z.number().int(), importedAt: z.string().nullable() })
+    .nullable()
+    .optional()
 })
 export type RunSummary = z.infer<typeof RunSummary>
 
@@ -246,6 +254,50 @@ export interface RunDiffDetails {
   }[]
   /** Per (method, prompt index): both outputs, for the text diff. */
   outputs: { method: string; promptIndex: number; promptText: string; a: string | null; b: string | null }[]
+}
+/** A run's report (experiments/reports/run-report.ts), as `speclab show RUN --format md|html` prints it. */
+export interface RunReportFiles {
+  runId: number
+  /** File name without extension: speclab-run-<id>. */
+  baseName: string
+  markdown: string
+  html: string
+}
+/** Runs written for another database (store/run-transfer.ts): a SpecLab database file, base64-encoded for the transport. */
+export interface RunsFile {
+  fileName: string
+  mimeType: string
+  base64: string
+  runs: number
+}
+/** One run moved between databases: its id in the file, its id here, its identity. */
+export interface MovedRun {
+  from: number
+  to: number
+  uid: string
+}
+/** What an import did: the runs added, and those already here (skipped, with their id here). */
+export interface RunsImport {
+  file: string
+  transferred: MovedRun[]
+  skipped: MovedRun[]
+}
+/** A diff puts at most this many runs side by side (columns of a terminal table, and of the Diff screen). */
+export const MAX_DIFF_RUNS = 8
+/** base64 characters per upload chunk: well under the browser transport's 1 MiB message limit. */
+export const UPLOAD_CHUNK_CHARS = 512 * 1024
+/** Three to eight runs side by side (api/run-diff.ts diffManyRuns), with each run's report for the screen. */
+export interface RunsDiffDetails {
+  runs: number[]
+  speedComparable: boolean
+  configDifferences: { key: string; values: unknown[] }[]
+  methods: {
+    method: string
+    present: boolean[]
+    metrics: Record<string, { values: (number | null)[]; deltas: (number | null)[] }>
+    sameDecisions: boolean
+  }[]
+  reports: RunReport[]
 }
 export interface PerplexityPoint {
   method: string

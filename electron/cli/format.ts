@@ -1,7 +1,7 @@
 /** Plain-text tables for the terminal (stdout stays parseable: progress and notices go to stderr). */
 import path from 'node:path'
 import type { IntervalSummary, MethodSummary, RunConfig, RunSummary } from '../api/runs'
-import { TIMED_METRICS, type DiffMetric, type RunDiff, type TimedDifference, type TimedMetric } from '../api/run-diff'
+import { TIMED_METRICS, type DiffMetric, type RunDiff, type RunsDiff, type TimedDifference, type TimedMetric } from '../api/run-diff'
 
 /** Integers as they are, other numbers with `digits` decimals; missing, NaN and ±Infinity as "–". */
 export function formatNumber(value: number | null | undefined, digits = 2): string {
@@ -215,4 +215,29 @@ function noiseText(timed: TimedDifference, digits: number): string {
   if (!d) return '–'
   const range = `[${signed(d.low, digits)}–${signed(d.high, digits)}]`
   return timed.withinNoise ? `within noise ${range}` : `${signed(d.median, digits)} ${range}`
+}
+
+/** Three or more runs side by side: one column per run, each value with its delta from the first run. */
+export function formatDiffMany(diff: RunsDiff): string {
+  const runs = diff.runs.map((id) => `run ${id}`)
+  const settings = diff.configDifferences.filter((d) => !/^modelFingerprints\.\d+\.path$/.test(d.key))
+  const config = settings.length === 0 ? 'configs are identical' : formatTable(['setting', ...runs], settings.map((d) => [d.key, ...d.values.map(settingText)]))
+  const rows: string[][] = []
+  const notes: string[] = []
+  for (const m of diff.methods) {
+    if (m.sameDecisions) notes.push(`${m.method}: same decisions in every run that has it; only timing differs`)
+    let first = true
+    for (const [metric, { label, digits }] of Object.entries(METRIC_LABELS) as [DiffMetric, { label: string; digits: number }][]) {
+      const { values, deltas } = m.metrics[metric]
+      if (values.every((v) => v === null || v === 0)) continue
+      if (m.method === 'ar' && metric === 'speedup') continue
+      const cell = (v: number | null) => (digits === 0 ? formatNumber(v) : formatFixed(v, digits))
+      rows.push([first ? m.method : '', label, ...values.map((v, i) => (i === 0 || v === null ? cell(v) : `${cell(v)} (${signed(deltas[i], digits)})`))])
+      first = false
+    }
+  }
+  const metrics = rows.length === 0 ? 'no metrics in any run' : formatTable(['method', 'metric', ...runs], rows)
+  if (!diff.speedComparable) notes.unshift('speed NOT comparable: the runs differ in synthetic acceptance, so tokens/s and speedups measure different things')
+  const differ = settings.length === 0 ? 'same settings' : settings.length === 1 ? '1 setting differs' : `${settings.length} settings differ`
+  return [`${runs.join(' vs ')}: ${differ}; (Δ) is the change from run ${diff.runs[0]}`, config, '', metrics, ...notes].join('\n')
 }

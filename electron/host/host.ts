@@ -27,6 +27,7 @@ import { methodInfos } from '../engine/methods/docs'
 import { findLlamaServer } from '../engine/peers/llama-server-binary'
 import { ModelLibrary } from './model-library'
 import { RunsBrowser } from './runs-browser'
+import { RunMover } from './run-mover'
 import { SuiteService } from './suites'
 import { WorkbenchService } from './workbench'
 
@@ -121,6 +122,7 @@ export class EngineHost {
     this.suites = new SuiteService(runs, this.library, this.loaded, this.lock, emit)
     this.downloads = new DownloadManager(options.downloadDirectory, this.library, emit, extras.createDownloader)
     const browser = new RunsBrowser(runs, app, this.loaded, this.lock, () => this.workbench.activeRunId)
+    const mover = new RunMover(runs, () => this.databasePath, emit)
     this.service = {
       ...createRunsService({
         listRuns: (limit) => this.runStore.listRuns(limit),
@@ -134,7 +136,8 @@ export class EngineHost {
       ...this.chat.handlers(),
       ...this.workbench.handlers(),
       ...this.suites.handlers(),
-      ...browser.handlers()
+      ...browser.handlers(),
+      ...mover.handlers()
     }
   }
 

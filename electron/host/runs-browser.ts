@@ -5,9 +5,10 @@
  * loaded target (for PPL-vs-speed plots of the beam methods, or any run whose target is loaded).
  */
 import path from 'node:path'
-import type { EntropyHistogram, PerplexityPoint, PromptResultInfo, RunDetails, RunExport, RunReport, StepRow } from '../api/runs'
+import type { EntropyHistogram, PerplexityPoint, PromptResultInfo, RunDetails, RunExport, RunReport, RunReportFiles, RunsDiffDetails, StepRow } from '../api/runs'
 import { bestSpeedup, type BestSpeedup } from '../api/best-speedup'
-import { diffRuns } from '../api/run-diff'
+import { diffManyRuns, diffRuns } from '../api/run-diff'
+import { renderRunHtml, renderRunMarkdown, runReportDocument } from '../experiments/reports/run-report'
 import { buildRunReport, type ApiHandlers } from '../api/runs-service'
 import type { StepRecord } from '../engine/decoders/types'
 import { UserInputError } from '../engine/errors'
@@ -110,7 +111,9 @@ export class RunsBrowser {
     return report
   }
 
-  handlers(): ApiHandlers<'runs:search' | 'runs:details' | 'runs:steps' | 'runs:delete' | 'runs:annotate' | 'runs:export' | 'runs:diff' | 'runs:perplexity'> {
+  handlers(): ApiHandlers<
+    'runs:search' | 'runs:details' | 'runs:steps' | 'runs:delete' | 'runs:annotate' | 'runs:export' | 'runs:diff' | 'runs:perplexity' | 'runs:report' | 'runs:diff-many'
+  > {
     return {
       'runs:search': (filter) => this.app().searchRuns(filter).map((run) => ({ ...run, ...this.speedOf(run.id) })),
       'runs:details': ({ runId }) => this.details(runId),
@@ -129,8 +132,23 @@ export class RunsBrowser {
       },
       'runs:export': ({ runId, format }) => this.export(runId, format),
       'runs:diff': ({ a, b }) => this.diff(a, b),
-      'runs:perplexity': ({ runId }) => this.perplexity(runId)
+      'runs:perplexity': ({ runId }) => this.perplexity(runId),
+      'runs:report': ({ runId }) => this.reportFiles(runId),
+      'runs:diff-many': ({ runIds }) => this.diffMany(runIds)
     }
+  }
+
+  /** The run's report in both formats, re-rendered from the store (the renderer of `speclab show --format`). */
+  reportFiles(runId: number): RunReportFiles {
+    const report = this.report(runId)
+    const document = runReportDocument(report, this.runs().getRun(runId)!.summary, this.runs().getPromptResults(runId))
+    return { runId, baseName: `speclab-run-${runId}`, markdown: renderRunMarkdown(document), html: renderRunHtml(document) }
+  }
+
+  diffMany(runIds: readonly number[]): RunsDiffDetails {
+    if (new Set(runIds).size !== runIds.length) throw new UserInputError(`a run is chosen twice: ${runIds.join(', ')}`)
+    const reports = runIds.map((id) => this.report(id))
+    return { ...diffManyRuns(reports), reports }
   }
 
   details(runId: number): RunDetails | null {

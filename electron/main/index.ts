@@ -73,10 +73,14 @@ async function onApiCall(event: IpcMainInvokeEvent, channel: unknown, payload: u
   }
 }
 
-const PickKind = z.enum(['model', 'dataset'])
+const PickKind = z.enum(['model', 'dataset', 'runs'])
 const PICK_FILTERS = {
   model: [{ name: 'GGUF model', extensions: ['gguf'] }],
-  dataset: [{ name: 'Prompts (JSONL)', extensions: ['jsonl'] }]
+  dataset: [{ name: 'Prompts (JSONL)', extensions: ['jsonl'] }],
+  runs: [
+    { name: 'SpecLab runs', extensions: ['speclab-runs', 'sqlite', 'sqlite3', 'db'] },
+    { name: 'All files', extensions: ['*'] }
+  ]
 }
 
 /** A native open dialog; the host still checks whatever path comes back. */

@@ -6,8 +6,8 @@ export interface SpeclabApi {
   call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponse<C>>
   /** Events pushed by the engine host (progress, streamed tokens, menu commands); returns the unsubscribe. */
   onEvent(listener: (event: HostEvent) => void): () => void
-  /** A native open dialog for a model (.gguf) or a prompt file (.jsonl); null when cancelled. */
-  pickFile(kind: 'model' | 'dataset'): Promise<string | null>
+  /** A native open dialog for a model (.gguf), a prompt file (.jsonl) or a runs file (speclab runs export); null when cancelled. */
+  pickFile(kind: 'model' | 'dataset' | 'runs'): Promise<string | null>
   /** Where a File dropped on the page lives on disk (webUtils.getPathForFile); '' when it is not a file on disk. */
   pathForFile(file: File): string
 }

@@ -29,7 +29,7 @@ const api: SpeclabApi = {
     ipcRenderer.on(EVENT_CHANNEL, handler)
     return () => void ipcRenderer.removeListener(EVENT_CHANNEL, handler)
   },
-  pickFile(kind: 'model' | 'dataset'): Promise<string | null> {
+  pickFile(kind: 'model' | 'dataset' | 'runs'): Promise<string | null> {
     return ipcRenderer.invoke(PICK_CHANNEL, kind) as Promise<string | null>
   },
   pathForFile(file: File): string {

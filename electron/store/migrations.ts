@@ -222,6 +222,31 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE messages ADD COLUMN prompt_tokens TEXT NULL;
       ALTER TABLE messages ADD COLUMN baseline TEXT NULL;
     `
+  },
+  {
+    version: 10,
+    name: 'run identity and provenance',
+    // Runs move between databases (`speclab runs export` / `import`, run-transfer.ts): `uid` is a run's identity
+    // everywhere, so importing the same run twice finds it (new rows get a random UUID; rows from before this version
+    // one derived from what never changes about them, so every open of an older file derives the same). origin_*:
+    // where an imported run was first recorded (machine, database file, id there); imported_at: when it arrived.
+    // Suite runs move with their cells and carry the same fields.
+    sql: `
+      ALTER TABLE runs ADD COLUMN uid TEXT NULL;
+      ALTER TABLE runs ADD COLUMN origin_host TEXT NULL;
+      ALTER TABLE runs ADD COLUMN origin_db TEXT NULL;
+      ALTER TABLE runs ADD COLUMN origin_id INTEGER NULL;
+      ALTER TABLE runs ADD COLUMN imported_at TEXT NULL;
+      UPDATE runs SET uid = 'run:' || coalesce(owner_host, '') || ':' || coalesce(owner_pid, '') || ':' || created_at || ':' || id;
+      CREATE UNIQUE INDEX runs_uid ON runs(uid);
+      ALTER TABLE suite_runs ADD COLUMN uid TEXT NULL;
+      ALTER TABLE suite_runs ADD COLUMN origin_host TEXT NULL;
+      ALTER TABLE suite_runs ADD COLUMN origin_db TEXT NULL;
+      ALTER TABLE suite_runs ADD COLUMN origin_id INTEGER NULL;
+      ALTER TABLE suite_runs ADD COLUMN imported_at TEXT NULL;
+      UPDATE suite_runs SET uid = 'suite:' || coalesce(owner_host, '') || ':' || coalesce(owner_pid, '') || ':' || created_at || ':' || id;
+      CREATE UNIQUE INDEX suite_runs_uid ON suite_runs(uid);
+    `
   }
 ]
 

@@ -11,6 +11,7 @@
  * (disk-reserve.ts) keeps room for its marks: a failed mark deletes it and is written again at once, so a run ended
  * by a full disk is stored `failed` with its error even though the disk stays full.
  */
+import { randomUUID } from 'node:crypto'
 import os from 'node:os'
 import path from 'node:path'
 import type Database from 'better-sqlite3'
@@ -97,6 +98,11 @@ export interface RunRow {
   machine?: string | null
   owner_pid?: number | null
   owner_host?: string | null
+  /** Migration 10: where an imported run was first recorded, and when it arrived. */
+  origin_host?: string | null
+  origin_db?: string | null
+  origin_id?: number | null
+  imported_at?: string | null
 }
 
 interface PromptResultDbRow {
@@ -205,8 +211,8 @@ export class RunStore {
     if (!readonly) pendingByFile.set(file, pending)
     this.pending = pending
     this.insertRun = db.prepare(
-      `INSERT INTO runs (created_at, suite, methods, config, status, owner_pid, owner_host)
-       VALUES (?, ?, ?, ?, 'running', ?, ?)`
+      `INSERT INTO runs (created_at, suite, methods, config, status, owner_pid, owner_host, uid)
+       VALUES (?, ?, ?, ?, 'running', ?, ?, ?)`
     )
     this.updateRun = db.prepare(`UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?`)
     this.insertResult = db.prepare(
@@ -242,7 +248,8 @@ export class RunStore {
       JSON.stringify(config.methods),
       JSON.stringify(config),
       process.pid,
-      os.hostname()
+      os.hostname(),
+      randomUUID()
     )
     const runId = Number(info.lastInsertRowid)
     runsInProgressHere.add(runId)
@@ -629,7 +636,11 @@ export function toRunSummary(row: RunRow): RunSummary {
     promptCount: row.prompt_count,
     name: row.name ?? null,
     notes: row.notes ?? null,
-    machine: parseMachine(row.machine)
+    machine: parseMachine(row.machine),
+    origin:
+      row.origin_db && row.origin_id !== null && row.origin_id !== undefined && row.imported_at
+        ? { host: row.origin_host ?? null, db: row.origin_db, id: row.origin_id, importedAt: row.imported_at }
+        : null
   }
 }
 

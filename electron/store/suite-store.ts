@@ -7,6 +7,7 @@
  * store (they are real records of what happened) but count as unfinished, so a resume recomputes that cell.
  * On open, suite runs left `running` by a process that is gone become `interrupted` (owner.ts, the rule of runs).
  */
+import { randomUUID } from 'node:crypto'
 import os from 'node:os'
 import type Database from 'better-sqlite3'
 import type { RunStatus } from '../api/runs'
@@ -68,10 +69,10 @@ export class SuiteStore {
   createSuiteRun(input: { suite: string; quick: boolean; options: unknown; plan: unknown }): number {
     const info = this.db
       .prepare(
-        `INSERT INTO suite_runs (suite, created_at, quick, options, plan, status, owner_pid, owner_host)
-         VALUES (?, ?, ?, ?, ?, 'running', ?, ?)`
+        `INSERT INTO suite_runs (suite, created_at, quick, options, plan, status, owner_pid, owner_host, uid)
+         VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)`
       )
-      .run(input.suite, now(), input.quick ? 1 : 0, JSON.stringify(input.options), JSON.stringify(input.plan), process.pid, os.hostname())
+      .run(input.suite, now(), input.quick ? 1 : 0, JSON.stringify(input.options), JSON.stringify(input.plan), process.pid, os.hostname(), randomUUID())
     const id = Number(info.lastInsertRowid)
     suitesInProgressHere.add(id)
     return id

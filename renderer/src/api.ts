@@ -16,7 +16,7 @@ export interface Api {
   call<C extends ApiChannel>(channel: C, payload: ApiRequest<C>): Promise<ApiResponse<C>>
   onEvent(listener: (event: HostEvent) => void): () => void
   /** Native file dialog (Electron only); browser mode types paths instead. */
-  pickFile: ((kind: 'model' | 'dataset') => Promise<string | null>) | null
+  pickFile: ((kind: 'model' | 'dataset' | 'runs') => Promise<string | null>) | null
   /**
    * Where a dropped File lives on disk (Electron only; '' for a file not on disk). Browser mode is null: a page
    * cannot learn a dropped file's path, so it types paths instead.

@@ -6,6 +6,7 @@
 import type { AppInfo, View } from '../../../electron/api/app'
 import type { HostEvent } from '../../../electron/api/events'
 import type { ModelLibrary } from '../../../electron/api/models'
+import type { RunConfig } from '../../../electron/api/runs'
 import { api, errorMessage, type ConnectionState } from '../api'
 
 export type LoadProgress = Extract<HostEvent, { type: 'models:load-progress' }>
@@ -18,8 +19,10 @@ export const ui = $state({
   connection: 'connecting' as ConnectionState,
   connectionDetail: null as string | null,
   hostMessage: null as string | null,
-  /** Runs chosen for the Diff screen. */
-  diff: { a: null as number | null, b: null as number | null },
+  /** Runs chosen for the Diff screen: A and B, and further runs side by side (`more`, up to six). */
+  diff: { a: null as number | null, b: null as number | null, more: [] as number[] },
+  /** A stored run's config the Workbench should fill its form with ("Run again with these settings"). */
+  rerun: null as { runId: number; config: RunConfig } | null,
   /** A suite the menu asked the Workbench to prepare. */
   pendingSuite: null as string | null,
   /** A run the Runs screen should open. */
