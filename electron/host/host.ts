@@ -153,6 +153,7 @@ export class EngineHost {
       datasets: this.workbench.datasets(),
       suites: SUITES.map(({ id, name, description, preset, estimate }) => ({ id, name, description, preset, estimate })),
       cpuCount: os.cpus().length,
+      enginePid: process.pid,
       defaultThreads: defaultThreads() ?? null,
       llamaServer: llamaServerAvailability()
     }
