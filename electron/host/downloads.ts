@@ -39,6 +39,11 @@ export interface DownloadOptions {
 const PROGRESS_MS = 200
 /** How long cancelling waits for node-llama-cpp to close its connections before the job is reported cancelled. */
 const CLOSE_WAIT_MS = 5000
+/**
+ * Finished downloads kept for the Models screen's list, the newest; older ones are forgotten, so a long session's
+ * list (and the engine's memory) stays bounded. Downloads in progress are always kept.
+ */
+export const KEPT_FINISHED_DOWNLOADS = 20
 /** ipull's suffix for a download in progress. */
 const TEMP_SUFFIX = '.ipull'
 
@@ -261,7 +266,14 @@ export class DownloadManager {
         const message = stopped instanceof Stopped ? stopped.message : describeDownloadFailure(error, server)
         this.update(active, { state: 'failed', error: message })
       }
+    } finally {
+      this.forgetOldFinished()
     }
+  }
+
+  private forgetOldFinished(): void {
+    const finished = [...this.downloads.values()].filter((d) => d.state.state !== 'downloading')
+    for (const old of finished.slice(0, Math.max(0, finished.length - KEPT_FINISHED_DOWNLOADS))) this.downloads.delete(old.state.downloadId)
   }
 
   /**

@@ -23,7 +23,6 @@ export interface FaultServer {
   close(): Promise<void>
 }
 
-const CHUNK = 64 * 1024
 const SLOW_CHUNK = 8 * 1024
 
 /** Larger than ipull's 5 MiB parts: a small file comes in one request, where an ignored range goes unnoticed. */
@@ -56,8 +55,8 @@ export async function startFaultServer(model: Buffer): Promise<FaultServer> {
       return void response.socket?.end() // fewer bytes than announced, then the connection closes
     }
     if (mode === 'reset') {
-      response.write(body.subarray(0, Math.min(body.length, CHUNK)))
-      return void setTimeout(() => response.socket?.resetAndDestroy(), 20)
+      // Half the body, then a TCP reset (RST), not a clean close.
+      return void response.write(body.subarray(0, body.length >> 1), () => response.socket?.resetAndDestroy())
     }
     if (mode === 'stall') return void response.write(body.subarray(0, Math.min(body.length, 16 * 1024)))
     let offset = 0
