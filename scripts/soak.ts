@@ -322,6 +322,8 @@ async function modelWorkload(api: CountedClient, book: EventBook, tally: Tally, 
 
 // ── Downloads from the misbehaving server ─────────────────────────────────────────────────────────────────────
 
+/** Between downloads: the models' work keeps most of the CPU. */
+const DOWNLOAD_PAUSE_MS = 2000
 const DOWNLOAD_ORDER: FaultMode[] = ['ok', 'short-body', 'reset', '404', 'slow', 'no-range', '500', 'stall']
 
 async function download(api: CountedClient, book: EventBook, tally: Tally, base: string, mode: FaultMode, directory: string): Promise<void> {
@@ -361,7 +363,7 @@ async function download(api: CountedClient, book: EventBook, tally: Tally, base:
 async function downloadWorkload(api: CountedClient, book: EventBook, tally: Tally, base: string, directory: string, until: number): Promise<void> {
   for (let i = 0; Date.now() < until; i++) {
     await download(api, book, tally, base, DOWNLOAD_ORDER[i % DOWNLOAD_ORDER.length]!, directory)
-    await sleep(500)
+    await sleep(DOWNLOAD_PAUSE_MS)
   }
 }
 

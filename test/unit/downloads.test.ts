@@ -155,7 +155,7 @@ describe('downloads', { timeout: 15_000 }, () => {
     expect(isDownloaderError('IpullError')).toBe(false)
   })
 
-  it('keeps the newest finished downloads only, so a long session's list stays bounded', async () => {
+  it('keeps the newest finished downloads only, so the list of a long session stays bounded', async () => {
     const refused = async () => Promise.reject(new Error('no such file'))
     const manager = new DownloadManager(fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-downloads-')), { add: async () => ({}) as ModelEntry }, () => {}, refused)
     const handlers = manager.handlers()
