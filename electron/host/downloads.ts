@@ -120,8 +120,12 @@ export function isDownloaderError(error: unknown): boolean {
  */
 export function describeDownloadFailure(error: unknown, server: string): string {
   const message = error instanceof Error ? error.message : String(error)
-  if (classNames(error).includes('InvalidContentLengthError'))
-    return `${server} ignored a request for part of the file (it sent the whole file where a range was asked for), so it cannot be downloaded here; ${INSTEAD}`
+  if (classNames(error).includes('InvalidContentLengthError')) {
+    // ipull keeps the two lengths only in its text ("Expected 100 bytes, but got 200 bytes.").
+    const lengths = /Expected (\d+) bytes, but got (\w+) bytes/.exec(message)
+    const sent = lengths ? `sent ${lengths[2]} bytes where ${lengths[1]} were asked for` : 'did not send the length asked for'
+    return `${server} ${sent} (it ignored a request for part of the file, or announced a wrong length), so it cannot be downloaded here; ${INSTEAD}`
+  }
   if (classNames(error).includes('StatusCodeError')) {
     const { statusCode, statusText, url } = error as { statusCode?: number; statusText?: string; url?: string }
     const advice = statusCode === 401 || statusCode === 403 ? 'the file needs an access token or is private' : 'check the address'

@@ -147,6 +147,12 @@ describe('downloads', { timeout: 15_000 }, () => {
     )
     expect(describeDownloadFailure(new TypeError('fetch failed'), 'example.com')).toMatch(/^could not reach example\.com \(no reason given\);/)
     expect(describeDownloadFailure(new Error('disk\nfull'), 'example.com')).toBe('disk full')
+    // A part of the wrong length: a server that ignores ranges, or one whose Content-Length is wrong — both named.
+    const WrongLength = class InvalidContentLengthError extends Error {}
+    expect(describeDownloadFailure(new WrongLength('Expected 5242880 bytes, but got 12582912 bytes. If you on browser…'), 'example.com')).toBe(
+      'example.com sent 12582912 bytes where 5242880 were asked for (it ignored a request for part of the file, or announced a wrong length), so it cannot be downloaded here; download the file another way (a browser, curl) and add it with Add model'
+    )
+    expect(describeDownloadFailure(new WrongLength('odd'), 'example.com')).toMatch(/^example\.com did not send the length asked for \(it ignored/)
     // Only the download library's own errors are taken for its stray rejections.
     class IpullError extends Error {}
     class InvalidContentLengthError extends IpullError {}
