@@ -32,6 +32,11 @@ export interface AppInfo {
   datasets: DatasetInfo[]
   suites: SuiteInfo[]
   cpuCount: number
+  /**
+   * The process the engine runs in (Electron's utility process, browser mode's child): diagnostics read its memory
+   * and open descriptors from /proc/<pid> (`npm run soak`). A new id after a crash names the restarted engine.
+   */
+  enginePid: number
   defaultThreads: number | null
   /** Whether the llama-server:* methods can start a server here (a built binary), and if not, why and what to do. */
   llamaServer: { available: boolean; reason: string | null }

@@ -39,6 +39,11 @@ export interface DownloadOptions {
 const PROGRESS_MS = 200
 /** How long cancelling waits for node-llama-cpp to close its connections before the job is reported cancelled. */
 const CLOSE_WAIT_MS = 5000
+/**
+ * Finished downloads kept for the Models screen's list, the newest; older ones are forgotten, so a long session's
+ * list (and the engine's memory) stays bounded. Downloads in progress are always kept.
+ */
+export const KEPT_FINISHED_DOWNLOADS = 20
 /** ipull's suffix for a download in progress. */
 const TEMP_SUFFIX = '.ipull'
 
@@ -115,8 +120,12 @@ export function isDownloaderError(error: unknown): boolean {
  */
 export function describeDownloadFailure(error: unknown, server: string): string {
   const message = error instanceof Error ? error.message : String(error)
-  if (classNames(error).includes('InvalidContentLengthError'))
-    return `${server} ignored a request for part of the file (it sent the whole file where a range was asked for), so it cannot be downloaded here; ${INSTEAD}`
+  if (classNames(error).includes('InvalidContentLengthError')) {
+    // ipull keeps the two lengths only in its text ("Expected 100 bytes, but got 200 bytes.").
+    const lengths = /Expected (\d+) bytes, but got (\w+) bytes/.exec(message)
+    const sent = lengths ? `sent ${lengths[2]} bytes where ${lengths[1]} were asked for` : 'did not send the length asked for'
+    return `${server} ${sent} (it ignored a request for part of the file, or announced a wrong length), so it cannot be downloaded here; ${INSTEAD}`
+  }
   if (classNames(error).includes('StatusCodeError')) {
     const { statusCode, statusText, url } = error as { statusCode?: number; statusText?: string; url?: string }
     const advice = statusCode === 401 || statusCode === 403 ? 'the file needs an access token or is private' : 'check the address'
@@ -261,7 +270,14 @@ export class DownloadManager {
         const message = stopped instanceof Stopped ? stopped.message : describeDownloadFailure(error, server)
         this.update(active, { state: 'failed', error: message })
       }
+    } finally {
+      this.forgetOldFinished()
     }
+  }
+
+  private forgetOldFinished(): void {
+    const finished = [...this.downloads.values()].filter((d) => d.state.state !== 'downloading')
+    for (const old of finished.slice(0, Math.max(0, finished.length - KEPT_FINISHED_DOWNLOADS))) this.downloads.delete(old.state.downloadId)
   }
 
   /**

@@ -156,6 +156,7 @@ export class EngineHost {
       datasets: this.workbench.datasets(),
       suites: SUITES.map(({ id, name, description, preset, estimate }) => ({ id, name, description, preset, estimate })),
       cpuCount: os.cpus().length,
+      enginePid: process.pid,
       defaultThreads: defaultThreads() ?? null,
       llamaServer: llamaServerAvailability()
     }

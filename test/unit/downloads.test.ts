@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { HostEvent } from '../../electron/api/events'
 import { isModelUri, ModelUri, type DownloadState, type ModelEntry } from '../../electron/api/models'
 import { handleApiRequest, type ApiService } from '../../electron/api/runs-service'
-import { describeDownloadFailure, DownloadManager, isDownloaderError } from '../../electron/host/downloads'
+import { describeDownloadFailure, DownloadManager, isDownloaderError, KEPT_FINISHED_DOWNLOADS } from '../../electron/host/downloads'
 import { until } from '../helpers/until'
 
 const DATA = Buffer.alloc(12 << 20, 7) // 12 MiB (ipull writes 5 MiB chunks); the fake library does not read it
@@ -147,12 +147,33 @@ describe('downloads', { timeout: 15_000 }, () => {
     )
     expect(describeDownloadFailure(new TypeError('fetch failed'), 'example.com')).toMatch(/^could not reach example\.com \(no reason given\);/)
     expect(describeDownloadFailure(new Error('disk\nfull'), 'example.com')).toBe('disk full')
+    // A part of the wrong length: a server that ignores ranges, or one whose Content-Length is wrong — both named.
+    const WrongLength = class InvalidContentLengthError extends Error {}
+    expect(describeDownloadFailure(new WrongLength('Expected 5242880 bytes, but got 12582912 bytes. If you on browser…'), 'example.com')).toBe(
+      'example.com sent 12582912 bytes where 5242880 were asked for (it ignored a request for part of the file, or announced a wrong length), so it cannot be downloaded here; download the file another way (a browser, curl) and add it with Add model'
+    )
+    expect(describeDownloadFailure(new WrongLength('odd'), 'example.com')).toMatch(/^example\.com did not send the length asked for \(it ignored/)
     // Only the download library's own errors are taken for its stray rejections.
     class IpullError extends Error {}
     class InvalidContentLengthError extends IpullError {}
     expect(isDownloaderError(new InvalidContentLengthError('x'))).toBe(true)
     expect(isDownloaderError(new TypeError('fetch failed'))).toBe(false)
     expect(isDownloaderError('IpullError')).toBe(false)
+  })
+
+  it('keeps the newest finished downloads only, so the list of a long session stays bounded', async () => {
+    const refused = async () => Promise.reject(new Error('no such file'))
+    const manager = new DownloadManager(fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-downloads-')), { add: async () => ({}) as ModelEntry }, () => {}, refused)
+    const handlers = manager.handlers()
+    const ids: string[] = []
+    for (let i = 0; i < KEPT_FINISHED_DOWNLOADS + 5; i++) {
+      const started = handlers['models:download']({ uri: `${base}/missing/m${i}.gguf` }) as DownloadState
+      ids.push(started.downloadId)
+      await until(() => ((handlers['models:downloads']({}) as DownloadState[]).find((d) => d.downloadId === started.downloadId)?.state === 'downloading' ? undefined : true))
+    }
+    const listed = handlers['models:downloads']({}) as DownloadState[]
+    expect(listed.map((d) => d.downloadId)).toEqual(ids.slice(-KEPT_FINISHED_DOWNLOADS))
+    expect(listed.every((d) => d.state === 'failed' && d.error === 'no such file')).toBe(true)
   })
 
   it('refuses bad URIs with one line', async () => {
