@@ -57,7 +57,12 @@ export const ChatMessage = z.object({
   /** Assistant messages: the model files that generated it (null for user messages and older replies). */
   models: z.object({ target: z.string(), mid: z.string().nullable(), draft: z.string().nullable() }).nullable().default(null),
   /** The reply's speedup over ar, measured on request on the same prompt tokens (chat:baseline); null until then. */
-  baseline: z.lazy(() => ChatBaseline).nullable().default(null)
+  baseline: z.lazy(() => ChatBaseline).nullable().default(null),
+  /**
+   * Replies: the ids of every reply to the same user message, oldest first, this one included (Regenerate keeps the
+   * earlier ones; the one shown is the one the next turn follows). Empty for user messages.
+   */
+  alternatives: z.array(Id).default([])
 })
 export type ChatMessage = z.infer<typeof ChatMessage>
 
@@ -86,4 +91,13 @@ export interface ConversationSummary {
 export interface Conversation {
   summary: ConversationSummary
   messages: ChatMessage[]
+}
+
+/** Formats a conversation is exported in: Markdown to read, JSON with every setting, statistic and alternative. */
+export const ConversationExportFormat = z.enum(['markdown', 'json'])
+export type ConversationExportFormat = z.infer<typeof ConversationExportFormat>
+export interface ConversationExport {
+  fileName: string
+  mimeType: string
+  content: string
 }

@@ -6,7 +6,15 @@
  */
 import { z } from 'zod'
 import type { AppInfo } from './app'
-import { GenerationSettings, PromptFormat, type ChatMessage, type Conversation, type ConversationSummary } from './chat'
+import {
+  ConversationExportFormat,
+  GenerationSettings,
+  PromptFormat,
+  type ChatMessage,
+  type Conversation,
+  type ConversationExport,
+  type ConversationSummary
+} from './chat'
 import { Id, Text } from './fields'
 import {
   LoadSettings,
@@ -88,9 +96,18 @@ export const API = {
   'models:download-cancel': channel(z.object({ downloadId: Text(100).min(1) }), returns<{ cancelled: boolean }>()),
   'models:downloads': channel(z.object({}), returns<DownloadState[]>()),
 
-  'chat:conversations': channel(z.object({}), returns<ConversationSummary[]>()),
+  /** query: only conversations whose name or a shown message contains it (taken literally). */
+  'chat:conversations': channel(z.object({ query: Text(200).optional() }), returns<ConversationSummary[]>()),
   'chat:conversation': channel(z.object({ conversationId: Id }), returns<Conversation | null>()),
   'chat:delete-conversation': channel(z.object({ conversationId: Id }), returns<{ deleted: boolean }>()),
+  'chat:rename-conversation': channel(
+    z.object({ conversationId: Id, title: Text(200).refine((t) => t.trim().length > 0, 'a conversation needs a name') }),
+    returns<ConversationSummary>()
+  ),
+  /** The conversation as shown, as a file to save (Markdown, or JSON with every reply's alternatives). */
+  'chat:export': channel(z.object({ conversationId: Id, format: ConversationExportFormat }), returns<ConversationExport>()),
+  /** Shows this reply instead of the other alternatives to its user message (only for the conversation's last reply). */
+  'chat:select-alternative': channel(z.object({ messageId: Id }), returns<ChatMessage>()),
   'chat:send': channel(
     z.object({
       conversationId: Id.nullable(),
@@ -102,8 +119,13 @@ export const API = {
        * Edit and regenerate: this user message of the conversation and every message after it are replaced by the
        * text sent (its own text again to regenerate the reply), once the generation has started.
        */
-      replaceFrom: Id.optional()
-    }),
+      replaceFrom: Id.optional(),
+      /**
+       * Regenerate: this user message (the conversation's last) is asked again; its earlier replies are kept as
+       * alternatives and `text` must be its own text.
+       */
+      regenerate: Id.optional()
+    }).refine((r) => r.replaceFrom === undefined || r.regenerate === undefined, 'edit (replaceFrom) or regenerate, not both'),
     returns<{ conversationId: number; generationId: string; userMessage: ChatMessage }>()
   ),
   'chat:stop': channel(z.object({ generationId: Text(100).min(1) }), returns<{ stopped: boolean }>()),

@@ -15,6 +15,7 @@ import { assertVocabularyFits, prepare, type PreparedMethod } from '../engine/me
 import type { AppStore } from '../store/app-store'
 import { resolveDecode, warpOfSettings } from '../experiments/run-request'
 import { measureBaseline } from './chat-baseline'
+import { exportConversation } from './chat-export'
 import { buildPrompt, type Turn } from './chat-prompt'
 import { IncrementalText } from './incremental-text'
 import type { JobLock } from './job-lock'
@@ -68,6 +69,33 @@ export function cutAtStopString(segments: TokenPiece[], stopStrings: readonly st
   return kept
 }
 
+/**
+ * The messages a new turn follows, from the conversation as shown (each reply's chosen alternative): all of them;
+ * with replaceFrom (edit) those before that user message; with regenerate those up to the user message asked again,
+ * ending with it (its reply is left out, kept as an alternative).
+ */
+export function precedingMessages(
+  messages: readonly ChatMessage[],
+  { conversationId, replaceFrom, regenerate, text }: Pick<ApiRequest<'chat:send'>, 'conversationId' | 'replaceFrom' | 'regenerate' | 'text'>
+): ChatMessage[] {
+  if (conversationId === null && (replaceFrom !== undefined || regenerate !== undefined))
+    throw new UserInputError('only a message of a saved conversation can be edited or regenerated')
+  if (regenerate !== undefined) {
+    const at = messages.findIndex((m) => m.id === regenerate)
+    const asked = messages[at]
+    // Only the last user message: a later turn was answered with this reply in its context.
+    if (!asked || asked.role !== 'user' || messages.slice(at + 1).some((m) => m.role === 'user'))
+      throw new UserInputError(`message ${regenerate} is not the last of your messages in this conversation: only the last reply regenerates`)
+    if (asked.text !== text) throw new UserInputError('regenerate asks the same message again: to change it, edit the message')
+    return messages.slice(0, at + 1)
+  }
+  if (replaceFrom === undefined) return [...messages]
+  const at = messages.findIndex((m) => m.id === replaceFrom)
+  if (at < 0 || messages[at]!.role !== 'user')
+    throw new UserInputError(`message ${replaceFrom} is not one of your messages in this conversation (it may have been replaced already)`)
+  return messages.slice(0, at)
+}
+
 export class ChatService {
   private generation: Generation | null = null
 
@@ -78,9 +106,19 @@ export class ChatService {
     private readonly emit: (event: HostEvent) => void
   ) {}
 
-  handlers(): ApiHandlers<'chat:conversations' | 'chat:conversation' | 'chat:delete-conversation' | 'chat:send' | 'chat:stop' | 'chat:baseline'> {
+  handlers(): ApiHandlers<
+    | 'chat:conversations'
+    | 'chat:conversation'
+    | 'chat:delete-conversation'
+    | 'chat:rename-conversation'
+    | 'chat:export'
+    | 'chat:select-alternative'
+    | 'chat:send'
+    | 'chat:stop'
+    | 'chat:baseline'
+  > {
     return {
-      'chat:conversations': () => this.store().listConversations(),
+      'chat:conversations': ({ query }) => this.store().listConversations(query),
       'chat:conversation': ({ conversationId }) => {
         const summary = this.store().getConversation(conversationId)
         return summary ? { summary, messages: this.store().getMessages(conversationId) } : null
@@ -90,6 +128,17 @@ export class ChatService {
           throw new UserInputError('this conversation is generating; stop it before deleting')
         return { deleted: this.store().deleteConversation(conversationId) }
       },
+      'chat:rename-conversation': ({ conversationId, title }) => {
+        const renamed = this.store().renameConversation(conversationId, title)
+        if (!renamed) throw new UserInputError(`conversation ${conversationId} does not exist any more`)
+        return renamed
+      },
+      'chat:export': ({ conversationId, format }) => {
+        const summary = this.store().getConversation(conversationId)
+        if (!summary) throw new UserInputError(`conversation ${conversationId} does not exist any more`)
+        return exportConversation({ summary, messages: this.store().getMessages(conversationId) }, format, (id) => this.store().getMessage(id))
+      },
+      'chat:select-alternative': ({ messageId }) => this.selectAlternative(messageId),
       'chat:send': (request) => this.send(request),
       'chat:stop': ({ generationId }) => {
         if (this.generation?.id !== generationId) return { stopped: false }
@@ -121,6 +170,20 @@ export class ChatService {
     }
   }
 
+  /**
+   * Shows another of a reply's alternatives. Only the conversation's last reply switches: a later turn was answered
+   * with the reply shown before it in its context.
+   */
+  private selectAlternative(messageId: number): ChatMessage {
+    const reply = this.store().getMessage(messageId)
+    if (!reply || reply.role !== 'assistant') throw new UserInputError(`message ${messageId} is not a reply of the model`)
+    if (this.generation?.conversationId === reply.conversationId) throw new UserInputError('this conversation is generating; stop it before switching replies')
+    const last = this.store().getMessages(reply.conversationId).at(-1)
+    if (!last || !last.alternatives.includes(messageId))
+      throw new UserInputError('only the last reply switches between its alternatives: later messages followed the reply shown')
+    return this.store().selectAlternative(messageId)!
+  }
+
   private send(request: ApiRequest<'chat:send'>) {
     const held = this.models.current
     const { settings } = request
@@ -129,16 +192,17 @@ export class ChatService {
     const release = this.lock.acquire(`chat generation with ${settings.method}`)
     try {
       const history: Turn[] = earlier.map((m) => ({ role: m.role, text: m.text }))
-      history.push({ role: 'user', text: request.text })
+      if (request.regenerate === undefined) history.push({ role: 'user', text: request.text })
       const prompt = buildPrompt(held!.models.target, history, request.systemPrompt, request.format, held!.contextSize - settings.maxTokens)
       const conversationId = request.conversationId ?? this.store().createConversation(request.text)
       if (request.replaceFrom !== undefined) this.store().truncateFrom(conversationId, request.replaceFrom, request.text)
-      const userMessage = this.store().addUserMessage(conversationId, request.text)
+      // Regenerate asks the same user message again (its earlier replies stay, as alternatives).
+      const userMessage = request.regenerate !== undefined ? earlier.at(-1)! : this.store().addUserMessage(conversationId, request.text)
       const generation: Generation = { id: randomUUID(), conversationId, abort: new AbortController() }
       this.generation = generation
       // The decode's settings with the catalog's defaults and a seed drawn when none was given (run-request.ts).
       const { seed } = resolveDecode(settings)
-      void this.generate(held!, method, generation, prompt, { ...settings, params: method.params, seed }, release)
+      void this.generate(held!, method, generation, prompt, { ...settings, params: method.params, seed }, userMessage.id, release)
       return { conversationId, generationId: generation.id, userMessage }
     } catch (error) {
       release()
@@ -146,19 +210,11 @@ export class ChatService {
     }
   }
 
-  /** The conversation's messages the new one follows: all of them, or those before the user message it replaces. */
-  private earlierMessages({ conversationId, replaceFrom }: ApiRequest<'chat:send'>): ChatMessage[] {
-    if (conversationId === null) {
-      if (replaceFrom !== undefined) throw new UserInputError('only a message of a saved conversation can be edited or regenerated')
-      return []
-    }
-    if (!this.store().getConversation(conversationId)) throw new UserInputError(`conversation ${conversationId} does not exist any more`)
-    const messages = this.store().getMessages(conversationId)
-    if (replaceFrom === undefined) return messages
-    const at = messages.findIndex((m) => m.id === replaceFrom)
-    if (at < 0 || messages[at]!.role !== 'user')
-      throw new UserInputError(`message ${replaceFrom} is not one of your messages in this conversation (it may have been replaced already)`)
-    return messages.slice(0, at)
+  /** The messages of the conversation the new one follows (precedingMessages), as stored now. */
+  private earlierMessages(request: ApiRequest<'chat:send'>): ChatMessage[] {
+    if (request.conversationId === null) return precedingMessages([], request)
+    if (!this.store().getConversation(request.conversationId)) throw new UserInputError(`conversation ${request.conversationId} does not exist any more`)
+    return precedingMessages(this.store().getMessages(request.conversationId), request)
   }
 
   /** The held trio, reloaded (same files and settings, with progress) when the method needs more KV sequences. */
@@ -175,6 +231,7 @@ export class ChatService {
     generation: Generation,
     prompt: ReturnType<typeof buildPrompt>,
     settings: ApiRequest<'chat:send'>['settings'] & { seed: number },
+    replyTo: number,
     release: () => void
   ): Promise<void> {
     // held may be replaced below (more KV sequences): detokenize with whichever trio is decoding.
@@ -231,7 +288,7 @@ export class ChatService {
         format: prompt.format,
         models: { target: entries.target.path, mid: entries.mid?.path ?? null, draft: entries.draft?.path ?? null },
         promptTokens: prompt.tokens
-      })
+      }, replyTo)
     } catch (caught) {
       error = caught instanceof Error ? caught.message : String(caught)
     } finally {

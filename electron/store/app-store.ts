@@ -7,6 +7,7 @@ import type Database from 'better-sqlite3'
 import { ChatBaseline, ChatMessage, GenerationSettings, LiveStats, TokenPiece, type ConversationSummary } from '../api/chat'
 import type { RunFilter, RunListItem } from '../api/runs'
 import { z } from 'zod'
+import { UserInputError } from '../engine/errors'
 import { isOwnerAlive, type OwnedRow } from './owner'
 import { toRunSummary, type RunRow } from './run-store'
 
@@ -53,6 +54,9 @@ interface MessageDbRow {
   /** Migration 9: the prompt token ids of an assistant reply (JSON) and its measured baseline (JSON). */
   prompt_tokens?: string | null
   baseline?: string | null
+  /** Migration 10: the user message a reply answers (NULL in older rows) and whether it is an alternative not shown. */
+  reply_to?: number | null
+  hidden?: number
 }
 
 const now = (): string => new Date().toISOString()
@@ -86,14 +90,22 @@ export class AppStore {
     return Number(info.lastInsertRowid)
   }
 
-  listConversations(): ConversationSummary[] {
+  /**
+   * Newest first. With a query: the conversations whose title or any shown message contains it (case-insensitive
+   * for ASCII letters, as SQLite's LIKE), the query taken literally (% and _ are not wildcards).
+   */
+  listConversations(query = ''): ConversationSummary[] {
+    const pattern = `%${query.trim().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
     const rows = this.db
       .prepare(
         `SELECT c.id, c.title, c.created_at, c.updated_at,
-           (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS messages
-         FROM conversations c ORDER BY c.updated_at DESC, c.id DESC`
+           (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id AND m.hidden = 0) AS messages
+         FROM conversations c
+         WHERE @pattern = '%%' OR c.title LIKE @pattern ESCAPE '\\'
+           OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.hidden = 0 AND m.text LIKE @pattern ESCAPE '\\')
+         ORDER BY c.updated_at DESC, c.id DESC`
       )
-      .all() as { id: number; title: string; created_at: string; updated_at: string; messages: number }[]
+      .all({ pattern }) as { id: number; title: string; created_at: string; updated_at: string; messages: number }[]
     return rows.map((r) => ({ id: r.id, title: r.title, createdAt: r.created_at, updatedAt: r.updated_at, messages: r.messages }))
   }
 
@@ -101,15 +113,45 @@ export class AppStore {
     return this.listConversations().find((c) => c.id === conversationId) ?? null
   }
 
+  /** Renames a conversation (whitespace runs collapse to one space); null when it does not exist. */
+  renameConversation(conversationId: number, title: string): ConversationSummary | null {
+    const clean = title.replace(/\s+/g, ' ').trim()
+    if (clean === '') throw new UserInputError('a conversation needs a name: type at least one character')
+    const changed = this.db.prepare('UPDATE conversations SET title = ? WHERE id = ?').run(clean, conversationId).changes
+    return changed > 0 ? this.getConversation(conversationId) : null
+  }
+
   deleteConversation(conversationId: number): boolean {
     return this.db.prepare('DELETE FROM conversations WHERE id = ?').run(conversationId).changes > 0
   }
 
+  /** The conversation as shown: every message but the alternatives not chosen, each reply with its alternatives' ids. */
   getMessages(conversationId: number): ChatMessage[] {
     const rows = this.db
-      .prepare('SELECT * FROM messages WHERE conversation_id = ? ORDER BY id')
+      .prepare('SELECT * FROM messages WHERE conversation_id = ? AND hidden = 0 ORDER BY id')
       .all(conversationId) as MessageDbRow[]
-    return rows.map(toMessage)
+    const replies = this.db
+      .prepare(`SELECT id, reply_to FROM messages WHERE conversation_id = ? AND role = 'assistant' AND reply_to IS NOT NULL ORDER BY id`)
+      .all(conversationId) as { id: number; reply_to: number }[]
+    const byQuestion = new Map<number, number[]>()
+    for (const reply of replies) byQuestion.set(reply.reply_to, [...(byQuestion.get(reply.reply_to) ?? []), reply.id])
+    return rows.map((row) => toMessage(row, alternativeIds(row, (question) => byQuestion.get(question) ?? [])))
+  }
+
+  /**
+   * Shows this reply instead of the other replies to the same user message (they stay stored). Returns the reply,
+   * or null when it is not a stored reply.
+   */
+  selectAlternative(messageId: number): ChatMessage | null {
+    const row = this.db.prepare(`SELECT * FROM messages WHERE id = ? AND role = 'assistant'`).get(messageId) as MessageDbRow | undefined
+    if (!row) return null
+    if (row.reply_to != null) {
+      this.db.transaction(() => {
+        this.db.prepare('UPDATE messages SET hidden = 1 WHERE reply_to = ? AND id <> ?').run(row.reply_to, messageId)
+        this.db.prepare('UPDATE messages SET hidden = 0 WHERE id = ?').run(messageId)
+      })()
+    }
+    return this.getMessage(messageId)
   }
 
   /**
@@ -137,8 +179,28 @@ export class AppStore {
     })
   }
 
-  addAssistantMessage(conversationId: number, message: NewAssistantMessage): ChatMessage {
+  /**
+   * Stores a reply to the user message `replyTo` and shows it: an earlier reply to the same message (Regenerate) is
+   * kept as a hidden alternative. A reply stored before replies named their user message is adopted first, so it
+   * stays one of the alternatives.
+   */
+  addAssistantMessage(conversationId: number, message: NewAssistantMessage, replyTo: number): ChatMessage {
+    return this.db.transaction(() => {
+      this.db
+        .prepare(
+          `UPDATE messages SET reply_to = @replyTo
+           WHERE role = 'assistant' AND reply_to IS NULL
+             AND id = (SELECT MIN(id) FROM messages WHERE conversation_id = @conversationId AND id > @replyTo)`
+        )
+        .run({ conversationId, replyTo })
+      this.db.prepare('UPDATE messages SET hidden = 1 WHERE reply_to = ?').run(replyTo)
+      return this.insertAssistant(conversationId, message, replyTo)
+    })()
+  }
+
+  private insertAssistant(conversationId: number, message: NewAssistantMessage, replyTo: number): ChatMessage {
     return this.insertMessage(conversationId, {
+      reply_to: replyTo,
       role: 'assistant',
       text: message.text,
       segments: JSON.stringify(message.segments),
@@ -154,7 +216,10 @@ export class AppStore {
   /** One message, or null. */
   getMessage(messageId: number): ChatMessage | null {
     const row = this.db.prepare('SELECT * FROM messages WHERE id = ?').get(messageId) as MessageDbRow | undefined
-    return row ? toMessage(row) : null
+    if (!row) return null
+    const repliesTo = (question: number) =>
+      (this.db.prepare(`SELECT id FROM messages WHERE reply_to = ? AND role = 'assistant' ORDER BY id`).all(question) as { id: number }[]).map((r) => r.id)
+    return toMessage(row, alternativeIds(row, repliesTo))
   }
 
   /** The prompt token ids an assistant reply was generated from; null for user messages and older replies. */
@@ -170,18 +235,17 @@ export class AppStore {
 
   private insertMessage(
     conversationId: number,
-    row: Omit<MessageDbRow, 'id' | 'conversation_id' | 'created_at' | 'baseline'>
+    row: Omit<MessageDbRow, 'id' | 'conversation_id' | 'created_at' | 'baseline' | 'hidden'>
   ): ChatMessage {
     const at = now()
     const info = this.db
       .prepare(
-        `INSERT INTO messages (conversation_id, role, text, segments, settings, stats, stop_reason, format, models, prompt_tokens, created_at)
-         VALUES (@conversationId, @role, @text, @segments, @settings, @stats, @stop_reason, @format, @models, @prompt_tokens, @at)`
+        `INSERT INTO messages (conversation_id, role, text, segments, settings, stats, stop_reason, format, models, prompt_tokens, reply_to, created_at)
+         VALUES (@conversationId, @role, @text, @segments, @settings, @stats, @stop_reason, @format, @models, @prompt_tokens, @reply_to, @at)`
       )
-      .run({ conversationId, at, prompt_tokens: null, ...row })
+      .run({ conversationId, at, prompt_tokens: null, reply_to: null, ...row })
     this.db.prepare('UPDATE conversations SET updated_at = ? WHERE id = ?').run(at, conversationId)
-    const stored = this.db.prepare('SELECT * FROM messages WHERE id = ?').get(Number(info.lastInsertRowid)) as MessageDbRow
-    return toMessage(stored)
+    return this.getMessage(Number(info.lastInsertRowid))!
   }
 
   // ── model library ──
@@ -327,7 +391,13 @@ export class AppStore {
   }
 }
 
-function toMessage(row: MessageDbRow): ChatMessage {
+/** A reply's alternatives in the order they were generated (itself alone for a reply of an older build); none for a user message. */
+function alternativeIds(row: MessageDbRow, repliesTo: (question: number) => number[]): number[] {
+  if (row.role !== 'assistant') return []
+  return row.reply_to == null ? [row.id] : repliesTo(row.reply_to)
+}
+
+function toMessage(row: MessageDbRow, alternatives: number[]): ChatMessage {
   return {
     id: row.id,
     conversationId: row.conversation_id,
@@ -340,7 +410,8 @@ function toMessage(row: MessageDbRow): ChatMessage {
     format: row.format,
     createdAt: row.created_at,
     models: parseJson(MessageModels, row.models),
-    baseline: parseJson(ChatBaseline, row.baseline ?? null)
+    baseline: parseJson(ChatBaseline, row.baseline ?? null),
+    alternatives
   }
 }
 

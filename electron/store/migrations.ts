@@ -247,6 +247,18 @@ export const MIGRATIONS: readonly Migration[] = [
       UPDATE suite_runs SET uid = 'suite:' || coalesce(owner_host, '') || ':' || coalesce(owner_pid, '') || ':' || created_at || ':' || id;
       CREATE UNIQUE INDEX suite_runs_uid ON suite_runs(uid);
     `
+  },
+  {
+    version: 11,
+    name: 'chat reply alternatives',
+    // Regenerate keeps the earlier replies: every reply names the user message it answers (reply_to; NULL in older
+    // rows, where a reply answers the user message before it), and the alternatives not shown are hidden. The
+    // conversation, its export and the context of the next turn are the messages not hidden.
+    sql: `
+      ALTER TABLE messages ADD COLUMN reply_to INTEGER NULL;
+      ALTER TABLE messages ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0 CHECK (hidden IN (0, 1));
+      CREATE INDEX messages_reply_to ON messages(reply_to);
+    `
   }
 ]
 

@@ -2,14 +2,17 @@
  * The renderer's single access point to the engine host, with one shape in both modes:
  * - Electron: the preload's `window.speclab` (IPC through main, which validates and forwards to the host).
  * - Browser mode (`npm run serve`): a WebSocket to the server that opened this page, authenticated with the token
- *   from the page URL (`?token=…`, then kept in sessionStorage and removed from the address bar).
+ *   from the page URL (`?token=…`, then removed from the address bar and kept in this origin's localStorage, so a
+ *   second tab, a reload or a bookmark of http://127.0.0.1:<port>/ works while that server runs; localStorage is
+ *   per origin, port included, so no other local server or site sees it).
  * Pushed events are validated with the contract's `HostEvent` schema before any screen sees them.
  */
 import type { ApiChannel, ApiRequest, ApiResponse } from '../../electron/api/contract'
 import { HostEvent } from '../../electron/api/events'
 import { RpcClient } from '../../electron/api/renderer-kit'
 
-export type ConnectionState = 'connecting' | 'open' | 'closed'
+/** 'unauthorized': this page has no valid access token; nothing works until the printed URL is opened. */
+export type ConnectionState = 'connecting' | 'open' | 'closed' | 'unauthorized'
 
 export interface Api {
   readonly mode: 'electron' | 'browser'
@@ -48,25 +51,30 @@ function electronApi(bridge: NonNullable<Window['speclab']>): Api {
 const TOKEN_KEY = 'speclab.token'
 const RECONNECT_MS = 2000
 
-/** The token from `?token=` (moved to sessionStorage so a reload keeps working and the URL stops showing it). */
+/** The one sentence a page without a valid token shows (and nothing else: no screen works without the server). */
+export const NO_TOKEN_MESSAGE =
+  'To open SpecLab, open the address that `npm run serve` printed (http://127.0.0.1:<port>/?token=…) — this tab has no valid access token for the server running now.'
+
+/** The token from `?token=` (moved to localStorage so other tabs and reloads of this origin work and the URL stops showing it). */
 function takeToken(): string | null {
   const url = new URL(window.location.href)
   const fromUrl = url.searchParams.get('token')
   if (fromUrl) {
-    sessionStorage.setItem(TOKEN_KEY, fromUrl)
+    localStorage.setItem(TOKEN_KEY, fromUrl)
     url.searchParams.delete('token')
     history.replaceState(null, '', url.pathname + url.search + url.hash)
     return fromUrl
   }
-  return sessionStorage.getItem(TOKEN_KEY)
+  return localStorage.getItem(TOKEN_KEY)
 }
 
 function browserApi(): Api {
-  const token = takeToken()
+  let token = takeToken()
   let socket: WebSocket | null = null
   let state: ConnectionState = 'connecting'
   let detail: string | null = null
   const queue: string[] = []
+  let everOpened = false
   const statusListeners = new Set<(state: ConnectionState, detail: string | null) => void>()
   const setState = (next: ConnectionState, why: string | null) => {
     state = next
@@ -76,12 +84,12 @@ function browserApi(): Api {
   const client = new RpcClient((message) => {
     const text = JSON.stringify(message)
     if (socket?.readyState === WebSocket.OPEN) socket.send(text)
-    else if (state === 'closed' && !token) throw new Error(detail ?? 'not connected')
+    else if (state === 'unauthorized') throw new Error(NO_TOKEN_MESSAGE)
     else queue.push(text)
   })
   const connect = () => {
     if (!token) {
-      setState('closed', 'No access token: open the URL that `npm run serve` printed (it ends in ?token=…).')
+      setState('unauthorized', NO_TOKEN_MESSAGE)
       return
     }
     const ws = new WebSocket(`ws://${window.location.host}/api?token=${encodeURIComponent(token)}`)
@@ -89,6 +97,7 @@ function browserApi(): Api {
     let opened = false
     ws.onopen = () => {
       opened = true
+      everOpened = true
       setState('open', null)
       for (const text of queue.splice(0)) ws.send(text)
     }
@@ -100,12 +109,21 @@ function browserApi(): Api {
       }
     }
     ws.onclose = () => {
+      // This page was served by the server, so a first connection that fails was refused: the token is not this
+      // server's (a bookmark or tab from before `npm run serve` restarted with a new token). Retrying cannot help.
+      if (!opened && !everOpened) {
+        if (localStorage.getItem(TOKEN_KEY) === token) localStorage.removeItem(TOKEN_KEY)
+        token = null
+        client.failAll(NO_TOKEN_MESSAGE)
+        setState('unauthorized', NO_TOKEN_MESSAGE)
+        return
+      }
       client.failAll('the connection to the SpecLab server was lost')
       setState(
         'closed',
         opened
           ? 'Disconnected from the SpecLab server; reconnecting…'
-          : 'Cannot connect to the SpecLab server (stopped, or the access token is wrong); retrying…'
+          : 'Cannot reconnect to the SpecLab server; retrying… (if `npm run serve` was restarted, open the new address it printed)'
       )
       setTimeout(connect, RECONNECT_MS)
     }

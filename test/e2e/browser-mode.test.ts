@@ -220,7 +220,7 @@ describe.skipIf(missing.length > 0)('browser mode (Playwright + Chromium)', () =
   it('Models: a bad path is a visible error; the shared trio is added by path, checked and loaded', async () => {
     await page.goto(url.toString())
     await page.getByTestId('nav-models').click()
-    // The token left the address bar (kept in sessionStorage).
+    // The token left the address bar (kept in localStorage for this origin).
     expect(page.url()).not.toContain('token=')
     await shot('models-empty')
 

@@ -1,8 +1,9 @@
 /**
  * Layout checks for the e2e screenshots: at a given viewport, every visible
  * button, input, select and textarea must be the element found at its own centre (`document.elementFromPoint`
- * returns it or a descendant) once it is scrolled into view — nothing covers it — and neither the page nor the
- * scrolling main pane may scroll sideways.
+ * returns it or a descendant) once it is scrolled into view — nothing covers it — neither the page nor the
+ * scrolling main pane may scroll sideways, and no table cell, status badge or form control may be cut off by a box
+ * that hides or scrolls its overflow (a table's last column out of its panel, a side column that scrolls sideways).
  */
 import type { Page } from 'playwright-core'
 
@@ -26,6 +27,34 @@ export async function layoutProblems(page: Page): Promise<string[]> {
     for (const scroller of [document.scrollingElement, ...document.querySelectorAll('.content, main')]) {
       if (scroller && scroller.scrollWidth > scroller.clientWidth + 1)
         problems.push(`${describe(scroller)} scrolls sideways (${scroller.scrollWidth} > ${scroller.clientWidth} px)`)
+    }
+    // Cut off: a cell, badge or control reaching past the right or left edge of a box that clips (overflow hidden,
+    // clip, auto or scroll) — the user sees it cut, or must scroll that box sideways to read it. Checked before the
+    // controls below are scrolled into view, at the scroll positions a user first sees.
+    const clipping = (el: Element): Element | null => {
+      for (let node = el.parentElement; node && node !== document.body; node = node.parentElement) {
+        if (getComputedStyle(node).overflowX !== 'visible') return node
+      }
+      return null
+    }
+    const cut = new Set<string>()
+    for (const el of document.querySelectorAll<HTMLElement>('td, th, .status, button, input, select, textarea')) {
+      if (!el.checkVisibility({ contentVisibilityAuto: true, visibilityProperty: true })) continue
+      const rect = el.getBoundingClientRect()
+      if (rect.width === 0 || rect.height === 0) continue
+      const box = clipping(el)
+      if (!box || box === document.scrollingElement) continue
+      const edge = box.getBoundingClientRect()
+      const left = edge.left + box.clientLeft
+      const right = left + box.clientWidth
+      if (rect.right <= right + 1 && rect.left >= left - 1) continue
+      const line = `${describe(el)} is cut off by ${describe(box)} (${Math.round(rect.left)}–${Math.round(rect.right)} px, box ${Math.round(left)}–${Math.round(right)} px)`
+      // One line per clipping box: a table cut at its last column names the first cell cut.
+      const key = describe(box) + el.tagName
+      if (!cut.has(key)) {
+        cut.add(key)
+        problems.push(line)
+      }
     }
     // checkVisibility: rendered, not visibility:hidden, not inside a closed <details> (content-visibility: hidden).
     const controls = [...document.querySelectorAll<HTMLElement>('button, input, select, textarea')].filter(

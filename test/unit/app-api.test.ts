@@ -234,7 +234,7 @@ describe('app store', () => {
 
   it('keeps conversations with their messages, newest first, and deletes them with their messages', () => {
     const a = app.createConversation('  Tell me\n a story about a very long day in the park with a dog and a ball and a kite  ')
-    app.addUserMessage(a, 'Tell me a story')
+    const asked = app.addUserMessage(a, 'Tell me a story')
     const stats = { tokens: 2, elapsedMs: 10, tokensPerSecond: 200, acceptanceRate: 0.5, sigma: 0.5, eta: 0.5, meanAcceptedLength: 1, targetCalls: 1, gammas: [2] }
     const settings = { method: 'sd' as const, maxTokens: 8, temperature: 0, topK: 64, topP: 1, gamma: 2, seed: 3, params: {} }
     const reply = app.addAssistantMessage(a, {
@@ -249,7 +249,7 @@ describe('app store', () => {
       format: 'completion',
       models: { target: '/t.gguf', mid: null, draft: '/d.gguf' },
       promptTokens: [1, 42, 7]
-    })
+    }, asked.id)
     expect(reply).toMatchObject({ role: 'assistant', settings, stats, format: 'completion', stopReason: 'max-tokens', models: { target: '/t.gguf', mid: null, draft: '/d.gguf' }, baseline: null })
     // The prompt is kept for a later baseline, and the baseline is stored on the reply.
     expect(app.promptTokensOf(reply.id)).toEqual([1, 42, 7])

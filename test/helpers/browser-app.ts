@@ -1,0 +1,98 @@
+/**
+ * Shared setup of the browser-mode e2e tests: `electron/serve.ts` on a temporary database, Debian's Chromium through
+ * playwright-core, text waits, and shots of a screen at laptop and desktop sizes with the layout checks of
+ * test/helpers/layout.ts.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Locator, Page } from 'playwright-core'
+import { LAPTOP_AND_DESKTOP, layoutProblems } from './layout'
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+export const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
+export const chromiumPath = process.env.SPECLAB_CHROMIUM ?? '/usr/bin/chromium'
+export const shots = path.join(root, 'test-results/e2e')
+export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update']
+
+/** What a browser-mode e2e test cannot run without: Chromium, the built renderer and the given files. */
+export function missingForE2e(files: readonly string[]): string[] {
+  return [
+    ...files.filter((f) => !fs.existsSync(f)),
+    ...(fs.existsSync(chromiumPath) ? [] : [chromiumPath]),
+    ...(fs.existsSync(path.join(root, 'out/renderer/index.html')) ? [] : ['out/renderer (run `npm run build`)'])
+  ]
+}
+
+/** Starts `npm run serve` on a random port with its database in `dir`; resolves with the printed URL (token included). */
+export function startServe(dir: string): Promise<{ server: ChildProcess; url: URL }> {
+  const server = spawn(
+    path.join(root, 'node_modules/.bin/tsx'),
+    ['electron/serve.ts', '--port', '0', '--db', path.join(dir, 'runs.sqlite'), '--download-dir', path.join(dir, 'downloads')],
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SPECLAB_DB: '', SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'thread-calibration.json') } }
+  )
+  let stderr = ''
+  server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  return new Promise((resolve, reject) => {
+    let stdout = ''
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}`)), 30_000)
+    server.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString()
+      const match = /SpecLab browser mode: (http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]+)/.exec(stdout)
+      if (match) {
+        clearTimeout(timer)
+        resolve({ server, url: new URL(match[1]) })
+      }
+    })
+    server.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)))
+  })
+}
+
+/** SIGTERM, then SIGKILL after 5 s. */
+export async function stopServe(server: ChildProcess | undefined): Promise<void> {
+  if (!server || server.exitCode !== null) return
+  const exited = new Promise((resolve) => server.once('exit', resolve))
+  server.kill('SIGTERM')
+  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))])
+  if (server.exitCode === null) server.kill('SIGKILL')
+}
+
+/** Polls until the locator's text matches. */
+export async function waitForText(locator: Locator, pattern: RegExp, timeout = 60_000): Promise<string> {
+  const deadline = Date.now() + timeout
+  let last = ''
+  while (Date.now() < deadline) {
+    last = (await locator.first().textContent({ timeout: 1000 }).catch(() => null)) ?? ''
+    if (pattern.test(last)) return last
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error(`timed out waiting for ${pattern} (last text: ${JSON.stringify(last.slice(0, 300))})`)
+}
+
+/**
+ * The screen at laptop and desktop sizes: the layout problems (one line each, prefixed with the shot's name and
+ * size) and a full-screen screenshot per size (the app scrolls inside <main>, so the page grows for the shot).
+ * Returns to `viewport` afterwards.
+ */
+export async function shootScreen(page: Page, name: string, viewport: { width: number; height: number }): Promise<string[]> {
+  const problems: string[] = []
+  for (const size of LAPTOP_AND_DESKTOP) {
+    await page.setViewportSize(size)
+    await page.waitForTimeout(50)
+    for (const problem of await layoutProblems(page)) problems.push(`${name} at ${size.width}×${size.height}: ${problem}`)
+    const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
+    await page.screenshot({ path: path.join(shots, `${name}-${size.width}x${size.height}.png`), fullPage: true })
+    await style.evaluate((node) => (node as HTMLElement).remove())
+  }
+  await page.setViewportSize(viewport)
+  return problems
+}
+
+/** Whether the element's box lies within the viewport as the page is scrolled now (what the user sees without scrolling). */
+export async function inViewport(locator: Locator): Promise<boolean> {
+  return locator.evaluate((el) => {
+    const r = el.getBoundingClientRect()
+    return r.top >= 0 && r.left >= 0 && r.top < innerHeight && r.right <= innerWidth + 1 && r.height > 0
+  })
+}
