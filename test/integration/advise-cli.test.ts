@@ -110,7 +110,10 @@ withModels('speclab advise', () => {
     expect(advice.profile.drafts[other].acceptance[0]).toBeGreaterThanOrEqual(0)
     // The two best measured beside ar in one interleaved run, with intervals.
     const measured = advice.candidates.filter((c: { measured?: unknown }) => c.measured)
-    expect(measured.map((c: { method: string }) => c.method)).toEqual(['ar', expect.stringMatching(/^sd-(tli|uad)$/), expect.stringMatching(/^sd-(tli|uad)$/)])
+    const measuredMethods = measured.map((c: { method: string }) => c.method)
+    expect(measuredMethods).toHaveLength(3)
+    expect(measuredMethods.filter((m: string) => m === 'ar')).toHaveLength(1)
+    expect(measuredMethods.filter((m: string) => m === 'sd-tli' || m === 'sd-uad')).toHaveLength(2)
     for (const c of measured) expect(isInterval(c.measured.speedup)).toBe(true)
     // Never slower than ar: a recommended method's whole interval is above 1, else the advice is ar and says so.
     const r = advice.recommendation
