@@ -119,7 +119,7 @@ withModels('speclab advise', () => {
     const r = advice.recommendation
     if (r.speculate) expect(r.speedup.low).toBeGreaterThan(1)
     else expect([r.method, r.reason]).toEqual(['ar', expect.stringMatching(/does not pay/)])
-  })
+  }, 300_000) // eight live-draft replays and a verification run: ~30 s alone, minutes on a loaded 2-core machine
 
   it('with drafts of both vocabularies the grid gives each its methods (predict only)', () => {
     const result = speclab('advise', '--target', modelPath(TARGET), '--draft', `${modelPath(DRAFT)},${modelPath(OTHER_VOCABULARY)}`, ...SMALL, '--methods', 'sd,sd-tli,sd-uad', '--verify', '0', '--json')
