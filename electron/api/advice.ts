@@ -44,7 +44,7 @@ export const AdviceRecord = z.object({
   profile: z.object({
     targetMs: z.array(z.number()),
     verifyCost: z.array(z.number()),
-    drafts: z.record(z.string(), z.object({ acceptance: z.array(z.number().nullable()), msPerToken: z.number().nullable(), relativeCost: z.number().nullable() }))
+    drafts: z.record(z.string(), z.object({ acceptance: z.array(z.number().nullable()), acceptanceFrom: z.enum(['trace', 'rounds']).optional(), msPerToken: z.number().nullable(), relativeCost: z.number().nullable() }))
   }),
   /** ar and every candidate, fastest predicted first. */
   predictions: z.array(AdvicePrediction),

@@ -4,6 +4,8 @@
  * is replayed and priced with the measured cost curve), then the best few, `ar` and llama-server's default
  * speculation measured in one interleaved run with repeats (experiments/advise-verify.ts), stored as a run of suite
  * 'advise', and the recommendation drawn from those measurements (engine/replay/recommend.ts).
+ * A draft of another vocabulary than the target's is a candidate with the cross-vocabulary methods (sd-tli, sd-uad);
+ * refused with one line only when --methods leaves it none.
  */
 import { randomInt } from 'node:crypto'
 import fs from 'node:fs'
@@ -12,10 +14,11 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import { UserInputError } from '../engine/errors'
 import { assertGgufFile } from '../engine/model/llama-cpp-model'
 import { candidateGrid } from '../engine/replay/candidates'
-import type { Verdict } from '../engine/replay/advise'
+import { PROFILE_POSITIONS, type Verdict } from '../engine/replay/advise'
 import { workloadProfile } from '../engine/replay/profile'
 import { describeInterval, planVerification, type Interval } from '../engine/replay/recommend'
-import { findMethod } from '../engine/methods/prepare'
+import { crossVocabularyMethods, findMethod } from '../engine/methods/prepare'
+import { vocabularyMismatch } from '../engine/model/vocabulary-check'
 import { findLlamaServer } from '../engine/peers/llama-server-binary'
 import { adviseWorkload, type Advice, type ThreadChoice } from '../experiments/advise'
 import { adviceRecord, armMethods, chooseArms, runnerArms, runVerification, servable, type Deploy, type VerifyArm } from '../experiments/advise-verify'
@@ -83,7 +86,7 @@ export function adviseCommand(): Command {
   return new Command('advise')
     .description('predict the fastest method / draft / draft length on a workload from one trace, measure the best beside ar with intervals, and recommend one (stored as a run)')
     .requiredOption('--target <file>', 'target model (GGUF)')
-    .option('--draft <files>', 'candidate draft models (GGUF, the target\'s vocabulary): comma-separated or repeated', collectDrafts, [])
+    .option('--draft <files>', `candidate draft models (GGUF): comma-separated or repeated; one of another vocabulary than the target's is tried with ${crossVocabularyMethods().join(' and ')} (greedy only)`, collectDrafts, [])
     .option('--mid <file>', 'refused: advise replays two-model methods')
     .option('--prompts <file>', 'JSONL prompts (as `run`)')
     .option('--dataset <id>', 'built-in prompt set (default stories)')
@@ -99,7 +102,7 @@ export function adviseCommand(): Command {
     .addOption(settingOption('calibration'))
     .addOption(settingOption('gpuLayers'))
     .addOption(settingOption('contextSize'))
-    .option('--methods <ids>', 'only these methods of the candidate grid (sd, sd-pmin, svip, sd+ngram, pld, ngram-simple)')
+    .option('--methods <ids>', `only these methods of the candidate grid (${GRID_METHODS.join(', ')})`)
     .option('--verify <n>', 'measure the best n predicted candidates beside ar (0 = predict only, nothing stored)', integerIn(0, 50), 3)
     .option('--budget <seconds>', 'time for the verification run: fewer repeats, then fewer candidates, to fit; refused when nothing fits', parseBudget)
     .addOption(new Option('--deploy <where>', 'where the pick will run: llama-server keeps the candidates llama-server can run').choices(['speclab', 'llama-server', 'any']).default('any'))
@@ -119,10 +122,33 @@ function draftNames(files: readonly string[]): string[] {
   return names.map((name, i) => (names.indexOf(name) === i && names.lastIndexOf(name) === i ? name : files[i]))
 }
 
-/** The grid the options allow: --methods, and with --deploy llama-server only what llama-server can run. */
-function gridOf(options: AdviseOptions, names: readonly string[]) {
-  const methods = options.methods?.split(',').map((m) => m.trim()).filter(Boolean)
-  const grid = candidateGrid(names).filter((c) => !methods || methods.includes(c.method))
+/** Every method of the grid: a draft of the target's vocabulary, one of another, none. */
+const GRID_METHODS = [...new Set([...candidateGrid(['same']), ...candidateGrid(['foreign'], new Set(['foreign']))].map((c) => c.method))]
+
+const methodsOf = (options: AdviseOptions) => options.methods?.split(',').map((m) => m.trim()).filter(Boolean)
+
+/**
+ * Before the load: the methods the grid may hold for these drafts, whichever vocabularies they turn out to have;
+ * --methods must name one of them.
+ */
+function possibleMethods(options: AdviseOptions, names: readonly string[]): string[] {
+  const methods = methodsOf(options)
+  const possible = [...candidateGrid(names), ...candidateGrid(names, new Set(names))].map((c) => c.method).filter((m) => !methods || methods.includes(m))
+  if (possible.length === 0) throw new UserInputError(`no candidate of the grid is among --methods ${options.methods}`)
+  return [...new Set(possible)]
+}
+
+/**
+ * The grid the options allow: `foreign` drafts (another vocabulary than the target's) get sd-tli / sd-uad, the rest
+ * the id-comparing methods; --methods, and with --deploy llama-server only what llama-server can run. A foreign
+ * draft that --methods leaves without a cross-vocabulary method is refused with the vocabulary check's reason.
+ */
+function gridOf(options: AdviseOptions, names: readonly string[], foreign: ReadonlyMap<string, string>) {
+  const methods = methodsOf(options)
+  const grid = candidateGrid(names, new Set(foreign.keys())).filter((c) => !methods || methods.includes(c.method))
+  for (const [name, reason] of foreign)
+    if (!grid.some((c) => c.draft === name))
+      throw new UserInputError(`${name} has another vocabulary than the target (${reason}); only ${crossVocabularyMethods().join(' and ')} draft with it, and --methods ${options.methods} leaves neither`)
   if (grid.length === 0) throw new UserInputError(`no candidate of the grid is among --methods ${options.methods}`)
   if (options.deploy !== 'llama-server') return grid
   const served = grid.filter(servable)
@@ -172,17 +198,22 @@ async function adviseAction(options: AdviseOptions): Promise<void> {
   for (const file of [options.target, ...options.draft]) await assertGgufFile(path.resolve(file))
   const seed = options.seed ?? randomInt(2 ** 32)
   const names = draftNames(options.draft)
-  const grid = gridOf(options, names)
-  // The grid's methods validate the request and decide the load (the vocabulary check: every grid method with a
-  // draft compares token ids, so a draft of another vocabulary is refused here with one line).
-  const preliminary = buildRunRequest(requestOf(options, seed, ['ar', ...new Set(grid.map((c) => c.method))], options.repeats))
+  // Every method the grid may hold validates the request and decides the load. The vocabulary check is per draft
+  // after the load: a draft of another vocabulary gets the cross-vocabulary methods (gridOf).
+  const preliminary = buildRunRequest(requestOf(options, seed, ['ar', ...possibleMethods(options, names)], options.repeats))
   const prompts = loadPrompts(preliminary.config.prompts)
   const store = options.verify > 0 ? RunStore.open(options.db ?? defaultDatabasePath()) : null
   try {
-    const trio = await loadTrio(preliminary.config.models, preliminary.load)
-    if (options.seed === undefined) process.stderr.write(`seed ${seed}\n`)
+    const trio = await loadTrio(preliminary.config.models, { ...preliminary.load, sharedVocabulary: false })
     let result: AdviceResult
     try {
+      const foreign = new Map<string, string>()
+      trio.drafts.forEach((draft, i) => {
+        const mismatch = vocabularyMismatch(trio.models.target, draft)
+        if (mismatch !== null) foreign.set(names[i], mismatch)
+      })
+      const grid = gridOf(options, names, foreign)
+      if (options.seed === undefined) process.stderr.write(`seed ${seed}\n`)
       result = await advise(options, { seed, names, grid, prompts, trio, store })
     } finally {
       await trio.dispose()
@@ -220,7 +251,7 @@ async function advise(options: AdviseOptions, { seed, names, grid, prompts, trio
     ...(options.tryThreads ? { threads: LLAMA_THREADS(options.tryThreads) } : {}),
     onProgress: (stage, detail) => process.stderr.write(`${stage}${detail ? ` ${detail.model} ${detail.prompt + 1}/${detail.prompts}` : ''}\n`)
   })
-  const profile = workloadProfile(advice.trace, advice.costs)
+  const profile = workloadProfile(advice.trace, advice.costs, PROFILE_POSITIONS, advice.roundAcceptance)
   const base = { seed, advice, profile, targetFile: path.resolve(options.target), draftFiles }
   if (options.verify === 0 || !store) return adviceResult({ ...base, arms: [], report: null, verification: null })
   const chosen = chooseArms(advice.verdicts, {
@@ -287,7 +318,7 @@ export function adviceText(result: AdviceResult): string {
   const notes = [
     `seed ${result.seed} · ${result.prompts} prompts, ${result.tokens} tokens · ${mode}`,
     `target c_T(k) ms, k = 1…${profile.targetMs.length}: ${profile.targetMs.map((ms) => formatFixed(ms, 2)).join(' ')} (c_T(k)/c_T(1): ${profile.verifyCost.map((v) => formatFixed(v, 2)).join(' ')})`,
-    ...Object.entries(profile.drafts).map(([name, d]) => `draft ${name}: ${formatFixed(d.msPerToken, 2)} ms/token (c_D/c_T(1) ${formatFixed(d.relativeCost, 2)}), acceptance per position ${d.acceptance.map((a) => formatFixed(a, 2)).join(' ')}`),
+    ...Object.entries(profile.drafts).map(([name, d]) => `draft ${name}: ${formatFixed(d.msPerToken, 2)} ms/token (c_D/c_T(1) ${formatFixed(d.relativeCost, 2)}), acceptance per position ${d.acceptance.map((a) => formatFixed(a, 2)).join(' ')}${d.acceptanceFrom === 'rounds' ? ' (another vocabulary: from its replayed sd-tli rounds)' : ''}`),
     ...(result.verification ? [`measured: ${result.verification.arms} arms × ${result.verification.repeats} repeats, interleaved; medians with 95 % intervals, speedups paired with ar`] : [])
   ]
   const stored = result.runId === null ? ['nothing measured (--verify 0): no recommendation'] : [`stored as run ${result.runId} (speclab show ${result.runId})`]

@@ -7,12 +7,19 @@
  *
  * The real runs are timed with the same clock as the costs, prompt processing included; so is the prediction
  * (CostTable.prefillMs: each prompt evaluated in one call by the target and by each draft).
+ *
+ * A draft of ANOTHER vocabulary (model/vocabulary-check.ts) is a candidate too: the grid gives it the
+ * cross-vocabulary methods (sd-tli, sd-uad), the trace marks it foreign, its rounds replay with the live draft beside
+ * the recorded target (replay/replay.ts; greedy only), and its costs are measured on the target's text as its own
+ * tokenizer splits it (replay/foreign-text.ts).
  */
 import { UserInputError } from '../engine/errors'
 import { decodeOnce } from '../engine/methods/decode-once'
 import { prepare } from '../engine/methods/prepare'
 import type { LanguageModel } from '../engine/model/types'
-import { AR_CANDIDATE, fastestFirst, price, rankPlans, replayAll, type CostTable, type DraftCost, type Verdict } from '../engine/replay/advise'
+import { AR_CANDIDATE, fastestFirst, price, rankPlans, replayAll, roundAcceptanceByDraft, type CostTable, type DraftCost, type Verdict } from '../engine/replay/advise'
+import { vocabularyMismatch } from '../engine/model/vocabulary-check'
+import { draftSequenceOf } from '../engine/replay/foreign-text'
 import type { PhaseThreads } from '../engine/model/thread-calibration'
 import { candidateGrid, rolloutLengthFor } from '../engine/replay/candidates'
 import { measureCostCurve, measureDraftCost, measurePrefill, type CurveMeasurement } from '../engine/replay/cost-curve'
@@ -88,11 +95,20 @@ export interface Advice {
   verdicts: Verdict[]
   /** Real runs of ar and the best `verifyTop` candidates. */
   measured: Measured[]
+  /** Each draft of another vocabulary: acceptance per position from its replayed sd-tli rounds (the profile's). */
+  roundAcceptance: Record<string, (number | null)[]>
+}
+
+/** The drafts whose vocabulary is not the target's: the grid gives them only sd-tli and sd-uad. */
+export function foreignDrafts(target: LanguageModel, drafts: Readonly<Record<string, LanguageModel>>): Set<string> {
+  return new Set(Object.entries(drafts).filter(([, draft]) => vocabularyMismatch(target, draft) !== null).map(([name]) => name))
 }
 
 /** The prompt with the longest output, whose contexts the costs are measured at. */
+const longestPrompt = (trace: Trace) => trace.prompts.reduce((a, b) => (b.tokens.length > a.tokens.length ? b : a))
+
 function measurementOf(trace: Trace, maxPositions: number, clock: (() => number) | undefined): CurveMeasurement {
-  const prompt = trace.prompts.reduce((a, b) => (b.tokens.length > a.tokens.length ? b : a))
+  const prompt = longestPrompt(trace)
   const k = Math.min(maxPositions, prompt.tokens.length)
   if (k < 1) throw new UserInputError('the workload is empty: the target produced no output tokens to measure costs at')
   return { sequence: [...prompt.promptTokens, ...prompt.tokens], promptLength: prompt.promptTokens.length, warp: trace.warp, maxPositions: k, ...(clock ? { clock } : {}) }
@@ -108,11 +124,24 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
   for (const [name, draft] of Object.entries(input.drafts)) {
     const used = candidates.filter((c) => c.draft === name)
     if (used.length === 0) continue
-    costs.drafts[name] = { ms: await measureDraftCost(draft, measurement) }
-    if (used.some(readsFullEntropy)) costs.drafts[name].fullEntropyMs = await measureDraftCost(draft, measurement, { fullEntropy: true })
-    costs.prefillMs!.drafts[name] = await measurePrefill(draft, prompts, trace.warp, prefill)
+    const own = trace.drafts[name]?.foreign ? foreignMeasurement(input, trace, draft, measurement) : { measurement, prompts }
+    costs.drafts[name] = { ms: await measureDraftCost(draft, own.measurement) }
+    if (used.some(readsFullEntropy)) costs.drafts[name].fullEntropyMs = await measureDraftCost(draft, own.measurement, { fullEntropy: true })
+    costs.prefillMs!.drafts[name] = await measurePrefill(draft, own.prompts, trace.warp, prefill)
   }
   return costs
+}
+
+/** A foreign draft's contexts: the same prompts and output, tokenised by its own tokenizer (foreign-text.ts). */
+function foreignMeasurement(input: AdviseInput, trace: Trace, draft: LanguageModel, measurement: CurveMeasurement) {
+  const longest = longestPrompt(trace)
+  const { sequence, promptLength } = draftSequenceOf(input.target, draft, longest.promptTokens, longest.tokens)
+  const maxPositions = Math.max(1, Math.min(measurement.maxPositions ?? 16, sequence.length - promptLength))
+  if (sequence.length - promptLength < 1) throw new UserInputError(`${draft.info.name} reads none of the target's output as text: its cost cannot be measured`)
+  return {
+    measurement: { ...measurement, sequence, promptLength, maxPositions },
+    prompts: trace.prompts.map((p) => draftSequenceOf(input.target, draft, p.promptTokens).sequence)
+  }
 }
 
 /** Costs per thread count (target curve and prompt, each draft's costs) and the plans they combine into. */
@@ -188,7 +217,7 @@ async function measureRun(input: AdviseInput, candidate: Candidate, clock: () =>
 }
 
 export async function adviseWorkload(input: AdviseInput): Promise<Advice> {
-  const candidates = input.candidates ?? candidateGrid(Object.keys(input.drafts))
+  const candidates = input.candidates ?? candidateGrid(Object.keys(input.drafts), foreignDrafts(input.target, input.drafts))
   const used = Object.fromEntries(Object.entries(input.drafts).filter(([name]) => candidates.some((c) => c.draft === name)))
   const trace = await recordTrace(
     input.target,
@@ -205,7 +234,7 @@ export async function adviseWorkload(input: AdviseInput): Promise<Advice> {
     (detail) => input.onProgress?.('trace', detail)
   )
   input.onProgress?.('replay')
-  const replayed = await replayAll(trace, candidates)
+  const replayed = await replayAll(trace, candidates, { target: input.target, drafts: used })
   let costs: CostTable
   let verdicts: Verdict[]
   let plans: Record<string, ThreadPlan> | undefined
@@ -229,5 +258,5 @@ export async function adviseWorkload(input: AdviseInput): Promise<Advice> {
       measured.push({ ...(await withPlan(input, plan, () => measureRun(input, verdict.candidate, clock))), ...(verdict.plan === undefined ? {} : { plan: verdict.plan }) })
     }
   }
-  return { trace, costs, ...(plans ? { plans } : {}), verdicts, measured }
+  return { trace, costs, ...(plans ? { plans } : {}), verdicts, measured, roundAcceptance: roundAcceptanceByDraft(replayed) }
 }

@@ -2,6 +2,8 @@
  * `speclab advise` end to end on the shared models (target5M-q8_0 ← 260K, greedy, 2 prompts × 32 tokens): the JSON
  * contract (recommendation, candidates with predicted beside measured, profile, runId), the verification stored as
  * a run of suite 'advise' that `runs` and `show` find, --save, and bad input as one line with exit code 2.
+ * A draft of another vocabulary (tinystories-656k, acceptance ≈ 0.03–0.13 on this target): its sd-tli / sd-uad
+ * candidates are replayed and measured beside ar, and the recommendation is never slower than ar.
  */
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -90,7 +92,48 @@ withModels('speclab advise', () => {
     expect(shown.config.advice.predictions.length).toBe(advice.candidates.filter((c: { method: string }) => c.method !== 'llama-server:draft').length)
   })
 
-  it('bad input is one line and exit 2: no target, a mid model, a draft of another vocabulary, an empty workload, a budget too small', () => {
+  it('a draft of another vocabulary: sd-tli / sd-uad candidates replayed and measured, never a recommendation slower than ar', () => {
+    const other = 'tinystories-656k-f32'
+    const result = speclab('advise', '--target', modelPath(TARGET), '--draft', modelPath(OTHER_VOCABULARY), ...SMALL, '--methods', 'sd-tli,sd-uad', '--verify', '2', '--repeats', '2', '--deploy', 'speclab', '--json')
+    expect(result.stderr).not.toMatch(/error/i)
+    expect(result.code).toBe(0)
+    const advice = JSON.parse(result.stdout)
+    const foreign = advice.candidates.filter((c: { draft: string | null }) => c.draft === other)
+    // Only the cross-vocabulary methods draft with it, every one replayed exactly (greedy) and priced.
+    expect(new Set(foreign.map((c: { method: string }) => c.method))).toEqual(new Set(['sd-tli', 'sd-uad']))
+    expect(advice.mode).toBe('replayed')
+    for (const c of foreign) {
+      expect(c.error).toBeNull()
+      expect(c.predicted.tokensPerSecond).toBeGreaterThan(0)
+    }
+    expect(advice.profile.drafts[other].acceptanceFrom).toBe('rounds')
+    expect(advice.profile.drafts[other].acceptance[0]).toBeGreaterThanOrEqual(0)
+    // The two best measured beside ar in one interleaved run, with intervals.
+    const measured = advice.candidates.filter((c: { measured?: unknown }) => c.measured)
+    const measuredMethods = measured.map((c: { method: string }) => c.method)
+    expect(measuredMethods).toHaveLength(3)
+    expect(measuredMethods.filter((m: string) => m === 'ar')).toHaveLength(1)
+    expect(measuredMethods.filter((m: string) => m === 'sd-tli' || m === 'sd-uad')).toHaveLength(2)
+    for (const c of measured) expect(isInterval(c.measured.speedup)).toBe(true)
+    // Never slower than ar: a recommended method's whole interval is above 1, else the advice is ar and says so.
+    const r = advice.recommendation
+    if (r.speculate) expect(r.speedup.low).toBeGreaterThan(1)
+    else expect([r.method, r.reason]).toEqual(['ar', expect.stringMatching(/does not pay/)])
+  }, 300_000) // eight live-draft replays and a verification run: ~30 s alone, minutes on a loaded 2-core machine
+
+  it('with drafts of both vocabularies the grid gives each its methods (predict only)', () => {
+    const result = speclab('advise', '--target', modelPath(TARGET), '--draft', `${modelPath(DRAFT)},${modelPath(OTHER_VOCABULARY)}`, ...SMALL, '--methods', 'sd,sd-tli,sd-uad', '--verify', '0', '--json')
+    expect(result.code).toBe(0)
+    const advice = JSON.parse(result.stdout)
+    const methodsOf = (draft: string) => new Set(advice.candidates.filter((c: { draft: string | null }) => c.draft === draft).map((c: { method: string }) => c.method))
+    expect(methodsOf('stories260K-f32')).toEqual(new Set(['sd']))
+    expect(methodsOf('tinystories-656k-f32')).toEqual(new Set(['sd-tli', 'sd-uad']))
+    expect(advice.candidates.every((c: { method: string; error: string | null }) => c.method === 'ar' || c.error === null)).toBe(true)
+    expect(advice.profile.drafts['stories260K-f32'].acceptanceFrom).toBe('trace')
+    expect(advice.runId).toBeNull()
+  })
+
+  it('bad input is one line and exit 2: no target, a mid model, a draft of another vocabulary without sd-tli / sd-uad, an empty workload, a budget too small', () => {
     const oneLine = (r: { code: number | null; stderr: string }) => {
       expect(r.code).toBe(2)
       expect(r.stderr.trim().split('\n').filter((line) => line.startsWith('speclab:'))).toHaveLength(1)
@@ -99,7 +142,7 @@ withModels('speclab advise', () => {
     expect(oneLine(speclab('advise', '--draft', modelPath(DRAFT)))).toMatch(/--target/)
     expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--mid', modelPath(DRAFT), '--draft', modelPath(DRAFT)))).toMatch(/leave out --mid/)
     expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--draft', modelPath(DRAFT), '--methods', 'beam'))).toMatch(/--methods beam/)
-    expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--draft', `${modelPath(DRAFT)},${modelPath(OTHER_VOCABULARY)}`, ...SMALL))).toMatch(/vocabular/i)
+    expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--draft', `${modelPath(DRAFT)},${modelPath(OTHER_VOCABULARY)}`, ...SMALL, '--methods', 'sd'))).toMatch(/tinystories-656k-f32 has another vocabulary.*sd-tli and sd-uad.*--methods sd leaves neither/)
     const empty = path.join(dir, 'empty.jsonl')
     fs.writeFileSync(empty, '')
     expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--draft', modelPath(DRAFT), '--prompts', empty))).toMatch(/empty/)

@@ -69,6 +69,9 @@ describe('speclabCommand and LM Studio', () => {
   it('LM Studio: the draft file where a draft model applies', () => {
     expect(lmStudioChoice(config('sd', 4))).toBe('Speculative Decoding → Draft Model: draft 260K.gguf; its draft-length limit, where the version shows one: 4')
     expect(lmStudioChoice(config('ngram-simple', 5, {}, null))).toBeNull()
+    // A draft of another vocabulary: llama.cpp's speculation (LM Studio's) needs the target's vocabulary.
+    expect(lmStudioChoice(config('sd-tli', 2))).toBeNull()
+    expect(lmStudioChoice(config('sd-uad', 2))).toBeNull()
     expect(MD_ALONE_NOTE).toMatch(/-md.*alone drafts nothing.*--spec-type.*none/)
   })
 })

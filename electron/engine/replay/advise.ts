@@ -13,7 +13,8 @@ import { isGreedy } from '../sampling/warp'
 import type { CostCurve } from './cost-curve'
 import { readsFullEntropy, replayExpected } from './expected-replay'
 import { arSummary, predict, summaryOfExpected, summaryOfSteps, withPrefill, type Prediction, type ReplaySummary } from './predict'
-import { replayGreedy, type Candidate } from './replay'
+import { replayGreedy, type Candidate, type LiveModels } from './replay'
+import { acceptanceOfRounds } from './round-acceptance'
 import type { Trace } from './trace'
 
 export interface DraftCost {
@@ -59,7 +60,15 @@ export interface Replayed {
   /** Whether its draft reads the whole-vocabulary entropy (svip's default: every logit transferred). */
   draftFullEntropy: boolean
   error: string | null
+  /**
+   * Acceptance per draft position of its rounds (round-acceptance.ts), for candidates whose draft has another
+   * vocabulary (the profile reads it there); absent otherwise.
+   */
+  acceptance?: (number | null)[]
 }
+
+/** Draft positions the profile reports (replay/profile.ts). */
+export const PROFILE_POSITIONS = 8
 
 export const AR_CANDIDATE: Candidate = { method: 'ar', gamma: 1, params: {}, draft: null }
 
@@ -87,14 +96,23 @@ function withPrompts(prediction: Prediction, summary: ReplaySummary, trace: Trac
   return withPrefill(prediction, targetExtra, draftExtra, prefill.target - prompts * curve.targetMs[0])
 }
 
-/** Replays `candidate` on `trace`: greedy traces exactly, sampled traces in expectation. */
-export async function replayCandidate(trace: Trace, candidate: Candidate): Promise<Replayed> {
+/**
+ * Replays `candidate` on `trace`: greedy traces exactly, sampled traces in expectation. A draft of another vocabulary
+ * (TracedModel.foreign) replays with the live draft in `live` (replay/replay.ts), under greedy decoding only: under
+ * sampling the decoders' output is a fresh draw that leaves the trace, and no expected-value model of the
+ * cross-vocabulary drafters exists — such a candidate is listed with that reason, never guessed.
+ */
+export async function replayCandidate(trace: Trace, candidate: Candidate, live?: LiveModels): Promise<Replayed> {
   const mode = isGreedy(trace.warp) ? 'replayed' : 'expected'
+  const foreign = candidate.draft !== null && trace.drafts[candidate.draft]?.foreign === true
   try {
     if (candidate.method === 'ar') return { candidate, mode, summary: arSummary(trace.prompts.reduce((n, p) => n + p.tokens.length, 0)), draftFullEntropy: false, error: null }
+    if (foreign && mode !== 'replayed') throw new Error(`${candidate.draft} has another vocabulary: its ${candidate.method} rounds are replayed under greedy decoding only (--temperature 0); not predicted under sampling`)
     if (mode === 'replayed') {
-      const prompts = await replayGreedy(trace, candidate)
-      return { candidate, mode, summary: summaryOfSteps(prompts.flatMap((p) => p.steps)), draftFullEntropy: prompts.some((p) => p.draftFullEntropy), error: null }
+      const prompts = await replayGreedy(trace, candidate, live)
+      const steps = prompts.flatMap((p) => p.steps)
+      const acceptance = foreign ? { acceptance: acceptanceOfRounds(steps, PROFILE_POSITIONS) } : {}
+      return { candidate, mode, summary: summaryOfSteps(steps), draftFullEntropy: prompts.some((p) => p.draftFullEntropy), error: null, ...acceptance }
     }
     return { candidate, mode, summary: summaryOfExpected(replayExpected(trace, candidate)), draftFullEntropy: readsFullEntropy(candidate), error: null }
   } catch (error) {
@@ -122,16 +140,32 @@ export function fastestFirst(verdicts: readonly Verdict[]): Verdict[] {
   return verdicts.map((v, i) => ({ v, i })).sort((a, b) => speed(b.v) - speed(a.v) || a.i - b.i).map(({ v }) => v)
 }
 
-/** `ar` and every candidate, replayed once each. */
-export async function replayAll(trace: Trace, candidates: readonly Candidate[]): Promise<Replayed[]> {
+/** `ar` and every candidate, replayed once each (`live`: the models a foreign draft's candidates replay with). */
+export async function replayAll(trace: Trace, candidates: readonly Candidate[], live?: LiveModels): Promise<Replayed[]> {
   const replayed: Replayed[] = []
-  for (const candidate of [AR_CANDIDATE, ...candidates.filter((c) => c.method !== 'ar')]) replayed.push(await replayCandidate(trace, candidate))
+  for (const candidate of [AR_CANDIDATE, ...candidates.filter((c) => c.method !== 'ar')]) replayed.push(await replayCandidate(trace, candidate, live))
   return replayed
 }
 
 /** `ar` and every candidate, fastest predicted first; those that could not be replayed last, in the given order. */
-export async function rankCandidates(trace: Trace, candidates: readonly Candidate[], costs: CostTable): Promise<Verdict[]> {
-  return fastestFirst((await replayAll(trace, candidates)).map((r) => price(r, trace, costs)))
+export async function rankCandidates(trace: Trace, candidates: readonly Candidate[], costs: CostTable, live?: LiveModels): Promise<Verdict[]> {
+  return fastestFirst((await replayAll(trace, candidates, live)).map((r) => price(r, trace, costs)))
+}
+
+/**
+ * Each foreign draft's acceptance per position, from the rounds of its sd-tli candidate with the longest draft
+ * (sd-tli proposes one target token per draft position; sd-uad's proposals are re-tokenised text), else of any of
+ * its cross-vocabulary candidates.
+ */
+export function roundAcceptanceByDraft(replayed: readonly Replayed[]): Record<string, (number | null)[]> {
+  const out: Record<string, { acceptance: (number | null)[]; rank: number }> = {}
+  for (const r of replayed) {
+    if (!r.acceptance || r.candidate.draft === null) continue
+    const rank = (r.candidate.method === 'sd-tli' ? 1000 : 0) + r.candidate.gamma
+    const best = out[r.candidate.draft]
+    if (!best || rank > best.rank) out[r.candidate.draft] = { acceptance: r.acceptance, rank }
+  }
+  return Object.fromEntries(Object.entries(out).map(([name, { acceptance }]) => [name, acceptance]))
 }
 
 /**

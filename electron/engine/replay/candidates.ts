@@ -4,6 +4,9 @@
  * The grid, per traced draft model: `sd` at γ = 1 … 8; `sd-pmin` at its llama.cpp defaults and at p_min ∈ {0.3, 0.5}
  * (n_max 8); `svip` at the paper's grid h ∈ {0.2, 0.3, 0.4, 0.5} (SVIP §3.1; cap 40); `sd+ngram` at γ = 3, 5; and,
  * without a draft, `pld` (γ = 3, 5) and `ngram-simple` (llama.cpp's defaults and n = 3, m = 8).
+ * A draft of ANOTHER vocabulary (`foreign`) gets only the methods that map between vocabularies: `sd-tli` and `sd-uad`
+ * at γ ∈ {1, 2, 4, 6} (their defaults otherwise). Each of these replays with the live draft (replay/replay.ts), so
+ * the grid stays small; a foreign pair's acceptance is usually low, where short drafts win.
  *
  * Rollouts: a round's draft is at most the method's cap long, so after a divergence at most cap − 1 further draft
  * tokens are ever read (replay/draft-trace.ts); `rolloutLengthFor` is the largest cap − 1 over the candidates.
@@ -16,6 +19,9 @@ export function maxDraftLength(candidate: Candidate): number | null {
   if (candidate.draft === null) return 0 // a lookup drafts no model tokens: no rollout is read
   const { gamma, params } = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params })
   switch (candidate.method) {
+    case 'sd-tli':
+    case 'sd-uad':
+      return 0 // replayed with the live draft (replay/replay.ts): no recorded rollout is read
     case 'sd':
     case 'sd+ngram':
       return gamma
@@ -35,9 +41,17 @@ export function rolloutLengthFor(candidates: readonly Candidate[], fallback = 16
   return Math.max(0, ...candidates.map((c) => (maxDraftLength(c) ?? fallback) - 1))
 }
 
-export function candidateGrid(drafts: readonly string[]): Candidate[] {
+/** γ of the cross-vocabulary candidates (sd-tli, sd-uad) of a foreign draft. */
+export const CROSS_VOCABULARY_GAMMAS = [1, 2, 4, 6] as const
+
+/** `foreign`: the drafts whose vocabulary is not the target's (model/vocabulary-check.ts). */
+export function candidateGrid(drafts: readonly string[], foreign: ReadonlySet<string> = new Set()): Candidate[] {
   const grid: Candidate[] = []
   for (const draft of drafts) {
+    if (foreign.has(draft)) {
+      for (const method of ['sd-tli', 'sd-uad']) for (const gamma of CROSS_VOCABULARY_GAMMAS) grid.push({ method, gamma, params: {}, draft })
+      continue
+    }
     for (let gamma = 1; gamma <= 8; gamma++) grid.push({ method: 'sd', gamma, params: {}, draft })
     grid.push({ method: 'sd-pmin', gamma: 5, params: {}, draft })
     for (const p of [0.3, 0.5]) grid.push({ method: 'sd-pmin', gamma: 5, params: { 'pmin.p': p, 'pmin.max': 8 }, draft })

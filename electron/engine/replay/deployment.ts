@@ -121,11 +121,12 @@ export function speclabCommand(c: Configuration, targetFile: string): string {
 
 /**
  * What to choose in LM Studio, whose speculative decoding is llama.cpp's draft-model speculation: the draft model
- * file in its Speculative Decoding draft model picker. null when no draft model applies (ar, the lookups).
+ * file in its Speculative Decoding draft model picker. null when no draft model applies (ar, the lookups) or when
+ * the method maps between vocabularies (sd-tli, sd-uad): llama.cpp's speculation needs the target's vocabulary.
  */
 export function lmStudioChoice(c: Configuration): string | null {
   const definition = findMethod(c.method)
-  if (c.draftFile === null || !definition?.needs.draft) return null
+  if (c.draftFile === null || !definition?.needs.draft || definition.vocabulary === 'any') return null
   const equivalent = llamaServerEquivalent(c)
   const cap = equivalent.method === 'llama-server:draft' ? `; its draft-length limit, where the version shows one: ${equivalent.gamma}` : ''
   return `Speculative Decoding → Draft Model: ${path.basename(c.draftFile)}${cap}`

@@ -6,7 +6,9 @@
  *   accepted given the ones before it were. At output position i the acceptance is α_i = 1[argmax q_i = token_i]
  *   under greedy decoding and the overlap Σ min(p_i, q_i) under sampling; a round starting at i reaches position j
  *   with probability Π_{t<j} α_{i+t}, so position j's acceptance is E_i[Π_{t≤j} α] / E_i[Π_{t<j} α], over every
- *   start i of every prompt. Teacher-forced: after accepted tokens the draft's context IS the target's.
+ *   start i of every prompt. Teacher-forced: after accepted tokens the draft's context IS the target's. A draft of
+ *   another vocabulary has no teacher-forced points (replay/trace.ts TracedModel.foreign): its acceptance is read
+ *   from the replayed rounds of its sd-tli candidate instead (replay/round-acceptance.ts, `acceptanceFrom: 'rounds'`).
  * - verification cost c_T(k)/c_T(1): what scoring k tokens in one target call costs in single-token calls.
  * - draft cost c_D/c_T(1): a drafted token in target single-token calls.
  */
@@ -18,6 +20,8 @@ import type { Trace } from './trace'
 export interface DraftProfile {
   /** acceptance[j − 1]: position j's conditional acceptance; null where no round reaches it. */
   acceptance: (number | null)[]
+  /** 'trace': teacher-forced on the trace; 'rounds': from replayed cross-vocabulary rounds (a foreign draft). */
+  acceptanceFrom?: 'trace' | 'rounds'
   /** ms per drafted token, and the same in target single-token calls. */
   msPerToken: number | null
   relativeCost: number | null
@@ -57,13 +61,17 @@ export function acceptancePerPosition(alphas: readonly (readonly number[])[], po
   return reached.map((n, j) => (n > 0 ? accepted[j] / n : null))
 }
 
-export function workloadProfile(trace: Trace, costs: CostTable, positions = 8): WorkloadProfile {
+/** `fromRounds`: each foreign draft's acceptance per position from replayed rounds (replay/advise.ts roundAcceptanceByDraft). */
+export function workloadProfile(trace: Trace, costs: CostTable, positions = 8, fromRounds: Readonly<Record<string, (number | null)[]>> = {}): WorkloadProfile {
   const single = costs.targetMs[0]
   const ratio = (ms: number | undefined) => (ms === undefined || !(single > 0) ? null : ms / single)
   const drafts: Record<string, DraftProfile> = {}
-  for (const name of Object.keys(trace.drafts)) {
+  for (const [name, model] of Object.entries(trace.drafts)) {
     const ms = costs.drafts[name]?.ms
-    drafts[name] = { acceptance: acceptancePerPosition(acceptances(trace, name), positions), msPerToken: ms ?? null, relativeCost: ratio(ms) }
+    const acceptance = model.foreign
+      ? Array.from({ length: positions }, (_, j) => fromRounds[name]?.[j] ?? null)
+      : acceptancePerPosition(acceptances(trace, name), positions)
+    drafts[name] = { acceptance, acceptanceFrom: model.foreign ? 'rounds' : 'trace', msPerToken: ms ?? null, relativeCost: ratio(ms) }
   }
   return { targetMs: [...costs.targetMs], verifyCost: costs.targetMs.map((ms) => (single > 0 ? ms / single : 0)), drafts }
 }

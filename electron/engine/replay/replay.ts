@@ -12,6 +12,14 @@
  * read one the replayed output leaves the trace and `replayGreedy` throws. Methods that need contexts the trace
  * lacks (sampled drafts, trees, a mid model) throw TraceGapError.
  *
+ * A draft of ANOTHER vocabulary (TracedModel.foreign) has no recorded distributions: its ids are not the target's, so
+ * the teacher-forced pass cannot feed it the target's tokens. The cross-vocabulary methods (sd-tli, sd-uad) map
+ * text between the vocabularies themselves, so they are replayed with the LIVE draft model (`live`) beside the
+ * recorded target, which lends the live target's tokenizer: the decoder re-tokenises, drafts, restricts and
+ * proposes exactly as in a real run, and the greedy verifier reads only the trace's p_i (the output is the target's
+ * greedy continuation again). Exact for the same reasons; it costs the draft's real time per candidate (no target
+ * forward call), and the draft evaluates the shapes a real run evaluates.
+ *
  * What stays approximate against a real run on llama.cpp: the trace's distributions come from other batch shapes
  * than the run's (draft-trace.ts `batch`; the target's `ar` pass is single-token, its verification batched), and the
  * two round differently (~1e-2 in logits), which can flip a near-tie (test/integration/replay-gguf.test.ts counts
@@ -19,11 +27,12 @@
  */
 import type { StepRecord } from '../decoders/types'
 import { decodeOnce } from '../methods/decode-once'
-import { prepare } from '../methods/prepare'
+import { needsSharedVocabulary, prepare } from '../methods/prepare'
 import type { RawParams } from '../methods/param-spec'
 import { isGreedy } from '../sampling/warp'
-import { recordedDraft, recordedTarget } from './trace-models'
-import type { Trace } from './trace'
+import type { LanguageModel } from '../model/types'
+import { recordedDraft, recordedTarget, type RecordedModel } from './trace-models'
+import type { PromptTrace, Trace } from './trace'
 
 /** One configuration to replay: the catalog's method id, --gamma, --set parameters, and which traced draft drafts. */
 export interface Candidate {
@@ -45,17 +54,39 @@ export interface ReplayedPrompt {
 /** The replayed output left the trace: a method read a context that only a real model can answer. */
 export class ReplayDivergedError extends Error {}
 
-export async function replayGreedy(trace: Trace, candidate: Candidate): Promise<ReplayedPrompt[]> {
+/** The live models a foreign draft's candidates replay with: the target (its tokenizer alone) and the drafts by name. */
+export interface LiveModels {
+  target: LanguageModel
+  drafts: Readonly<Record<string, LanguageModel>>
+}
+
+/**
+ * Recorded targets that lend the live tokenizer, one per prompt and shared by every candidate: the vocabulary maps
+ * (model/vocabulary-bytes.ts) are cached per model object, and building them walks the whole vocabulary.
+ */
+const tokenizedTargets = new WeakMap<PromptTrace, RecordedModel>()
+
+function tokenizedTarget(trace: Trace, prompt: PromptTrace, tokenizer: LanguageModel): RecordedModel {
+  let target = tokenizedTargets.get(prompt)
+  if (!target) tokenizedTargets.set(prompt, (target = recordedTarget(trace.target, trace.warp, prompt, tokenizer)))
+  return target
+}
+
+export async function replayGreedy(trace: Trace, candidate: Candidate, live?: LiveModels): Promise<ReplayedPrompt[]> {
   if (!isGreedy(trace.warp)) throw new Error('replayGreedy needs a greedy trace (temperature 0); sampling traces give expected values (replay/expected.ts)')
   const draftModel = candidate.draft === null ? null : trace.drafts[candidate.draft]
   if (candidate.draft !== null && !draftModel) throw new Error(`the trace has no draft '${candidate.draft}' (it has ${Object.keys(trace.drafts).join(', ') || 'none'})`)
+  const foreign = draftModel?.foreign === true
+  const liveDraft = foreign && candidate.draft !== null ? live?.drafts[candidate.draft] : undefined
+  if (foreign && (!live || !liveDraft)) throw new Error(`${candidate.draft} has another vocabulary than the target: its candidates replay with the live draft model, and none was given`)
   const prepared = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }, { draft: draftModel !== null, mid: false })
+  if (foreign && needsSharedVocabulary(prepared.definition)) throw new Error(`${candidate.method} compares token ids, and ${candidate.draft} has another vocabulary than the target`)
   // One run per candidate: state a method keeps across prompts (prepare's newRun) persists as in a real run.
   const run = prepared.newRun()
   const replayed: ReplayedPrompt[] = []
   for (const [index, prompt] of trace.prompts.entries()) {
-    const target = recordedTarget(trace.target, trace.warp, prompt)
-    const draft = draftModel && candidate.draft ? recordedDraft(draftModel, trace.warp, prompt, prompt.drafts[candidate.draft]) : undefined
+    const target = liveDraft ? tokenizedTarget(trace, prompt, live!.target) : recordedTarget(trace.target, trace.warp, prompt)
+    const draft = liveDraft ?? (draftModel && candidate.draft ? recordedDraft(draftModel, trace.warp, prompt, prompt.drafts[candidate.draft]) : undefined)
     const steps: StepRecord[] = []
     const outcome = await decodeOnce({
       decoder: run(),
@@ -71,7 +102,7 @@ export async function replayGreedy(trace: Trace, candidate: Candidate): Promise<
     })
     const at = firstDifference(outcome.tokens, prompt.tokens)
     if (at !== null) throw new ReplayDivergedError(`${candidate.method}: prompt ${index}: the replayed output leaves the trace at output token ${at}`)
-    replayed.push({ steps, tokens: outcome.tokens, draftFullEntropy: draft?.fullEntropyAsked ?? false })
+    replayed.push({ steps, tokens: outcome.tokens, draftFullEntropy: draft && 'fullEntropyAsked' in draft ? draft.fullEntropyAsked : false })
   }
   return replayed
 }

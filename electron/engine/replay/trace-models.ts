@@ -13,7 +13,7 @@
  *   rollouts[i][j − 1]. A context the trace does not hold (a rollout longer than recorded, a sampled draft token)
  *   throws TraceGapError rather than guessing.
  */
-import type { LanguageModel, ModelInfo, ModelSession, SessionOptions } from '../model/types'
+import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from '../model/types'
 import type { Distribution } from '../sampling/distribution'
 import type { WarpConfig } from '../sampling/warp'
 import type { DraftTrace, PromptTrace, TracedModel } from './trace'
@@ -40,6 +40,14 @@ function infoOf(model: TracedModel): ModelInfo {
   }
 }
 
+/** What a tokenizer's model says about its tokenizer (vocabulary-bytes.ts and the SPM / BPE rules read these). */
+const tokenizerFacts = (info: ModelInfo): Partial<ModelInfo> => ({
+  vocabularyType: info.vocabularyType,
+  tokenizerModel: info.tokenizerModel,
+  addBos: info.addBos,
+  addEos: info.addEos
+})
+
 /**
  * A LanguageModel over recorded answers. `full` = prompt + the trace's tokens; a session tracks `onTrace`, how many
  * of its leading tokens agree with `full`, so each answer costs O(1) on the trace.
@@ -48,26 +56,38 @@ export class RecordedModel implements LanguageModel {
   readonly info: ModelInfo
   /** Whether a session asked for the whole-vocabulary entropy (a real draft would then transfer every logit: it costs). */
   fullEntropyAsked = false
+  /** The tokenizer's token kinds, when a live tokenizer was given and has them. */
+  readonly tokenKind?: (token: number) => TokenKind
   private readonly ends: Set<number>
 
+  /**
+   * `tokenizer`: the live model whose tokenizer (tokenize, detokenize, token texts and kinds, tokenizer facts) this
+   * one lends — what the cross-vocabulary methods read of the target to map text between vocabularies; its
+   * distributions still come from the trace alone. Absent: a model without a tokenizer.
+   */
   constructor(
     model: TracedModel,
     private readonly warp: WarpConfig,
     private readonly full: readonly number[],
-    private readonly answer: Answer
+    private readonly answer: Answer,
+    private readonly tokenizer?: LanguageModel
   ) {
-    this.info = infoOf(model)
+    this.info = tokenizer ? { ...infoOf(model), ...tokenizerFacts(tokenizer.info) } : infoOf(model)
     this.ends = new Set(model.endTokens)
+    const kinds = tokenizer?.tokenKind?.bind(tokenizer)
+    if (kinds) this.tokenKind = kinds
   }
 
-  tokenize(): number[] {
-    throw new Error('a recorded model has no tokenizer')
+  tokenize(text: string): number[] {
+    if (!this.tokenizer) throw new Error('a recorded model has no tokenizer')
+    return this.tokenizer.tokenize(text)
   }
-  detokenize(): string {
-    throw new Error('a recorded model has no tokenizer')
+  detokenize(tokens: readonly number[]): string {
+    if (!this.tokenizer) throw new Error('a recorded model has no tokenizer')
+    return this.tokenizer.detokenize(tokens)
   }
-  tokenText(): string {
-    return ''
+  tokenText(token: number): string {
+    return this.tokenizer ? this.tokenizer.tokenText(token) : ''
   }
   isEndOfGeneration(token: number): boolean {
     return this.ends.has(token)
@@ -105,14 +125,20 @@ export class RecordedModel implements LanguageModel {
   }
 }
 
-/** The target of one prompt: p_i on the trace, OFF_TRACE elsewhere. */
-export function recordedTarget(model: TracedModel, warp: WarpConfig, prompt: PromptTrace): RecordedModel {
+/** The target of one prompt: p_i on the trace, OFF_TRACE elsewhere; `tokenizer` lends it a live tokenizer. */
+export function recordedTarget(model: TracedModel, warp: WarpConfig, prompt: PromptTrace, tokenizer?: LanguageModel): RecordedModel {
   const full = [...prompt.promptTokens, ...prompt.tokens]
   const start = prompt.promptTokens.length
-  return new RecordedModel(model, warp, full, (tokens, onTrace) => {
-    const i = tokens.length - start
-    return onTrace === tokens.length && i >= 0 && i < prompt.target.length ? prompt.target[i] : OFF_TRACE
-  })
+  return new RecordedModel(
+    model,
+    warp,
+    full,
+    (tokens, onTrace) => {
+      const i = tokens.length - start
+      return onTrace === tokens.length && i >= 0 && i < prompt.target.length ? prompt.target[i] : OFF_TRACE
+    },
+    tokenizer
+  )
 }
 
 /** A draft of one prompt: q_i on the trace, the rollout after a divergence, TraceGapError anywhere else. */

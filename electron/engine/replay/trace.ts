@@ -70,6 +70,12 @@ export interface TracedModel {
   eos: number | null
   /** Every id for which isEndOfGeneration holds. */
   endTokens: number[]
+  /**
+   * A draft whose vocabulary is not the target's (model/vocabulary-check.ts): its ids mean other strings, so it has
+   * no teacher-forced points (PromptTrace.drafts lacks it) and only the cross-vocabulary methods (sd-tli, sd-uad)
+   * draft with it, replayed with the live draft model (replay/replay.ts). Absent: the target's vocabulary.
+   */
+  foreign?: true
 }
 
 export interface Trace {
