@@ -8,6 +8,7 @@ import { defaultDatabasePath } from '../store/default-path'
 import { RunStore } from '../store/run-store'
 import { bestSpeedup, formatDiff, runsTable, terminalSafe, type RunsRow } from './format'
 import { integerIn, parseInteger, printReport } from './run-command'
+import { formatWhatIf } from './what-if-format'
 
 interface ReadOptions {
   db?: string
@@ -63,9 +64,14 @@ function configOf(store: RunStore, runId: number): RunsRow['config'] {
 export function showCommand(): Command {
   return readOptions(new Command('show').description('show one run: config, per-method metrics, outputs'))
     .argument('<runId>', 'run id', parseInteger)
-    .action((runId: number, options: ReadOptions) => {
+    .option('--what-if', "only the what-if: other γ, policies and lookup caps priced on the run's recorded rounds (--json: its object)")
+    .action((runId: number, options: ReadOptions & { whatIf?: boolean }) => {
       withStore(options, (store) => {
         const report = reportOf(store, runId)
+        if (options.whatIf) {
+          process.stdout.write(options.json ? `${JSON.stringify(report.whatIf)}\n` : `${formatWhatIf(report.whatIf)}\n`)
+          return
+        }
         const results = store.getPromptResults(runId)
         if (options.json) {
           process.stdout.write(`${JSON.stringify({ ...report, results, draftChoices: store.getDraftChoices(runId) })}\n`)
