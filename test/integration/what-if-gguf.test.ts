@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { RunConfig, type RunReport } from '../../electron/api/runs'
+import { RunConfig, RunReport } from '../../electron/api/runs'
 import { WhatIfReport } from '../../electron/engine/replay/what-if'
 import { loadTrio, type LoadedTrio } from '../../electron/experiments/models'
 import { loadPrompts } from '../../electron/experiments/prompts'
@@ -60,7 +60,8 @@ withModels('what if on a stored GGUF run', () => {
   })
 
   it('predicts each drafting method’s own configuration back to the tokens/s the run measured', () => {
-    const whatIf = WhatIfReport.parse(report.whatIf)
+    // What the renderer gets: the report passes its own contract, whatIf included.
+    const whatIf = WhatIfReport.parse(RunReport.parse(report).whatIf)
     expect(whatIf.sources.map((s) => s.method)).toEqual(['sd', 'pld'])
     expect(whatIf.arTokensPerSecond).toBeGreaterThan(0)
     for (const source of whatIf.sources) {

@@ -20,6 +20,7 @@ import {
   whatIfForRun,
   type WhatIfMethod
 } from '../../electron/engine/replay/what-if'
+import { formatWhatIf } from '../../electron/cli/what-if-format'
 
 const MAX_TOKENS = 64
 /** c_T(k) = 10 + 1.5 (k − 1) ms; a draft token 2 ms; 0.5 ms per round outside; 5 ms per prompt outside its rounds; a 20 ms prefill. */
@@ -201,5 +202,13 @@ describe('whatIfForRun', () => {
 
   it('is null for a run with no drafting method', () => {
     expect(whatIfForRun({ methods: [ar(5)], maxTokens: MAX_TOKENS, gamma: 4, params: {} })).toBeNull()
+    expect(formatWhatIf(null)).toMatch(/^no what-if: /)
+  })
+
+  it('show --what-if prints one table per source: the own row marked, unsupported rows with their reason', () => {
+    const text = formatWhatIf(report)
+    expect(text).toMatch(/^target verification cost from the run's rounds: c_T\(1\) 10\.00 ms, .*c_T\(5\) 16\.00 ms$/m)
+    expect(text).toMatch(/^sd γ = 4 \(this run\)\s+[\d.]+\s+[\d.]+\s+[\d.]+×\s+ok$/m)
+    expect(text).toMatch(/^sd γ = 6\s.*outside the run: positions 5–6 were never proposed/m)
   })
 })
