@@ -12,7 +12,7 @@ import type { BestSpeedup } from './best-speedup'
 import { Text } from './fields'
 import { MethodId, ParamValue } from './methods'
 import { AdviceRecord } from './advice'
-import { WhatIfReport } from '../engine/replay/what-if'
+import { WhatIfReport } from '../engine/replay/what-if-report'
 
 /** The sampling warp and the logits transfer; bounds and help in the run-settings catalog. */
 export const SamplingConfig = z.object({

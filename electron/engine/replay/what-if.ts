@@ -33,13 +33,15 @@
  * own policy ended before the predicted rule would have (what followed was never drafted), or c_T(k) beyond the
  * largest k measured. Without `ar` speedups are null (nothing to price them against).
  */
-import { z } from 'zod'
 import type { StepRecord } from '../decoders/types'
 import { isRequestTotals } from '../decoders/step-record'
 import type { PromptOutcome } from '../metrics/fold'
 import { acceptanceByPosition, pooledAlpha } from '../metrics/positions'
 import { findMethod, prepare } from '../methods/prepare'
 import { nonDecreasing } from './isotonic'
+import type { WhatIfPrediction, WhatIfReport, WhatIfSource } from './what-if-report'
+
+export { WhatIfPrediction, WhatIfReport, WhatIfSource } from './what-if-report'
 
 /** The fixed draft lengths every draft-model source is priced at. */
 export const WHAT_IF_GAMMAS = [1, 2, 3, 4, 5, 6, 7, 8] as const
@@ -47,60 +49,6 @@ export const WHAT_IF_GAMMAS = [1, 2, 3, 4, 5, 6, 7, 8] as const
 export const WHAT_IF_CAPS = [1, 2, 3, 4, 5, 6, 7, 8] as const
 /** SVIP's threshold grid (SVIP §3.1: h chosen from {0.2, 0.3, 0.4, 0.5}). */
 export const SVIP_H_GRID = [0.2, 0.3, 0.4, 0.5] as const
-
-export const WhatIfPrediction = z.object({
-  /** What the row is, in words: "sd γ = 3", "svip h = 0.3", "pld cap 4", "sd-pmin as run". */
-  label: z.string(),
-  /** fixed: sd at γ; svip: SVIP's threshold h on the recorded entropies; cap: a lookup's cap; as-run: the source's own rounds. */
-  kind: z.enum(['fixed', 'svip', 'cap', 'as-run']),
-  /** The catalog method that runs it, and what to pass (--gamma, --set key=value). */
-  method: z.string(),
-  gamma: z.number().int().nullable(),
-  params: z.record(z.string(), z.union([z.number(), z.boolean()])),
-  /** γ, h or the cap: the row's one varied value (null for as-run). */
-  value: z.number().nullable(),
-  /** Expected draft tokens proposed per round, output tokens per round. */
-  proposedPerRound: z.number(),
-  tokensPerRound: z.number(),
-  tokensPerSecond: z.number(),
-  /** Over the run's ar; null without ar. */
-  speedup: z.number().nullable(),
-  /** The run's own configuration (its measured point is the source's). */
-  own: z.boolean(),
-  supported: z.boolean(),
-  /** Why the prediction leaves the run's support (null when it does not). */
-  reason: z.string().nullable()
-})
-export type WhatIfPrediction = z.infer<typeof WhatIfPrediction>
-
-export const WhatIfSource = z.object({
-  method: z.string(),
-  drafter: z.enum(['draft-model', 'lookup']),
-  rounds: z.number().int(),
-  maxProposed: z.number().int(),
-  /** α_i for i = 1 … maxProposed (null where no round reached i), and α̂ pooled. */
-  acceptance: z.array(z.number().nullable()),
-  alpha: z.number().nullable(),
-  /** ms per drafted token (0 for a lookup), per round outside verification and drafting, per prompt outside rounds. */
-  draftMsPerToken: z.number(),
-  roundOverheadMs: z.number(),
-  promptOverheadMs: z.number(),
-  /** What the run measured for this method: Σ tokens ÷ Σ each prompt's median wall time, and that over ar's. */
-  measured: z.object({ tokensPerSecond: z.number(), tokensPerRound: z.number(), speedup: z.number().nullable() }),
-  predictions: z.array(WhatIfPrediction),
-  notes: z.array(z.string())
-})
-export type WhatIfSource = z.infer<typeof WhatIfSource>
-
-export const WhatIfReport = z.object({
-  /** ar's tokens/s in this run (the speedups' denominator); null without ar. */
-  arTokensPerSecond: z.number().nullable(),
-  /** c_T(k) as measured from the run's rounds (after the non-decreasing fit), with the rounds behind each. */
-  targetCost: z.array(z.object({ k: z.number().int(), ms: z.number(), rounds: z.number().int() })),
-  sources: z.array(WhatIfSource),
-  notes: z.array(z.string())
-})
-export type WhatIfReport = z.infer<typeof WhatIfReport>
 
 /** One kind of round in a configuration's law: draft tokens proposed, of them accepted, and its probability. */
 export interface RoundOutcome {
