@@ -68,6 +68,7 @@ withModels('what if on a stored GGUF run', () => {
       const own = source.predictions.filter((p) => p.own)
       expect(own, source.method).toHaveLength(1)
       const error = own[0].tokensPerSecond / source.measured.tokensPerSecond - 1
+      console.log(`${source.method}: own configuration predicted ${own[0].tokensPerSecond.toFixed(2)} tok/s, measured ${source.measured.tokensPerSecond.toFixed(2)} (${(error * 100).toFixed(1)} %)`)
       expect(Math.abs(error), `${source.method}: predicted ${own[0].tokensPerSecond} vs measured ${source.measured.tokensPerSecond}`).toBeLessThan(OWN_TOLERANCE)
       expect(Math.abs(own[0].tokensPerRound / source.measured.tokensPerRound - 1)).toBeLessThan(OWN_TOLERANCE)
       expect(own[0].supported).toBe(true)

@@ -20,7 +20,7 @@
  * Cost (replay/predict.ts, priced here from the run's own step timings instead of a separate measurement):
  *   round(k) = k · c_D + c_T(k + 1) + o,   time = Σ_prompts (F_p + Σ_t π(t) · E[round(k_t)])
  * c_T(k): mean verifyMs of the run's single-call rounds scoring k positions (ar's steps give k = 1; every draft
- * method's and lookup's rounds their k), made non-decreasing (replay/isotonic.ts), interpolated linearly between
+ * method's and lookup's rounds their k), made non-decreasing (replay/isotonic.ts, each k weighted by its rounds), interpolated linearly between
  * measured k and extended along the last slope beyond them; c_D: the source's draftMs per drafted token; o: the
  * source's mean time per round outside the target's verification and the drafting; F_p: the prompt's wall time
  * outside its rounds plus what its first round cost beyond round(k) (the prompt's prefill rides on it). Rounds at
@@ -155,7 +155,10 @@ export function measuredTargetCost(steps: readonly StepRecord[]): CostPoint[] {
     byK.set(step.proposed + 1, into)
   }
   const points = [...byK.entries()].sort((a, b) => a[0] - b[0]).map(([k, v]) => ({ k, ms: v.ms / v.rounds, rounds: v.rounds }))
-  const fitted = nonDecreasing(points.map((p) => p.ms))
+  const fitted = nonDecreasing(
+    points.map((p) => p.ms),
+    points.map((p) => p.rounds)
+  )
   return points.map((p, i) => ({ ...p, ms: fitted[i] }))
 }
 
