@@ -152,7 +152,9 @@ describe('whatIfForRun', () => {
   it('recovers the costs the rounds were timed with', () => {
     expect(source.draftMsPerToken).toBeCloseTo(DRAFT_MS, 6)
     expect(source.roundOverheadMs).toBeCloseTo(ROUND_MS, 6)
-    expect(source.promptOverheadMs).toBeCloseTo(PROMPT_MS + PREFILL_MS, 6)
+    // λ: the wall time also holds each prompt's 5 ms outside its rounds and the 20 ms prefill.
+    expect(source.timeScale).toBeGreaterThan(1)
+    expect(source.timeScale).toBeLessThan(1.1)
     for (const point of report.targetCost) expect(point.ms).toBeCloseTo(targetMs(point.k), 6)
   })
 
@@ -198,6 +200,15 @@ describe('whatIfForRun', () => {
     expect(rows.filter((p) => !p.supported).map((p) => p.value)).toEqual([4, 5, 6, 7, 8])
     const own = rows.find((p) => p.own)!
     expect(Math.abs(own.tokensPerSecond / run.sources[0].measured.tokensPerSecond - 1)).toBeLessThan(0.03)
+  })
+
+  it('a first round faster than the mean round (a loaded machine) does not make predictions negative', () => {
+    const noisy = sd(4, rates, 3)
+    // Rounds past the first are slow (the machine is busy), the first ones quick: their "prefill" would be negative.
+    for (const prompt of noisy.prompts) for (const step of prompt.steps) if (step.index > 0) (step.verifyMs += 500), (step.totalMs += 500)
+    for (const prompt of noisy.prompts) prompt.wallMs = prompt.steps.reduce((n, s) => n + s.totalMs, 0)
+    const run = whatIfForRun({ methods: [ar(3), noisy], maxTokens: MAX_TOKENS, gamma: 4, params: {} })!
+    for (const p of run.sources[0].predictions) expect(p.tokensPerSecond, p.label).toBeGreaterThan(0)
   })
 
   it('is null for a run with no drafting method', () => {

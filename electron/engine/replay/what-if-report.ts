@@ -37,10 +37,11 @@ export const WhatIfSource = z.object({
   /** α_i for i = 1 … maxProposed (null where no round reached i), and α̂ pooled. */
   acceptance: z.array(z.number().nullable()),
   alpha: z.number().nullable(),
-  /** ms per drafted token (0 for a lookup), per round outside verification and drafting, per prompt outside rounds. */
+  /** ms per drafted token (0 for a lookup), per round outside verification and drafting. */
   draftMsPerToken: z.number(),
   roundOverheadMs: z.number(),
-  promptOverheadMs: z.number(),
+  /** λ: the source's wall time ÷ its recorded rounds priced with these costs (what turns round costs into wall time). */
+  timeScale: z.number(),
   /** What the run measured for this method: Σ tokens ÷ Σ each prompt's median wall time, and that over ar's. */
   measured: z.object({ tokensPerSecond: z.number(), tokensPerRound: z.number(), speedup: z.number().nullable() }),
   predictions: z.array(WhatIfPrediction),

@@ -18,13 +18,15 @@
  * with each round's proposal cut at the --max-tokens budget as the decoder cuts it; E[rounds] = Σ_t π(t).
  *
  * Cost (replay/predict.ts, priced here from the run's own step timings instead of a separate measurement):
- *   round(k) = k · c_D + c_T(k + 1) + o,   time = Σ_prompts (F_p + Σ_t π(t) · E[round(k_t)])
+ *   round(k) = k · c_D + c_T(k + 1) + o,   time = λ · Σ_prompts Σ_t π(t) · E[round(k_t)]
  * c_T(k): mean verifyMs of the run's single-call rounds scoring k positions (ar's steps give k = 1; every draft
  * method's and lookup's rounds their k), made non-decreasing (replay/isotonic.ts, each k weighted by its rounds), interpolated linearly between
  * measured k and extended along the last slope beyond them; c_D: the source's draftMs per drafted token; o: the
- * source's mean time per round outside the target's verification and the drafting; F_p: the prompt's wall time
- * outside its rounds plus what its first round cost beyond round(k) (the prompt's prefill rides on it). Rounds at
- * index 0 are left out of c_T, c_D and o for that reason.
+ * source's mean time per round outside the target's verification and the drafting; λ = the source's wall time
+ * (Σ each prompt's median) ÷ Σ round(k) over its recorded rounds: the step timings price rounds against each other,
+ * the wall clock sets the scale (prefill and time between rounds ride on it; on a loaded machine Σ of a run's step
+ * timings was seen to exceed its wall time). Rounds at index 0 (they also evaluate the prompt) are left out of c_T,
+ * c_D and o.
  *   tokens/s = Σ L / time,   speedup = tokens/s ÷ ar's tokens/s in the same run (Σ tokens ÷ Σ each prompt's median
  *   wall time: the run's `aggregateTokensPerSecond`, which is what the run's own configuration is compared with).
  *
@@ -198,13 +200,8 @@ const median = (values: readonly number[]): number => {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
 
-/** F_p: the prompt's median wall time outside its rounds, plus its first round's excess over round(k). */
-function promptOverhead(prompt: PromptOutcome, round: (proposed: number) => number): number {
-  const wall = median((prompt.repeats ?? [{ wallMs: prompt.wallMs }]).map((r) => r.wallMs))
-  const inRounds = prompt.steps.reduce((n, s) => n + s.totalMs, 0)
-  const first = prompt.steps[0]
-  return wall - inRounds + (first ? first.totalMs - round(first.proposed) : 0)
-}
+/** The prompt's wall time: the median of its repeats. */
+const wallOf = (prompt: PromptOutcome): number => median((prompt.repeats ?? [{ wallMs: prompt.wallMs }]).map((r) => r.wallMs))
 
 // ── one source ──
 
@@ -299,16 +296,20 @@ function predictSource(method: WhatIfMethod, kind: 'draft-model' | 'lookup', run
   const maxProposed = steps.reduce((n, s) => Math.max(n, s.proposed), 0)
   const costs = sourceCosts(steps, curve)
   const maxK = curve.at(-1)?.k ?? 1
-  const overheads = method.prompts.map((p) => promptOverhead(p, costs.round))
+  // The steps' timings price one round against another; the wall clock sets the scale (Σ of a run's step timings
+  // can exceed its wall time on a loaded machine, and the prompt's prefill rides on the scale too).
+  const modeled = steps.reduce((n, s) => n + costs.round(s.proposed), 0)
+  const wall = method.prompts.reduce((n, p) => n + wallOf(p), 0)
+  const timeScale = modeled > 0 ? wall / modeled : 1
   const price = (law: readonly RoundOutcome[]) => {
     let tokens = 0
     let ms = 0
     let rounds = 0
     let proposed = 0
-    method.prompts.forEach((prompt, i) => {
+    method.prompts.forEach((prompt) => {
       const r = renewal(prompt.outputTokens, run.maxTokens, law, costs.round)
       tokens += prompt.outputTokens
-      ms += overheads[i] + r.ms
+      ms += timeScale * r.ms
       rounds += r.rounds
       proposed += r.proposed
     })
@@ -349,7 +350,7 @@ function predictSource(method: WhatIfMethod, kind: 'draft-model' | 'lookup', run
     alpha,
     draftMsPerToken: costs.draftMsPerToken,
     roundOverheadMs: costs.roundOverheadMs,
-    promptOverheadMs: overheads.length > 0 ? overheads.reduce((a, b) => a + b, 0) / overheads.length : 0,
+    timeScale,
     measured: { tokensPerSecond: method.tokensPerSecond, tokensPerRound: steps.length > 0 ? emitted / steps.length : 0, speedup: arTps ? method.tokensPerSecond / arTps : null },
     predictions,
     notes
