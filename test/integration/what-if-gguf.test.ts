@@ -22,8 +22,8 @@ const DRAFT = 'stories260K-f32.gguf'
 const withModels = describeWithModels('test/integration/what-if-gguf.test.ts', [TARGET, DRAFT])
 const root = path.resolve(__dirname, '../..')
 
-/** How close the own configuration's prediction must come to what the run measured (relative; seen: sd +9.7 %, pld −6.1 %). */
-const OWN_TOLERANCE = 0.15
+/** How close the own configuration's prediction must come to what the run measured (relative; seen on 2026-11-26: sd −2.1 %, pld +2.5 %). */
+const OWN_TOLERANCE = 0.1
 
 withModels('what if on a stored GGUF run', () => {
   let trio: LoadedTrio
