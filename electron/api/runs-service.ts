@@ -8,6 +8,7 @@ import { summarizeMethod, type PromptOutcome } from '../engine/metrics/fold'
 import { invalidRequestMessage } from './request-errors'
 import { findMethod } from '../engine/methods/prepare'
 import { theoryFor } from '../engine/theory/measured'
+import { whatIfForRun } from '../engine/replay/what-if'
 
 /** One handler per channel; handlers may be sync (SQLite) or async (engine host). */
 export type ApiService = ApiHandlers<ApiChannel>
@@ -43,7 +44,15 @@ export function buildRunReport(store: RunsStore, runId: number): RunReport | nul
     if (prompts && prompts.length > 0) methods.push(summarizeMethod(method, prompts, ar))
   }
   withTheory(methods, run.config)
-  return { runId, config: run.config, status: run.summary.status, methods, machine: run.summary.machine }
+  const whatIf = run.config.syntheticAcceptance
+    ? null
+    : whatIfForRun({
+        methods: methods.map((m) => ({ method: m.method, prompts: outcomes.get(m.method) ?? [], tokensPerSecond: m.aggregateTokensPerSecond ?? 0 })),
+        maxTokens: run.config.maxTokens,
+        gamma: run.config.gamma,
+        params: run.config.params
+      })
+  return { runId, config: run.config, status: run.summary.status, methods, machine: run.summary.machine, whatIf }
 }
 
 /** Theory beside measurement (engine/theory/measured.ts) for each method, against the run's own ar. */

@@ -12,6 +12,7 @@ import type { BestSpeedup } from './best-speedup'
 import { Text } from './fields'
 import { MethodId, ParamValue } from './methods'
 import { AdviceRecord } from './advice'
+import { WhatIfReport } from '../engine/replay/what-if-report'
 
 /** The sampling warp and the logits transfer; bounds and help in the run-settings catalog. */
 export const SamplingConfig = z.object({
@@ -167,7 +168,12 @@ export const RunReport = z.object({
   status: RunStatus,
   methods: z.array(MethodSummary),
   /** Load and governor around the run (see MachineState). */
-  machine: MachineState.nullable().default(null)
+  machine: MachineState.nullable().default(null),
+  /**
+   * Other γ, length policies and lookup caps priced on this run's recorded rounds (engine/replay/what-if.ts); null
+   * when no method drafts single chains, for synthetic-acceptance runs, and in reports stored before it existed.
+   */
+  whatIf: WhatIfReport.nullable().default(null)
 })
 export type RunReport = z.infer<typeof RunReport>
 

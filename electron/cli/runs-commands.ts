@@ -14,6 +14,7 @@ import { RunStore } from '../store/run-store'
 import { exportRuns, importRuns, type TransferSummary } from '../store/run-transfer'
 import { bestSpeedup, formatDiff, formatDiffMany, runsTable, terminalSafe, type RunsRow } from './format'
 import { integerIn, parseInteger, printReport } from './run-command'
+import { formatWhatIf } from './what-if-format'
 
 interface ReadOptions {
   db?: string
@@ -74,9 +75,14 @@ export function showCommand(): Command {
   return readOptions(new Command('show').description('show one run: config, per-method metrics, outputs'))
     .argument('<runId>', 'run id', parseInteger)
     .addOption(new Option('--format <format>', 'print the run\'s report as Markdown or self-contained HTML').choices(['md', 'html']))
-    .action((runId: number, options: ReadOptions & { format?: 'md' | 'html' }) => {
+    .option('--what-if', "only the what-if: other γ, policies and lookup caps priced on the run's recorded rounds (--json: its object)")
+    .action((runId: number, options: ReadOptions & { format?: 'md' | 'html'; whatIf?: boolean }) => {
       withStore(options, (store) => {
         const report = reportOf(store, runId)
+        if (options.whatIf) {
+          process.stdout.write(options.json ? `${JSON.stringify(report.whatIf)}\n` : `${formatWhatIf(report.whatIf)}\n`)
+          return
+        }
         const results = store.getPromptResults(runId)
         if (options.format) {
           if (options.json) throw new UserInputError('--format and --json print different things: give one')

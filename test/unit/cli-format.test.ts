@@ -60,6 +60,7 @@ function report(runId: number, methods: MethodSummary[], config: Partial<RunRepo
     status: 'done',
     methods,
     machine: null,
+    whatIf: null,
     config: {
       suite: null,
       methods: methods.map((m) => m.method) as RunReport['config']['methods'],
