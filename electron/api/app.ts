@@ -8,7 +8,7 @@ import type { MethodInfo } from './methods'
 import type { SuiteInfo } from './suites'
 import type { DatasetInfo } from './workbench'
 
-export const VIEWS = ['chat', 'workbench', 'runs', 'diff', 'models'] as const
+export const VIEWS = ['chat', 'workbench', 'advisor', 'runs', 'diff', 'models'] as const
 export const View = z.enum(VIEWS)
 export type View = z.infer<typeof View>
 
