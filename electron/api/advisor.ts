@@ -48,6 +48,8 @@ export const AdvisorProgress = z.object({
   /** The verification run once it exists. */
   runId: Id.nullable(),
   phase: z.union([AdvisorStage, z.literal('finished')]),
+  /** The furthest stage begun (where a cancelled or failed job stopped). */
+  reached: AdvisorStage,
   message: z.string(),
   /** Trace and draft pass: the prompt being decoded (1-based) of `prompts`, and by which model. */
   prompt: z.number().int().min(0),

@@ -5,7 +5,7 @@
  * for suites). Progress per stage (load, trace, draft pass, replay, cost curve, verification cells) is pushed as
  * `advisor:progress`; cancel stops between stages and prompts, and the verification run then ends `cancelled`.
  */
-import type { AdvisorProgress, AdvisorStage, AdvisorStart } from '../api/advisor'
+import { ADVISOR_STAGES, type AdvisorProgress, type AdvisorStage, type AdvisorStart } from '../api/advisor'
 import type { HostEvent } from '../api/events'
 import { buildRunReport, type ApiHandlers } from '../api/runs-service'
 import { UserInputError } from '../engine/errors'
@@ -125,6 +125,7 @@ export class AdvisorService {
         jobId,
         runId: null,
         phase: 'loading',
+        reached: 'loading',
         message: lent ? 'Using the loaded models…' : STAGE_MESSAGES.loading,
         prompt: 0,
         prompts: prepared.prompts.length,
@@ -174,6 +175,8 @@ export class AdvisorService {
         onStage: (stage, detail) =>
           this.update(job, {
             phase: stage,
+            // The trace and the draft pass alternate per prompt: the furthest stage begun never moves back.
+            reached: ADVISOR_STAGES.indexOf(stage) > ADVISOR_STAGES.indexOf(job.progress.reached) ? stage : job.progress.reached,
             message: detail ? `${stage === 'trace' ? 'Target trace' : `Draft pass (${detail.model})`}: prompt ${detail.prompt + 1}/${detail.prompts}` : STAGE_MESSAGES[stage],
             ...(detail ? { prompt: detail.prompt + 1, prompts: detail.prompts, model: detail.model } : {})
           }),

@@ -1,0 +1,124 @@
+/**
+ * Browser mode for an e2e file: the server (`electron/serve.ts` on a temporary database), Chromium with one page,
+ * waiting for a text, and `shot` — the screen at laptop and desktop sizes with the layout checks of layout.ts and a
+ * full-page screenshot each, in the light or dark scheme (contrast checked in that scheme).
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium, type Browser, type BrowserContextOptions, type Locator, type Page } from 'playwright-core'
+import { contrastProblems, LAPTOP_AND_DESKTOP, layoutProblems } from './layout'
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+export const modelsDir = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
+export const chromiumPath = process.env.SPECLAB_CHROMIUM ?? '/usr/bin/chromium'
+export const shotsDir = path.join(root, 'test-results/e2e')
+/** The size flows run at. */
+export const VIEWPORT = { width: 1440, height: 900 }
+
+/** What an e2e file needs that is not here (files, Chromium, the built renderer); empty when it can run. */
+export function missingForBrowser(files: readonly string[]): string[] {
+  return [
+    ...files.filter((f) => !fs.existsSync(f)),
+    ...(fs.existsSync(chromiumPath) ? [] : [chromiumPath]),
+    ...(fs.existsSync(path.join(root, 'out/renderer/index.html')) ? [] : ['out/renderer (run `npm run build`)'])
+  ]
+}
+
+export interface BrowserApp {
+  url: URL
+  browser: Browser
+  page: Page
+  /** Page errors and console errors seen so far. */
+  pageErrors: string[]
+  close(): Promise<void>
+}
+
+function startServer(dir: string): Promise<{ server: ChildProcess; url: URL }> {
+  const server = spawn(
+    path.join(root, 'node_modules/.bin/tsx'),
+    ['electron/serve.ts', '--port', '0', '--db', path.join(dir, 'runs.sqlite'), '--download-dir', path.join(dir, 'downloads')],
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SPECLAB_DB: '', SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'thread-calibration.json') } }
+  )
+  let stderr = ''
+  server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  return new Promise((resolve, reject) => {
+    let stdout = ''
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}`)), 30_000)
+    server.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString()
+      const match = /SpecLab browser mode: (http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]+)/.exec(stdout)
+      if (match) {
+        clearTimeout(timer)
+        resolve({ server, url: new URL(match[1]) })
+      }
+    })
+    server.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)))
+  })
+}
+
+/** The server on a database in `dir`, and Chromium with one page at VIEWPORT. */
+export async function openBrowserApp(dir: string, context: BrowserContextOptions = {}): Promise<BrowserApp> {
+  fs.mkdirSync(shotsDir, { recursive: true })
+  const { server, url } = await startServer(dir)
+  const browser = await chromium.launch({
+    executablePath: chromiumPath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update']
+  })
+  const page = await (await browser.newContext({ viewport: VIEWPORT, ...context })).newPage()
+  const pageErrors: string[] = []
+  page.on('pageerror', (error) => pageErrors.push(`pageerror: ${error.message}`))
+  page.on('console', (message) => {
+    if (message.type() === 'error') pageErrors.push(`console: ${message.text()}`)
+  })
+  page.setDefaultTimeout(60_000)
+  return {
+    url,
+    browser,
+    page,
+    pageErrors,
+    async close() {
+      await browser.close()
+      if (server.exitCode !== null) return
+      const exited = new Promise((resolve) => server.once('exit', resolve))
+      server.kill('SIGTERM')
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))])
+      if (server.exitCode === null) server.kill('SIGKILL')
+    }
+  }
+}
+
+/** Polls until the locator's text matches; returns it. */
+export async function waitForText(page: Page, locator: Locator, pattern: RegExp, timeout = 60_000): Promise<string> {
+  const deadline = Date.now() + timeout
+  let last = ''
+  while (Date.now() < deadline) {
+    last = (await locator.first().textContent().catch(() => null)) ?? ''
+    if (pattern.test(last)) return last
+    await page.waitForTimeout(50)
+  }
+  throw new Error(`timed out waiting for ${pattern} (last text: ${JSON.stringify(last.slice(0, 300))})`)
+}
+
+/**
+ * The screen at 1280×800, 1440×900 and 1920×1080 in `scheme`: layout problems (nothing covered, nothing scrolling
+ * sideways) and contrast problems, one line each, and a full-page screenshot `<name>[-dark]-<w>x<h>.png` (the app
+ * scrolls inside <main>, so the page is let grow for the shot).
+ */
+export async function shot(page: Page, name: string, scheme: 'light' | 'dark' = 'light'): Promise<string[]> {
+  const problems: string[] = []
+  await page.emulateMedia({ colorScheme: scheme })
+  for (const size of LAPTOP_AND_DESKTOP) {
+    await page.setViewportSize(size)
+    await page.waitForTimeout(80) // let charts re-draw at the new size and scheme
+    for (const problem of await layoutProblems(page)) problems.push(`${name} (${scheme}) at ${size.width}×${size.height}: ${problem}`)
+    const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
+    await page.screenshot({ path: path.join(shotsDir, `${name}${scheme === 'dark' ? '-dark' : ''}-${size.width}x${size.height}.png`), fullPage: true })
+    await style.evaluate((node) => (node as HTMLElement).remove())
+  }
+  for (const problem of await contrastProblems(page)) problems.push(`${name} (${scheme}): ${problem}`)
+  await page.setViewportSize(VIEWPORT)
+  await page.emulateMedia({ colorScheme: 'light' })
+  return problems
+}
