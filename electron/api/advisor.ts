@@ -6,6 +6,7 @@
 import { z } from 'zod'
 import { settingSchema } from '../engine/settings/run-settings'
 import { Id } from './fields'
+import { MethodId } from './methods'
 import { LoadSettings } from './models'
 import { RunStatus } from './runs'
 import { DatasetChoice } from './workbench'
@@ -33,7 +34,9 @@ export const AdvisorStart = z.object({
   verify: z.number().int().min(1).max(10),
   deploy: z.enum(DEPLOY_TARGETS),
   /** Seconds the verification run may take (fewer repeats, then fewer candidates); null: no limit. */
-  budgetSeconds: z.number().positive().max(86_400).nullable()
+  budgetSeconds: z.number().positive().max(86_400).nullable(),
+  /** Only these methods of the candidate grid (AppInfo.adviseMethods); absent: all of them. */
+  methods: z.array(MethodId).min(1).max(20).optional()
 })
 export type AdvisorStart = z.infer<typeof AdvisorStart>
 

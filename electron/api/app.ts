@@ -35,4 +35,6 @@ export interface AppInfo {
   defaultThreads: number | null
   /** Whether the llama-server:* methods can start a server here (a built binary), and if not, why and what to do. */
   llamaServer: { available: boolean; reason: string | null }
+  /** The methods of the advisor's candidate grid (engine/replay/candidates.ts), in grid order. */
+  adviseMethods: string[]
 }

@@ -110,6 +110,7 @@ export class AdvisorService {
       verify: request.verify,
       deploy: request.deploy,
       budget: request.budgetSeconds ?? undefined,
+      methods: request.methods?.join(','),
       contextSize: load.contextSize,
       threads: load.threads ?? undefined,
       batchThreads: load.batchThreads ?? undefined,

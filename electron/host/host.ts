@@ -25,6 +25,7 @@ import { JobLock } from './job-lock'
 import { LoadedModels, refuseFailedLoads } from './loaded-models'
 import { methodInfos } from '../engine/methods/docs'
 import { findLlamaServer } from '../engine/peers/llama-server-binary'
+import { candidateGrid } from '../engine/replay/candidates'
 import { ModelLibrary } from './model-library'
 import { RunsBrowser } from './runs-browser'
 import { SuiteService } from './suites'
@@ -158,7 +159,8 @@ export class EngineHost {
       suites: SUITES.map(({ id, name, description, preset, estimate }) => ({ id, name, description, preset, estimate })),
       cpuCount: os.cpus().length,
       defaultThreads: defaultThreads() ?? null,
-      llamaServer: llamaServerAvailability()
+      llamaServer: llamaServerAvailability(),
+      adviseMethods: [...new Set(candidateGrid(['draft']).map((c) => c.method))]
     }
   }
 

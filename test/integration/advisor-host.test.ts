@@ -42,6 +42,8 @@ const request = (overrides: Partial<ApiRequest<'advisor:start'>> = {}): ApiReque
   verify: 1,
   deploy: 'any',
   budgetSeconds: null,
+  // sd and pld, as the CLI test: the full grid's cost measurement (svip's full-vocabulary transfer) takes minutes here.
+  methods: ['sd', 'pld'],
   ...overrides
 })
 
@@ -109,7 +111,7 @@ withModels('Advisor channels on the engine host', () => {
   }, 240_000)
 
   it('cancels an advice: the job ends cancelled and the models are free again', async () => {
-    const { jobId } = await call('advisor:start', request({ limit: 4, maxTokens: 64 }))
+    const { jobId } = await call('advisor:start', request({ limit: 4, settings: { ...request().settings, maxTokens: 64 } }))
     await until(() => progressOf(jobId).find((p) => p.phase === 'trace' || p.phase === 'draft-pass'), 60_000)
     expect(await call('advisor:cancel', { jobId })).toEqual({ cancelled: true })
     const last = await finished(jobId)
