@@ -76,7 +76,8 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     const progress = page.getByTestId('adv-progress')
     await progress.waitFor()
     // The stages tick off in order; at the end every one is done.
-    await page.waitForFunction(() => document.querySelector('[data-testid="adv-progress"]')?.getAttribute('data-phase') === 'finished', null, { timeout: 180_000 })
+    // The cost curve alone takes a minute or two on a busy 2-core machine.
+    await page.waitForFunction(() => document.querySelector('[data-testid="adv-progress"]')?.getAttribute('data-phase') === 'finished', null, { timeout: 330_000 })
     expect(await progress.getAttribute('data-status')).toBe('done')
     for (const stage of ['loading', 'trace', 'draft-pass', 'replay', 'costs', 'verify'])
       expect(await page.getByTestId(`adv-stage-${stage}`).getAttribute('data-state'), stage).toBe('done')
@@ -107,7 +108,7 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     for (const r of measured) expect(r).toMatch(/[\d.]+ \[[\d.]+, [\d.]+\]/)
     problems.push(...(await shot(page, 'advisor')))
     problems.push(...(await shot(page, 'advisor', 'dark')))
-  }, 240_000)
+  }, 400_000)
 
   it('copies the method and the command, and Use in Chat sets the method and γ', async () => {
     const { page } = app
