@@ -8,7 +8,7 @@ import type { MethodInfo } from './methods'
 import type { SuiteInfo } from './suites'
 import type { DatasetInfo } from './workbench'
 
-export const VIEWS = ['chat', 'workbench', 'runs', 'diff', 'models'] as const
+export const VIEWS = ['chat', 'workbench', 'advisor', 'runs', 'diff', 'models'] as const
 export const View = z.enum(VIEWS)
 export type View = z.infer<typeof View>
 
@@ -40,4 +40,6 @@ export interface AppInfo {
   defaultThreads: number | null
   /** Whether the llama-server:* methods can start a server here (a built binary), and if not, why and what to do. */
   llamaServer: { available: boolean; reason: string | null }
+  /** The methods of the advisor's candidate grid (engine/replay/candidates.ts), in grid order. */
+  adviseMethods: string[]
 }

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod'
 import type { AppInfo } from './app'
+import { AdvisorStart, type AdvisorProgress } from './advisor'
 import {
   ConversationExportFormat,
   GenerationSettings,
@@ -48,6 +49,7 @@ import {
 } from './runs'
 import { SuiteStart, type SuiteJobProgress, type SuiteReportFiles, type SuiteRunInfo } from './suites'
 import { WorkbenchStart, type DatasetInfo, type WorkbenchProgress } from './workbench'
+import type { StoredAdvice } from '../experiments/advice-result'
 
 declare const responseType: unique symbol
 /** Phantom marker carrying a channel's response type; it has no runtime content. */
@@ -143,6 +145,13 @@ export const API = {
   'suites:status': channel(z.object({}), returns<SuiteJobProgress | null>()),
   'suites:runs': channel(z.object({ limit: z.number().int().positive().max(1000).optional() }), returns<SuiteRunInfo[]>()),
   'suites:report': channel(z.object({ suiteRunId: Id }), returns<SuiteReportFiles>()),
+
+  /** Starts `speclab advise` on library models (the loaded trio's are lent); progress is pushed as advisor:progress. */
+  'advisor:start': channel(AdvisorStart, returns<{ jobId: string }>()),
+  'advisor:cancel': channel(z.object({ jobId: Text(100).min(1) }), returns<{ cancelled: boolean }>()),
+  'advisor:status': channel(z.object({}), returns<AdvisorProgress | null>()),
+  /** A stored advice run (suite 'advise'): its recommendation, every candidate predicted and measured, the profile. */
+  'advisor:advice': channel(z.object({ runId: Id }), returns<StoredAdvice>()),
 
   'runs:search': channel(RunFilter, returns<RunListItem[]>()),
   'runs:details': channel(z.object({ runId: Id }), returns<RunDetails | null>()),

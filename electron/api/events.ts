@@ -3,6 +3,7 @@
  * `HostEvent` before any screen sees it.
  */
 import { z } from 'zod'
+import { AdvisorProgress } from './advisor'
 import { UiCommand } from './app'
 import { ChatMessage, LiveStats, TokenPiece } from './chat'
 import { Id } from './fields'
@@ -40,6 +41,7 @@ export const HostEvent = z.discriminatedUnion('type', [
   }),
   z.object({ type: z.literal('workbench:progress'), progress: WorkbenchProgress }),
   z.object({ type: z.literal('suite:progress'), progress: SuiteJobProgress }),
+  z.object({ type: z.literal('advisor:progress'), progress: AdvisorProgress }),
   z.object({ type: z.literal('runs:changed') }),
   z.object({ type: z.literal('host:status'), state: z.enum(['ready', 'restarting', 'failed']), message: z.string().nullable() }),
   z.object({ type: z.literal('ui:command'), command: UiCommand })

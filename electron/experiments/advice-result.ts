@@ -112,10 +112,13 @@ function candidateResults(input: ResultInput): CandidateResult[] {
   return rows
 }
 
-function recommendationOf(input: ResultInput): Recommendation | null {
+/** What the recommendation reads of an arm: its stored label, its configuration and its threads. */
+type ArmOfRun = Pick<VerifyArm, 'label' | 'candidate' | 'threads'>
+
+function recommendationOf(input: Pick<ResultInput, 'report' | 'profile' | 'targetFile' | 'draftFiles'> & { arms: readonly ArmOfRun[] }): Recommendation | null {
   const report = input.report
   if (!report || input.arms.length === 0) return null
-  const measured = input.arms.map((arm): MeasuredConfiguration & { arm: VerifyArm } => ({ arm, label: arm.label, method: arm.candidate.method, ...(measurementOf(report, arm.label) ?? { tokensPerSecond: null, speedup: null }) }))
+  const measured = input.arms.map((arm): MeasuredConfiguration & { arm: ArmOfRun } => ({ arm, label: arm.label, method: arm.candidate.method, ...(measurementOf(report, arm.label) ?? { tokensPerSecond: null, speedup: null }) }))
   const verdict = recommend(measured, input.profile)
   const chosen = verdict.pick ?? measured.find((m) => m.method === 'ar')!
   const c = chosen.arm.candidate
@@ -154,5 +157,67 @@ export function adviceResult(input: ResultInput): AdviceResult {
     verdicts: advice.verdicts,
     costs: advice.costs,
     ...(advice.plans ? { plans: advice.plans } : {})
+  }
+}
+
+/** An advice as a stored run holds it: the run's report (its arms' cells) and config.advice (api/advice.ts). */
+export interface StoredAdvice {
+  runId: number
+  status: RunReport['status']
+  seed: number
+  prompts: number
+  tokens: number
+  mode: 'replayed' | 'expected'
+  /** The workload: a built-in set's id or a prompt file, and the limit. */
+  workload: { dataset: string | null; file: string | null; limit: number | null }
+  targetFile: string
+  /** Draft name → file. */
+  draftFiles: Record<string, string>
+  repeats: number
+  recommendation: Recommendation | null
+  candidates: CandidateResult[]
+  profile: WorkloadProfile
+}
+
+/** The same configuration (ar is ar whatever its γ). */
+const sameConfiguration = (a: Omit<Candidate, 'params'> & { params: Record<string, unknown> }, b: typeof a) =>
+  a.method === b.method && (a.method === 'ar' || (a.gamma === b.gamma && a.draft === b.draft && JSON.stringify(a.params) === JSON.stringify(b.params)))
+
+/**
+ * The advice of a stored run (suite 'advise'), as `speclab advise` printed it when it ran: every prediction beside
+ * its arm's measurement, and the recommendation recomputed from the run's cells by the same rule. Null for a run
+ * that holds no advice.
+ */
+export function storedAdvice(report: RunReport): StoredAdvice | null {
+  const record = report.config.advice
+  if (!record) return null
+  const arms: ArmOfRun[] = record.arms.map((a) => ({ label: a.label, candidate: { method: a.method, gamma: a.gamma, params: a.params, draft: a.draft }, threads: a.threads }))
+  const measured = (label: string) => measurementOf(report, label)
+  const candidates: CandidateResult[] = record.predictions.map((p) => {
+    const arm = record.arms.find((a) => sameConfiguration(a, p))
+    const m = arm ? measured(arm.label) : undefined
+    const predicted = p.tokensPerSecond !== null && p.speedup !== null ? { tokensPerSecond: p.tokensPerSecond, speedup: p.speedup } : null
+    return { label: arm?.label ?? null, method: p.method, params: { ...p.params }, gamma: p.gamma, draft: p.draft, plan: p.plan, predicted, ...(m ? { measured: m } : {}), error: p.error }
+  })
+  // Arms that are no candidate of the grid (llama-server's default) are listed after it, as advise lists them.
+  for (const a of record.arms.filter((a) => !record.predictions.some((p) => sameConfiguration(a, p)))) {
+    const m = measured(a.label)
+    candidates.push({ label: a.label, method: a.method, params: { ...a.params }, gamma: a.gamma, draft: a.draft, plan: null, predicted: a.predicted, ...(m ? { measured: m } : {}), error: null })
+  }
+  const config = report.config
+  return {
+    runId: report.runId,
+    status: report.status,
+    seed: config.seed,
+    prompts: record.trace.prompts,
+    tokens: record.trace.tokens,
+    mode: record.trace.mode,
+    workload: { dataset: config.prompts.dataset ?? null, file: config.prompts.file ?? null, limit: config.prompts.limit ?? null },
+    targetFile: config.models.target,
+    draftFiles: { ...record.drafts },
+    repeats: config.repeats,
+    recommendation: recommendationOf({ report, arms, profile: record.profile, targetFile: config.models.target, draftFiles: record.drafts }),
+    candidates,
+    profile: record.profile
   }
 }

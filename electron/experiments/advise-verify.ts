@@ -10,6 +10,7 @@
  * (for filters and the runs list), and config.advice says which candidate each label is (api/advice.ts).
  */
 import type { AdviceArm, AdviceRecord } from '../api/advice'
+import type { Deploy } from '../api/advisor'
 import type { RunConfig, RunReport } from '../api/runs'
 import type { DecoderModels } from '../engine/decoders/types'
 import { llamaServerEquivalent } from '../engine/replay/deployment'
@@ -25,7 +26,7 @@ import { withThreads, type ArmThreads } from './peer-bench'
 import type { PromptItem } from './prompts'
 import { executeRun, type Arm, type RunOptions } from './runner'
 
-export type Deploy = 'speclab' | 'llama-server' | 'any'
+export type { Deploy } from '../api/advisor'
 
 export interface VerifyArm {
   label: string

@@ -1,6 +1,6 @@
 /**
  * The engine host: owns the run store, the model library, the loaded trio and every running job (chat generation,
- * workbench run, suite run, downloads), and serves the api contract — requests in, pushed events out. Plain Node: Electron
+ * workbench run, suite run, advice, downloads), and serves the api contract — requests in, pushed events out. Plain Node: Electron
  * runs it in a utilityProcess (./utility-entry.ts), browser mode in the server's own process (./server.ts), tests
  * in-process. Every request goes through `handleApiRequest`, which validates the payload with the contract.
  */
@@ -25,11 +25,13 @@ import { JobLock } from './job-lock'
 import { LoadedModels, refuseFailedLoads } from './loaded-models'
 import { methodInfos } from '../engine/methods/docs'
 import { findLlamaServer } from '../engine/peers/llama-server-binary'
+import { GRID_METHODS } from '../experiments/advise-run'
 import { ModelLibrary } from './model-library'
 import { RunsBrowser } from './runs-browser'
 import { RunMover } from './run-mover'
 import { SuiteService } from './suites'
 import { WorkbenchService } from './workbench'
+import { AdvisorService } from './advisor'
 
 export const HostOptions = z.object({
   databasePath: z.string().min(1),
@@ -89,6 +91,7 @@ export class EngineHost {
   private readonly chat: ChatService
   private readonly workbench: WorkbenchService
   private readonly suites: SuiteService
+  private readonly advisor: AdvisorService
   private readonly downloads: DownloadManager
   private readonly service: ApiService
 
@@ -120,8 +123,9 @@ export class EngineHost {
     this.chat = new ChatService(app, this.loaded, this.lock, emit)
     this.workbench = new WorkbenchService(runs, this.library, this.loaded, this.lock, emit)
     this.suites = new SuiteService(runs, this.library, this.loaded, this.lock, emit)
+    this.advisor = new AdvisorService(runs, this.library, this.loaded, this.lock, emit)
     this.downloads = new DownloadManager(options.downloadDirectory, this.library, emit, extras.createDownloader)
-    const browser = new RunsBrowser(runs, app, this.loaded, this.lock, () => this.workbench.activeRunId)
+    const browser = new RunsBrowser(runs, app, this.loaded, this.lock, () => this.workbench.activeRunId ?? this.advisor.activeRunId)
     const mover = new RunMover(runs, () => this.databasePath, emit)
     this.service = {
       ...createRunsService({
@@ -136,6 +140,7 @@ export class EngineHost {
       ...this.chat.handlers(),
       ...this.workbench.handlers(),
       ...this.suites.handlers(),
+      ...this.advisor.handlers(),
       ...browser.handlers(),
       ...mover.handlers()
     }
@@ -158,7 +163,8 @@ export class EngineHost {
       cpuCount: os.cpus().length,
       enginePid: process.pid,
       defaultThreads: defaultThreads() ?? null,
-      llamaServer: llamaServerAvailability()
+      llamaServer: llamaServerAvailability(),
+      adviseMethods: GRID_METHODS
     }
   }
 
@@ -244,6 +250,7 @@ export class EngineHost {
     this.chat.stopAll()
     this.workbench.stopAll()
     this.suites.stopAll()
+    this.advisor.stopAll()
     await this.downloads.stopAll()
     // Give running decoders a moment to see the abort and finish their rows.
     for (let i = 0; i < 50 && this.lock.busy; i++) await new Promise((resolve) => setTimeout(resolve, 20))

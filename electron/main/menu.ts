@@ -58,6 +58,7 @@ export function buildMenuTemplate(context: MenuContext, actions: MenuActions): M
         view('Workbench', 'workbench', '2'),
         view('Runs', 'runs', '3'),
         view('Models', 'models', '4'),
+        view('Advisor', 'advisor', '5'),
         ...(context.isDev
           ? [{ type: 'separator' } as MenuItemConstructorOptions, { role: 'reload' } as MenuItemConstructorOptions, { role: 'toggleDevTools' } as MenuItemConstructorOptions]
           : []),

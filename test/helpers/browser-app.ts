@@ -1,19 +1,21 @@
 /**
  * Shared setup of the browser-mode e2e tests: `electron/serve.ts` on a temporary database, Debian's Chromium through
  * playwright-core, text waits, and shots of a screen at laptop and desktop sizes with the layout checks of
- * test/helpers/layout.ts.
+ * test/helpers/layout.ts; `openBrowserApp` / `shot` for a file that needs one page (light or dark, contrast checked).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Locator, Page } from 'playwright-core'
-import { LAPTOP_AND_DESKTOP, layoutProblems } from './layout'
+import { chromium, type Browser, type BrowserContextOptions, type Locator, type Page } from 'playwright-core'
+import { contrastProblems, LAPTOP_AND_DESKTOP, layoutProblems } from './layout'
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
 export const chromiumPath = process.env.SPECLAB_CHROMIUM ?? '/usr/bin/chromium'
 export const shots = path.join(root, 'test-results/e2e')
+/** The size flows run at. */
+export const VIEWPORT = { width: 1440, height: 900 }
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update']
 
 /** What a browser-mode e2e test cannot run without: Chromium, the built renderer and the given files. */
@@ -95,4 +97,59 @@ export async function inViewport(locator: Locator): Promise<boolean> {
     const r = el.getBoundingClientRect()
     return r.top >= 0 && r.left >= 0 && r.top < innerHeight && r.right <= innerWidth + 1 && r.height > 0
   })
+}
+
+export interface BrowserApp {
+  url: URL
+  browser: Browser
+  page: Page
+  /** Page errors and console errors seen so far. */
+  pageErrors: string[]
+  close(): Promise<void>
+}
+
+/** The server on a database in `dir`, and Chromium with one page at VIEWPORT. */
+export async function openBrowserApp(dir: string, context: BrowserContextOptions = {}): Promise<BrowserApp> {
+  fs.mkdirSync(shots, { recursive: true })
+  const { server, url } = await startServe(dir)
+  const browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_ARGS })
+  const page = await (await browser.newContext({ viewport: VIEWPORT, ...context })).newPage()
+  const pageErrors: string[] = []
+  page.on('pageerror', (error) => pageErrors.push(`pageerror: ${error.message}`))
+  page.on('console', (message) => {
+    if (message.type() === 'error') pageErrors.push(`console: ${message.text()}`)
+  })
+  page.setDefaultTimeout(60_000)
+  return {
+    url,
+    browser,
+    page,
+    pageErrors,
+    async close() {
+      await browser.close()
+      await stopServe(server)
+    }
+  }
+}
+
+/**
+ * The screen at 1280×800, 1440×900 and 1920×1080 in `scheme`: layout problems (nothing covered, nothing scrolling
+ * sideways) and contrast problems, one line each, and a full-page screenshot `<name>[-dark]-<w>x<h>.png` (the app
+ * scrolls inside <main>, so the page is let grow for the shot).
+ */
+export async function shot(page: Page, name: string, scheme: 'light' | 'dark' = 'light'): Promise<string[]> {
+  const problems: string[] = []
+  await page.emulateMedia({ colorScheme: scheme })
+  for (const size of LAPTOP_AND_DESKTOP) {
+    await page.setViewportSize(size)
+    await page.waitForTimeout(80) // let charts re-draw at the new size and scheme
+    for (const problem of await layoutProblems(page)) problems.push(`${name} (${scheme}) at ${size.width}×${size.height}: ${problem}`)
+    const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
+    await page.screenshot({ path: path.join(shots, `${name}${scheme === 'dark' ? '-dark' : ''}-${size.width}x${size.height}.png`), fullPage: true })
+    await style.evaluate((node) => (node as HTMLElement).remove())
+  }
+  for (const problem of await contrastProblems(page)) problems.push(`${name} (${scheme}): ${problem}`)
+  await page.setViewportSize(VIEWPORT)
+  await page.emulateMedia({ colorScheme: 'light' })
+  return problems
 }

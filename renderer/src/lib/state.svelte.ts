@@ -29,6 +29,12 @@ export const ui = $state({
   openRun: null as number | null,
   /** A suite run whose report the Runs screen should open. */
   openSuiteRun: null as number | null,
+  /** Models the Advisor should start from (the Models screen's "Recommend a setup"). */
+  advisorModels: null as { target: number; drafts: number[] } | null,
+  /** A stored advice run the Advisor should show (Runs' "Open in Advisor"). */
+  openAdvice: null as number | null,
+  /** A method with its γ and parameters that Chat should take over (the Advisor's "Use in Chat"). */
+  chatPreset: null as { method: string; gamma: number; params: Record<string, string | number | boolean> } | null,
   globalError: null as string | null
 })
 

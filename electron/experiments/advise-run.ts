@@ -1,0 +1,239 @@
+/**
+ * One advice from options to stored run — what `speclab advise` and the app's Advisor screen both call: the
+ * candidate grid the options allow, the run request, the prediction on loaded models (advise.ts), the arms that fit
+ * the time budget, and the verification run stored as a run of suite 'advise' (advise-verify.ts). Callers own the
+ * models (the CLI loads them, the app may lend its loaded trio) and the store, and watch the stages through hooks.
+ */
+import path from 'node:path'
+import { randomInt } from 'node:crypto'
+import { UserInputError } from '../engine/errors'
+import { candidateGrid } from '../engine/replay/candidates'
+import { PROFILE_POSITIONS, type Verdict } from '../engine/replay/advise'
+import { workloadProfile } from '../engine/replay/profile'
+import { planVerification } from '../engine/replay/recommend'
+import type { TraceProgress } from '../engine/replay/record'
+import { findLlamaServer } from '../engine/peers/llama-server-binary'
+import { crossVocabularyMethods } from '../engine/methods/prepare'
+import { vocabularyMismatch } from '../engine/model/vocabulary-check'
+import { setThreads } from '../engine/model/thread-calibration'
+import type { LlamaCppModel } from '../engine/model/llama-cpp-model'
+import type { RunSettingValues } from '../engine/settings/run-settings'
+import type { RunReport } from '../api/runs'
+import type { RunStore } from '../store/run-store'
+import { adviseWorkload, type Advice, type ThreadChoice } from './advise'
+import { adviceRecord, armMethods, chooseArms, runnerArms, runVerification, servable, type Deploy, type VerifyArm } from './advise-verify'
+import { adviceResult, type AdviceResult } from './advice-result'
+import type { LoadedTrio, TrioLoadOptions } from './models'
+import { loadPrompts, type PromptItem } from './prompts'
+import { buildRunRequest, outcomeOf, warpOfSettings, withLoadedTrio, type BuiltRun, type RunRequest } from './run-request'
+import { tokenizePrompts, type RunProgress } from './runner'
+
+export interface AdviseOptions
+  extends Pick<RunSettingValues, 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'calibration' | 'contextSize' | 'repeats'>,
+    Partial<Pick<RunSettingValues, 'limit' | 'seed' | 'threads' | 'batchThreads' | 'gpuLayers'>> {
+  target: string
+  draft: string[]
+  prompts?: string
+  dataset?: string
+  /** Comma-separated method ids of the candidate grid to keep. */
+  methods?: string
+  verify: number
+  /** The draft pass's tokens per call (adviseWorkload's default when absent). */
+  batch?: number
+  tryThreads?: number[]
+  deploy: Deploy
+  budget?: number
+}
+
+/** What the advisor is doing: the stages of adviseWorkload, then the verification run. */
+export type AdviseStage = 'trace' | 'draft-pass' | 'replay' | 'costs' | 'verify'
+
+export interface AdviseHooks {
+  /** A stage begins or moves on (the trace and draft pass per prompt). */
+  onStage?(stage: AdviseStage, detail?: TraceProgress): void
+  /** The arms chosen for the verification, before it starts. */
+  onVerifyPlan?(plan: { arms: string[]; repeats: number; estimatedSeconds: number }): void
+  onVerifyProgress?(progress: RunProgress): void
+  onRunCreated?(runId: number): void
+  /** Stops between stages and prompts; the verification run then ends `cancelled` with its finished cells stored. */
+  signal?: AbortSignal
+}
+
+/** A draft's name in the advice: its file name without .gguf (the file itself when two share a name). */
+export function draftNames(files: readonly string[]): string[] {
+  const names = files.map((file) => path.basename(file).replace(/\.gguf$/i, ''))
+  return names.map((name, i) => (names.indexOf(name) === i && names.lastIndexOf(name) === i ? name : files[i]))
+}
+
+/** Every method of the grid: a draft of the target's vocabulary, one of another, none. */
+export const GRID_METHODS = [...new Set([...candidateGrid(['same']), ...candidateGrid(['foreign'], new Set(['foreign']))].map((c) => c.method))]
+
+const methodsOf = (options: AdviseOptions) => options.methods?.split(',').map((m) => m.trim()).filter(Boolean)
+
+/**
+ * Before the load: the methods the grid may hold for these drafts, whichever vocabularies they turn out to have;
+ * --methods must name one of them.
+ */
+function possibleMethods(options: AdviseOptions, names: readonly string[]): string[] {
+  const methods = methodsOf(options)
+  const possible = [...candidateGrid(names), ...candidateGrid(names, new Set(names))].map((c) => c.method).filter((m) => !methods || methods.includes(m))
+  if (possible.length === 0) throw new UserInputError(`no candidate of the grid is among --methods ${options.methods}`)
+  return [...new Set(possible)]
+}
+
+/**
+ * The grid the options allow: `foreign` drafts (another vocabulary than the target's) get sd-tli / sd-uad, the rest
+ * the id-comparing methods; --methods, and with --deploy llama-server only what llama-server can run. A foreign
+ * draft that --methods leaves without a cross-vocabulary method is refused with the vocabulary check's reason.
+ */
+function gridOf(options: AdviseOptions, names: readonly string[], foreign: ReadonlyMap<string, string>) {
+  const methods = methodsOf(options)
+  const grid = candidateGrid(names, new Set(foreign.keys())).filter((c) => !methods || methods.includes(c.method))
+  for (const [name, reason] of foreign)
+    if (!grid.some((c) => c.draft === name))
+      throw new UserInputError(`${name} has another vocabulary than the target (${reason}); only ${crossVocabularyMethods().join(' and ')} draft with it, and --methods ${options.methods} leaves neither`)
+  if (grid.length === 0) throw new UserInputError(`no candidate of the grid is among --methods ${options.methods}`)
+  if (options.deploy !== 'llama-server') return grid
+  const served = grid.filter(servable)
+  if (served.length === 0) throw new UserInputError(`--deploy llama-server: llama-server runs none of the candidates (${[...new Set(grid.map((c) => c.method))].join(', ')}); it runs sd, sd-pmin and ngram-simple`)
+  return served
+}
+
+/** Each draft whose vocabulary is not the target's, with the vocabulary check's reason. */
+function foreignDraftsOf(trio: Pick<LoadedTrio, 'models' | 'drafts'>, names: readonly string[]): Map<string, string> {
+  const foreign = new Map<string, string>()
+  trio.drafts.forEach((draft, i) => {
+    const mismatch = vocabularyMismatch(trio.models.target, draft)
+    if (mismatch !== null) foreign.set(names[i], mismatch)
+  })
+  return foreign
+}
+
+/** The run request of the verification (suite 'advise'): the arms' methods, the workload, the load settings. */
+function requestOf(options: AdviseOptions, seed: number, methods: readonly string[], repeats: number): RunRequest {
+  return {
+    suite: 'advise',
+    methods,
+    models: { target: options.target, draft: options.draft[0], drafts: options.draft.length > 1 ? options.draft : undefined },
+    prompts: { dataset: options.prompts ? undefined : (options.dataset ?? 'stories'), file: options.prompts, limit: options.limit },
+    decode: { maxTokens: options.maxTokens, temperature: options.temperature, topK: options.topK, topP: options.topP, seed },
+    load: { contextSize: options.contextSize, threads: options.threads, batchThreads: options.batchThreads, calibration: options.calibration, gpuLayers: options.gpuLayers },
+    repeats
+  }
+}
+
+/** An advice checked and ready to run: everything decided before a model loads. */
+export interface PreparedAdvice {
+  options: AdviseOptions
+  seed: number
+  names: string[]
+  prompts: PromptItem[]
+  /** The run request over every method the grid may hold: it validates the options and names the models. */
+  preliminary: BuiltRun
+  /**
+   * What the models must be loaded with: the request's settings without the shared-vocabulary check, since a draft
+   * of another vocabulary is a candidate for the cross-vocabulary methods (the grid is decided per draft once loaded).
+   */
+  load: TrioLoadOptions
+}
+
+/**
+ * Checks the options before anything loads: a mid model refused, one workload, and the request that every method
+ * the grid may hold validates. The grid itself depends on each draft's vocabulary and is decided on the loaded models.
+ */
+export function prepareAdvice(options: AdviseOptions & { mid?: string }): PreparedAdvice {
+  if (options.mid) throw new UserInputError('advise replays two-model methods: leave out --mid')
+  if (options.prompts && options.dataset) throw new UserInputError('give either --prompts or --dataset, not both')
+  const seed = options.seed ?? randomInt(2 ** 32)
+  const names = draftNames(options.draft)
+  const preliminary = buildRunRequest(requestOf(options, seed, ['ar', ...possibleMethods(options, names)], options.repeats))
+  const prompts = loadPrompts(preliminary.config.prompts)
+  return { options, seed, names, prompts, preliminary, load: { ...preliminary.load, sharedVocabulary: false } }
+}
+
+/** Loaded llama.cpp models take their phase threads at each evaluation (llama-cpp-model.ts), so plans switch in place. */
+const LLAMA_THREADS = (counts: number[]): ThreadChoice => ({
+  counts,
+  apply: (model, phase) => setThreads(model as LlamaCppModel, phase),
+  current: (model) => ({ ...(model as LlamaCppModel).phaseThreads })
+})
+
+/** The threads an arm runs with: its thread plan's (--try-threads), else the models' as loaded. */
+function threadsFor(trio: Pick<LoadedTrio, 'models' | 'drafts'>, plans: Advice['plans']) {
+  const target = { ...trio.models.target.phaseThreads }
+  const draftThreads = trio.drafts[0]?.phaseThreads.threads ?? target.threads
+  return (verdict: Verdict | undefined) => {
+    const plan = verdict?.plan === undefined ? undefined : plans?.[verdict.plan]
+    if (plan) return { threads: plan.target.threads, batchThreads: plan.target.batchThreads, draftThreads: plan.draft }
+    return { threads: target.threads, batchThreads: target.batchThreads, draftThreads }
+  }
+}
+
+/** The arms that fit --budget (ar always), and their repeats; one line when nothing fits. */
+function fitBudget(arms: VerifyArm[], options: AdviseOptions): { arms: VerifyArm[]; repeats: number; estimatedSeconds: number } {
+  const [ar, ...rest] = arms
+  const arMs = ar.predicted?.ms ?? 0
+  const plan = planVerification(arMs, rest.map((a) => a.predicted?.ms ?? arMs), options.repeats, options.budget === undefined ? null : options.budget * 1000)
+  if (!plan) {
+    const once = (arMs + (rest[0]?.predicted?.ms ?? arMs)) / 1000
+    throw new UserInputError(`--budget ${options.budget} s is too small: measuring ar and the best candidate once takes about ${once.toFixed(1)} s`)
+  }
+  return { arms: [ar, ...rest.slice(0, plan.candidates)], repeats: plan.repeats, estimatedSeconds: plan.estimatedMs / 1000 }
+}
+
+const cancelled = (signal: AbortSignal | undefined) => {
+  if (signal?.aborted) throw new UserInputError('cancelled')
+}
+
+/**
+ * The advice on `trio` (loaded with `prepared.preliminary.load`): predicted from one trace, the best measured beside
+ * ar in one stored run (nothing stored with verify 0 or no store).
+ */
+export async function runAdvice(prepared: PreparedAdvice, trio: Pick<LoadedTrio, 'models' | 'drafts' | 'fingerprints' | 'threadPlan'>, store: RunStore | null, hooks: AdviseHooks = {}): Promise<AdviceResult> {
+  const { options, seed, names, prompts } = prepared
+  const grid = gridOf(options, names, foreignDraftsOf(trio, names))
+  const drafts = Object.fromEntries(trio.drafts.map((draft, i) => [names[i], draft]))
+  const draftFiles = Object.fromEntries(names.map((name, i) => [name, path.resolve(options.draft[i])]))
+  const promptTokens = tokenizePrompts(trio.models, prompts, { maxTokens: options.maxTokens, contextSize: options.contextSize })
+  const advice = await adviseWorkload({
+    target: trio.models.target,
+    drafts,
+    prompts: promptTokens,
+    warp: warpOfSettings({ maxTokens: options.maxTokens, temperature: options.temperature, topK: options.topK, topP: options.topP }),
+    seed,
+    maxTokens: options.maxTokens,
+    candidates: grid,
+    verifyTop: 0,
+    batch: options.batch,
+    ...(options.tryThreads ? { threads: LLAMA_THREADS(options.tryThreads) } : {}),
+    onProgress: (stage, detail) => {
+      cancelled(hooks.signal)
+      const named: AdviseStage = stage === 'trace' ? (detail && detail.model !== 'target' ? 'draft-pass' : 'trace') : stage === 'replay' ? 'replay' : 'costs'
+      hooks.onStage?.(named, detail)
+    }
+  })
+  cancelled(hooks.signal)
+  const profile = workloadProfile(advice.trace, advice.costs, PROFILE_POSITIONS, advice.roundAcceptance)
+  const base = { seed, advice, profile, targetFile: path.resolve(options.target), draftFiles }
+  if (options.verify === 0 || !store) return adviceResult({ ...base, arms: [], report: null, verification: null })
+  const chosen = chooseArms(advice.verdicts, {
+    top: options.verify,
+    deploy: options.deploy,
+    serverAvailable: findLlamaServer().path !== null,
+    severalDrafts: names.length > 1,
+    threadsOf: threadsFor(trio, advice.plans)
+  })
+  const { arms, repeats, estimatedSeconds } = fitBudget(chosen, options)
+  const built = buildRunRequest(requestOf(options, seed, armMethods(arms), repeats))
+  const config = { ...withLoadedTrio(built.config, outcomeOf(trio)), advice: adviceRecord(advice, profile, draftFiles, arms) }
+  hooks.onStage?.('verify')
+  hooks.onVerifyPlan?.({ arms: arms.map((a) => a.label), repeats, estimatedSeconds })
+  const report: RunReport = await runVerification(store, config, trio.models, prompts, runnerArms(arms, drafts), {
+    prepared: built.prepared,
+    signal: hooks.signal,
+    onProgress: hooks.onVerifyProgress,
+    onRunCreated: hooks.onRunCreated
+  })
+  const verification = { arms: arms.length, repeats, estimatedSeconds, budgetSeconds: options.budget ?? null }
+  return adviceResult({ ...base, arms, report, verification })
+}
