@@ -3,7 +3,7 @@
  * `HostEvent` before any screen sees it.
  */
 import { z } from 'zod'
-import { UiCommand } from './app'
+import { CpuBuildJob, UiCommand } from './app'
 import { ChatMessage, LiveStats, TokenPiece } from './chat'
 import { Id } from './fields'
 import { DownloadState } from './models'
@@ -24,6 +24,7 @@ export const HostEvent = z.discriminatedUnion('type', [
     stage: z.enum(['loading', 'measuring']).optional()
   }),
   z.object({ type: z.literal('download:progress'), download: DownloadState }),
+  z.object({ type: z.literal('native:build-progress'), job: CpuBuildJob }),
   z.object({
     type: z.literal('chat:tokens'),
     generationId: z.string(),
