@@ -80,7 +80,7 @@ export function nativeBackendInWords(info: NativeBackendInfo): string {
       ? `llama.cpp runs on the CPU: node-llama-cpp's prebuilt binary${openmp}.`
       : `llama.cpp runs on the CPU: built on this machine${openmp}.`
   }
-  if (info.binary === 'gpu') return `Models will load on a GPU backend: ${info.reason}.`
+  if (info.binary === 'gpu') return `Models will load on the GPU: ${info.reason}.`
   return info.binary === 'cpu-openmp-build'
     ? 'Models will load on the CPU build made on this machine with OpenMP.'
     : "Models will load on node-llama-cpp's prebuilt CPU binary (without OpenMP)."

@@ -45,7 +45,7 @@ export function chooseLlamaBackend({ requested, gpuBackends, cpuBuildInstalled }
     return { gpu: 'auto', binary: 'gpu', reason: `a GPU backend is available (${gpuBackends.join(', ')}); the CPU build is not used` }
   const why = requested === false ? 'the CPU was asked for (NODE_LLAMA_CPP_GPU)' : 'no GPU backend is available'
   return cpuBuildInstalled
-    ? { gpu: false, binary: 'cpu-openmp-build', reason: `${why}: SpecLab's CPU build with OpenMP` }
+    ? { gpu: false, binary: 'cpu-openmp-build', reason: `${why}: the CPU build made on this machine (with OpenMP when npm install made it)` }
     : { gpu: false, binary: 'cpu-prebuilt', reason: `${why}: node-llama-cpp's prebuilt CPU binary (no OpenMP; \`npm run build:native\` builds the faster one)` }
 }
 
