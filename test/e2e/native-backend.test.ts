@@ -118,6 +118,7 @@ describe.skipIf(missing.length > 0)('Models: the llama.cpp binary', () => {
     await page.getByTestId('model-path').fill(draft)
     await page.getByTestId('model-add').click()
     await expect.poll(() => page.getByTestId('model-added').isVisible()).toBe(true)
+    await page.getByTestId('trio-target').selectOption({ label: path.basename(draft) })
     await page.getByTestId('trio-load').click()
     await expect.poll(() => page.getByTestId('trio-loaded').isVisible(), { timeout: 60_000 }).toBe(true)
     const after = choice.binary === 'gpu' ? /llama\.cpp runs on (cuda|vulkan|metal)/ : choice.binary === 'cpu-openmp-build' ? /runs on the CPU: built on this machine/ : /runs on the CPU: node-llama-cpp's prebuilt binary/
