@@ -5,7 +5,7 @@
  * events.ts, the envelopes that carry both in transport.ts.
  */
 import { z } from 'zod'
-import type { AppInfo } from './app'
+import type { AppInfo, NativeBackendInfo } from './app'
 import { AdvisorStart, type AdvisorProgress } from './advisor'
 import {
   ConversationExportFormat,
@@ -81,6 +81,11 @@ export const API = {
   'app:info': channel(z.object({}), returns<AppInfo>()),
   /** Privileged: only Electron main's File → Open database calls it (see PRIVILEGED_CHANNELS). */
   'app:open-database': channel(z.object({ path: Text(4096).min(1) }), returns<AppInfo>()),
+  /** The llama.cpp binary in use and SpecLab's OpenMP CPU build (as AppInfo.native, asked again). */
+  'app:native-backend': channel(z.object({}), returns<NativeBackendInfo>()),
+  /** Builds node-llama-cpp's CPU backend with OpenMP (~6 minutes; progress as `native:build-progress`). */
+  'app:build-cpu-backend': channel(z.object({}), returns<NativeBackendInfo>()),
+  'app:cancel-cpu-build': channel(z.object({}), returns<{ cancelled: boolean }>()),
 
   'models:list': channel(z.object({}), returns<ModelLibrary>()),
   'models:add': channel(z.object({ path: ModelFilePath }), returns<ModelEntry>()),

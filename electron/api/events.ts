@@ -4,7 +4,7 @@
  */
 import { z } from 'zod'
 import { AdvisorProgress } from './advisor'
-import { UiCommand } from './app'
+import { CpuBuildJob, UiCommand } from './app'
 import { ChatMessage, LiveStats, TokenPiece } from './chat'
 import { Id } from './fields'
 import { DownloadState } from './models'
@@ -25,6 +25,7 @@ export const HostEvent = z.discriminatedUnion('type', [
     stage: z.enum(['loading', 'measuring']).optional()
   }),
   z.object({ type: z.literal('download:progress'), download: DownloadState }),
+  z.object({ type: z.literal('native:build-progress'), job: CpuBuildJob }),
   z.object({
     type: z.literal('chat:tokens'),
     generationId: z.string(),

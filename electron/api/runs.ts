@@ -129,7 +129,13 @@ export const MachineState = z.object({
   loadBefore: z.array(z.number()).length(3),
   loadAfter: z.array(z.number()).length(3).nullable(),
   governor: z.string().nullable(),
-  busy: z.boolean()
+  busy: z.boolean(),
+  /**
+   * node-llama-cpp's llama.cpp binary the run's models ran on: 'prebuilt' or 'localBuild' (SpecLab's OpenMP CPU
+   * build), OpenMP or not (null where it cannot be told), llama.cpp release, 'cpu' or the GPU backend. Absent in
+   * runs recorded before it was kept, null when no llama.cpp runtime ran (synthetic models).
+   */
+  native: z.object({ build: z.string(), openmp: z.boolean().nullable(), release: z.string(), gpu: z.string() }).nullable().optional()
 })
 export type MachineState = z.infer<typeof MachineState>
 

@@ -1,12 +1,15 @@
 /**
- * The machine around a run, for judging its timings: the load averages before and after, and the CPU frequency
- * governor where Linux exposes it (`powersave` or `ondemand` clocks cores down between bursts and adds noise;
- * `performance` does not). A run is flagged busy when the 1-minute load exceeded the cores before it started or
- * when it ended (the run's own threads are part of the load at the end). Load averages read 0 on Windows.
+ * The machine around a run, for judging its timings: the load averages before and after, the CPU frequency governor
+ * where Linux exposes it (`powersave` or `ondemand` clocks cores down between bursts and adds noise; `performance`
+ * does not), and the llama.cpp binary the models ran on (node-llama-cpp's prebuilt one or SpecLab's OpenMP build:
+ * a second thread is worth a different amount on each). A run is flagged busy when the 1-minute load exceeded the
+ * cores before it started or when it ended (the run's own threads are part of the load at the end). Load averages
+ * read 0 on Windows.
  */
 import fs from 'node:fs'
 import os from 'node:os'
 import type { MachineState } from '../api/runs'
+import { knownNativeBackend } from '../engine/model/llama-cpp-model'
 
 const GOVERNOR_FILE = '/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor'
 
@@ -23,7 +26,7 @@ const cpus = (): number => Math.max(1, os.availableParallelism?.() ?? os.cpus().
 /** Taken before the run starts. */
 export function machineBefore(): MachineState {
   const loadBefore = os.loadavg()
-  return { cpus: cpus(), loadBefore, loadAfter: null, governor: governor(), busy: loadBefore[0]! > cpus() }
+  return { cpus: cpus(), loadBefore, loadAfter: null, governor: governor(), busy: loadBefore[0]! > cpus(), native: knownNativeBackend() }
 }
 
 /** The state before, completed once the run has ended. */
@@ -32,10 +35,19 @@ export function machineAfter(before: MachineState): MachineState {
   return { ...before, loadAfter, busy: before.busy || loadAfter[0]! > before.cpus }
 }
 
-/** "load 0.52 → 1.93 on 2 cores, governor performance" (and a warning when busy). */
+/**
+ * "load 0.52 → 1.93 on 2 cores, governor performance, llama.cpp localBuild cpu with OpenMP" (and a warning when
+ * busy).
+ */
 export function describeMachine(machine: MachineState): string {
   const after = machine.loadAfter ? ` → ${machine.loadAfter[0]!.toFixed(2)}` : ''
   const governorText = machine.governor ? `, governor ${machine.governor}` : ''
   const busy = machine.busy ? ' — BUSY: the load exceeded the cores, so timings are suspect' : ''
-  return `load ${machine.loadBefore[0]!.toFixed(2)}${after} on ${machine.cpus} cores${governorText}${busy}`
+  return `load ${machine.loadBefore[0]!.toFixed(2)}${after} on ${machine.cpus} cores${governorText}${binaryText(machine.native)}${busy}`
+}
+
+function binaryText(native: MachineState['native']): string {
+  if (!native) return ''
+  const openmp = native.openmp === null ? '' : native.openmp ? ' with OpenMP' : ' without OpenMP'
+  return `, llama.cpp ${native.build} ${native.gpu}${openmp}`
 }

@@ -20,6 +20,7 @@ import { SUITES } from '../experiments/suites'
 import { AppStore } from '../store/app-store'
 import { RunStore } from '../store/run-store'
 import { ChatService } from './chat'
+import { CpuBuildService, type CpuBuildDeps } from './cpu-build-job'
 import { DownloadManager, type CreateDownloader } from './downloads'
 import { JobLock } from './job-lock'
 import { LoadedModels, refuseFailedLoads } from './loaded-models'
@@ -51,6 +52,8 @@ export type HostOptions = z.infer<typeof HostOptions>
 export interface HostExtras {
   /** Substitute for node-llama-cpp's createModelDownloader (tests). */
   createDownloader?: CreateDownloader
+  /** Substitutes for the CPU backend build and what it asks of the machine (tests). */
+  cpuBuild?: Partial<CpuBuildDeps>
 }
 
 const CatalogFile = z.object({
@@ -93,6 +96,7 @@ export class EngineHost {
   private readonly suites: SuiteService
   private readonly advisor: AdvisorService
   private readonly downloads: DownloadManager
+  private readonly cpuBuild: CpuBuildService
   private readonly service: ApiService
 
   /** Opens the database (throws with a clear message when it cannot). */
@@ -125,6 +129,7 @@ export class EngineHost {
     this.suites = new SuiteService(runs, this.library, this.loaded, this.lock, emit)
     this.advisor = new AdvisorService(runs, this.library, this.loaded, this.lock, emit)
     this.downloads = new DownloadManager(options.downloadDirectory, this.library, emit, extras.createDownloader)
+    this.cpuBuild = new CpuBuildService(this.lock, emit, extras.cpuBuild)
     const browser = new RunsBrowser(runs, app, this.loaded, this.lock, () => this.workbench.activeRunId ?? this.advisor.activeRunId)
     const mover = new RunMover(runs, () => this.databasePath, emit)
     this.service = {
@@ -137,6 +142,7 @@ export class EngineHost {
       'app:open-database': ({ path: file }) => this.openDatabase(file),
       ...this.modelHandlers(),
       ...this.downloads.handlers(),
+      ...this.cpuBuild.handlers(),
       ...this.chat.handlers(),
       ...this.workbench.handlers(),
       ...this.suites.handlers(),
@@ -151,7 +157,7 @@ export class EngineHost {
     return handleApiRequest(this.service, channel, payload)
   }
 
-  private info(): AppInfo {
+  private async info(): Promise<AppInfo> {
     return {
       version: this.options.version,
       mode: this.options.mode,
@@ -164,11 +170,12 @@ export class EngineHost {
       enginePid: process.pid,
       defaultThreads: defaultThreads() ?? null,
       llamaServer: llamaServerAvailability(),
-      adviseMethods: GRID_METHODS
+      adviseMethods: GRID_METHODS,
+      native: await this.cpuBuild.info()
     }
   }
 
-  private openDatabase(file: string): AppInfo {
+  private openDatabase(file: string): Promise<AppInfo> {
     const absolute = path.resolve(file)
     if (!DATABASE_FILE.test(absolute)) throw new UserInputError(`${absolute}: a SpecLab database ends in .sqlite, .sqlite3 or .db`)
     if (this.lock.busy) throw new UserInputError(`cannot switch databases while ${this.lock.busy} is in progress`)
@@ -248,6 +255,7 @@ export class EngineHost {
   /** Stops jobs, frees the models and closes the database. */
   async close(): Promise<void> {
     this.chat.stopAll()
+    this.cpuBuild.stopAll()
     this.workbench.stopAll()
     this.suites.stopAll()
     this.advisor.stopAll()

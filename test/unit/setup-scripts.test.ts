@@ -160,6 +160,6 @@ describe('package.json wiring', () => {
 
   it("runs Electron's download through our non-fatal postinstall instead of electron's own", () => {
     expect(pkg.allowScripts.electron).toBe(false)
-    expect(pkg.scripts.postinstall).toBe('node scripts/install-electron.mjs')
+    expect(pkg.scripts.postinstall).toBe('node scripts/install-electron.mjs && tsx scripts/install-native.ts')
   })
 })

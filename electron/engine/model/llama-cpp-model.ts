@@ -33,6 +33,7 @@ import os from 'node:os'
 import path from 'node:path'
 import {
   getLlama,
+  getLlamaGpuTypes,
   GgufFileType,
   LlamaLogLevel,
   type ControlledEvaluateInputItem,
@@ -46,6 +47,8 @@ import { softmaxEntropy, type Distribution } from '../sampling/distribution'
 import { warp, type WarpConfig } from '../sampling/warp'
 import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
+import { chooseLlamaBackend, requestedGpu, type BackendChoice, type GpuBackend } from './llama-backend-choice'
+import { cpuBuildStatus } from './native-cpu-build'
 import { modelDisposed, modelLoadEnded, modelLoadStarted } from './model-activity'
 import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
 
@@ -94,12 +97,37 @@ export function targetThreadsFor(threads: number | undefined, openmp: boolean | 
 }
 
 let llamaInstance: Promise<Llama> | undefined
-/** One llama.cpp runtime per process (it owns the backend and its threads). */
+let chosenBackend: BackendChoice | null = null
+/**
+ * One llama.cpp runtime per process (it owns the backend and its threads). Its binary: a GPU backend wherever one can
+ * run, else SpecLab's OpenMP CPU build when installed, else node-llama-cpp's prebuilt CPU binary
+ * (llama-backend-choice.ts: the CPU build never takes the place of CUDA, Vulkan or Metal).
+ */
 export function sharedLlama(): Promise<Llama> {
   if (!llamaInstance) preferSpinningOpenMpThreads()
-  // maxThreads 0: each context uses the threads it is told (no splitting between contexts, no wait per decode).
-  llamaInstance ??= getLlama({ logLevel: LlamaLogLevel.error, maxThreads: 0 })
+  llamaInstance ??= createLlama()
   return llamaInstance
+}
+
+async function createLlama(): Promise<Llama> {
+  const gpuBackends = (await getLlamaGpuTypes('supported')).filter((gpu): gpu is GpuBackend => gpu !== false)
+  chosenBackend = chooseLlamaBackend({ requested: requestedGpu(), gpuBackends, cpuBuildInstalled: cpuBuildInstalled() })
+  // maxThreads 0: each context uses the threads it is told (no splitting between contexts, no wait per decode).
+  return getLlama({ gpu: chosenBackend.gpu, logLevel: LlamaLogLevel.error, maxThreads: 0 })
+}
+
+/** Whether node-llama-cpp's CPU local-build folder holds a build (SpecLab's, or one made with its own CLI). */
+function cpuBuildInstalled(): boolean {
+  try {
+    return cpuBuildStatus().installed !== null
+  } catch {
+    return false // node-llama-cpp's bundle unreadable: the prebuilt binary is what loads anyway
+  }
+}
+
+/** Why the runtime has the binary it has; null before the runtime is created. */
+export function llamaBackendChoice(): BackendChoice | null {
+  return chosenBackend
 }
 
 /** OMP_WAIT_POLICY as this process found it, before preferSpinningOpenMpThreads (what child processes get). */
@@ -131,6 +159,12 @@ export function nativeBackend(): Promise<NativeBackend> {
   return nativeBackendOnce
 }
 let nativeBackendOnce: Promise<NativeBackend> | undefined
+let nativeBackendKnown: NativeBackend | null = null
+
+/** The binary of this process's runtime if it has been created, else null (never creates it; for run records). */
+export function knownNativeBackend(): NativeBackend | null {
+  return nativeBackendKnown
+}
 
 async function detectNativeBackend(): Promise<NativeBackend> {
   const llama = await sharedLlama()
@@ -140,7 +174,8 @@ async function detectNativeBackend(): Promise<NativeBackend> {
   } catch {
     // Not Linux.
   }
-  return { build: llama.buildType, openmp, release: llama.llamaCppRelease.release, gpu: llama.gpu === false ? 'cpu' : llama.gpu }
+  nativeBackendKnown = { build: llama.buildType, openmp, release: llama.llamaCppRelease.release, gpu: llama.gpu === false ? 'cpu' : llama.gpu }
+  return nativeBackendKnown
 }
 
 export interface NativeBackend {

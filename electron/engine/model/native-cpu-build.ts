@@ -1,0 +1,276 @@
+/**
+ * SpecLab's CPU build of llama.cpp: node-llama-cpp's addon built from the llama.cpp source it ships, on this machine,
+ * with OpenMP and for this CPU (GGML_NATIVE) — node-llama-cpp's prebuilt CPU binary has no OpenMP, so a second
+ * thread makes a token slower there (docs/performance.md). `npm install` builds it (scripts/install-native.ts), the
+ * Models screen can too (host/cpu-build-job.ts).
+ *
+ * The build is node-llama-cpp's own, `node-llama-cpp source download --gpu false`: it lands where node-llama-cpp
+ * looks for local builds (node_modules/node-llama-cpp/llama/localBuilds/<platform>-<arch>) and getLlama finds it
+ * with no option (llama-backend-choice.ts says when it is used). node-llama-cpp offers no way to load an addon from
+ * elsewhere, and `npm ci` deletes node_modules, so the result is also kept in the user cache directory under
+ * native/<llama.cpp commit>-<node-llama-cpp version>-<platform>-<arch>-<CPU hash> (the CPU's model and feature flags:
+ * GGML_NATIVE compiles for exactly this CPU) and copied back at the next install in a second instead of ~6 minutes.
+ * Both copies go through a temporary folder renamed into place, so a killed build leaves nothing half-written.
+ */
+import { spawn, spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import fs from 'node:fs'
+import { createRequire } from 'node:module'
+import os from 'node:os'
+import path from 'node:path'
+import { userCacheDir } from '../peers/llama-server-binary'
+
+/** The file SpecLab leaves in an installed build, naming the cache entry it came from. */
+const MARKER = 'speclab-cpu-build.json'
+const ENTRY = 'entry.json'
+
+/** The root of the node-llama-cpp package that `from` (a file or folder) resolves. */
+export function nodeLlamaCppDir(from: string = import.meta.url): string {
+  // node-llama-cpp's exports do not include package.json: walk up from its entry point to the package root.
+  let dir = path.dirname(createRequire(from).resolve('node-llama-cpp'))
+  while (!fs.existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir)
+  return dir
+}
+
+/**
+ * The commit of the llama.cpp source node-llama-cpp ships (its git bundle's HEAD), read from the bundle's header
+ * (`# v2 git bundle`, then `<sha> <ref>` lines): no git needed to tell whether a cached build fits.
+ */
+export function bundleCommit(bundle: string): string {
+  const fd = fs.openSync(bundle, 'r')
+  try {
+    const head = Buffer.alloc(64 * 1024)
+    const read = fs.readSync(fd, head, 0, head.length, 0)
+    const lines = head.subarray(0, read).toString('latin1').split('\n')
+    if (!/^# v[23] git bundle/.test(lines[0] ?? '')) throw new Error(`${bundle} is not a git bundle`)
+    const refs = lines.slice(1).filter((line) => /^[0-9a-f]{40} /.test(line))
+    const ref = refs.find((line) => line.endsWith(' HEAD')) ?? refs[0]
+    if (!ref) throw new Error(`${bundle} names no commit`)
+    return ref.slice(0, 40)
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+/** What a build compiled with GGML_NATIVE depends on: the CPU's model and its instruction-set flags. */
+export function cpuIdentity(): { model: string; flags: string } {
+  const model = os.cpus()[0]?.model.trim() ?? 'unknown'
+  let flags = ''
+  try {
+    if (process.platform === 'linux') flags = /^flags\s*:(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? ''
+    else if (process.platform === 'darwin')
+      flags = spawnSync('sysctl', ['-n', 'machdep.cpu.features', 'machdep.cpu.leaf7_features'], { encoding: 'utf8' }).stdout?.trim() ?? ''
+  } catch {
+    // The model name alone then keys the build.
+  }
+  return { model, flags }
+}
+
+export interface CpuBuildKey {
+  commit: string
+  nodeLlamaCpp: string
+  platform: string
+  arch: string
+  cpu: string
+  /** sha256 of the CPU model and flags, 12 hex digits. */
+  cpuHash: string
+}
+
+export function cpuBuildKey(dir: string = nodeLlamaCppDir()): CpuBuildKey {
+  const version = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).version as string
+  const cpu = cpuIdentity()
+  return {
+    commit: bundleCommit(path.join(dir, 'llama', 'gitRelease.bundle')),
+    nodeLlamaCpp: version,
+    platform: process.platform,
+    arch: process.arch,
+    cpu: cpu.model,
+    cpuHash: createHash('sha256').update(`${cpu.model}\n${cpu.flags}`).digest('hex').slice(0, 12)
+  }
+}
+
+const keyName = (key: CpuBuildKey) => `${key.commit.slice(0, 12)}-${key.nodeLlamaCpp}-${key.platform}-${key.arch}-${key.cpuHash}`
+
+/** The cache folder of `key`: native/<commit>-<version>-<platform>-<arch>-<cpu hash>. */
+export function cpuBuildCacheDir(key: CpuBuildKey): string {
+  return path.join(userCacheDir(), 'native', keyName(key))
+}
+
+/** node-llama-cpp's name for the platform in its build folders (getPlatform). */
+function platformName(): string {
+  return process.platform === 'darwin' ? 'mac' : process.platform === 'win32' ? 'win' : process.platform
+}
+
+/** The local-build folder of node-llama-cpp's CPU binary (no GPU, no custom cmake options): `<platform>-<arch>`. */
+export function localCpuBuildDir(dir: string = nodeLlamaCppDir()): string {
+  return path.join(dir, 'llama', 'localBuilds', `${platformName()}-${process.arch}`)
+}
+
+/** A local build node-llama-cpp will load: its addon, metadata and done-mark (its getLocalBuildBinaryPath). */
+function isCompleteLocalBuild(folder: string): boolean {
+  return ['Release/llama-addon.node', 'Release/_nlcBuildMetadata.json', 'buildDone.status'].every((file) => fs.existsSync(path.join(folder, file)))
+}
+
+export interface CpuBuildStatus {
+  key: CpuBuildKey
+  cacheDir: string
+  /** The build is in the cache for this commit, node-llama-cpp version and CPU. */
+  cached: boolean
+  /**
+   * What node-llama-cpp's CPU local-build folder holds: SpecLab's build for this key, another local build (someone
+   * ran node-llama-cpp's own `source build`; left alone), or nothing (the prebuilt binary is used).
+   */
+  installed: 'speclab' | 'other' | null
+}
+
+export function cpuBuildStatus(dir: string = nodeLlamaCppDir()): CpuBuildStatus {
+  const key = cpuBuildKey(dir)
+  const cacheDir = cpuBuildCacheDir(key)
+  const local = localCpuBuildDir(dir)
+  let installed: CpuBuildStatus['installed'] = null
+  if (isCompleteLocalBuild(local)) installed = readMarker(local) === keyName(key) ? 'speclab' : 'other'
+  return { key, cacheDir, cached: isCompleteLocalBuild(path.join(cacheDir, 'build')), installed }
+}
+
+function readMarker(folder: string): string | null {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(folder, MARKER), 'utf8')) as { key?: string }).key ?? null
+  } catch {
+    return null
+  }
+}
+
+/** Copies `from` to `to` through a temporary sibling renamed into place (whatever was at `to` is replaced). */
+function copyAtomically(from: string, to: string, files: readonly string[]): void {
+  const temp = `${to}.tmp-${process.pid}`
+  fs.rmSync(temp, { recursive: true, force: true })
+  fs.mkdirSync(temp, { recursive: true })
+  for (const file of files) fs.cpSync(path.join(from, file), path.join(temp, file), { recursive: true })
+  fs.rmSync(to, { recursive: true, force: true })
+  fs.renameSync(temp, to)
+}
+
+/** What of a local build node-llama-cpp loads (the rest of the folder is cmake's objects). */
+const BUILD_FILES = ['Release', 'buildDone.status'] as const
+
+/** Installs the cached build for this machine into node-llama-cpp's local-build folder. */
+export function restoreCpuBuild(dir: string = nodeLlamaCppDir()): void {
+  const status = cpuBuildStatus(dir)
+  if (!status.cached) throw new Error(`no cached CPU build at ${status.cacheDir}`)
+  const local = localCpuBuildDir(dir)
+  copyAtomically(path.join(status.cacheDir, 'build'), local, BUILD_FILES)
+  fs.writeFileSync(path.join(local, MARKER), JSON.stringify({ key: keyName(status.key) }))
+}
+
+/** Keeps the build node-llama-cpp just made in the cache, and marks it as SpecLab's. */
+export function storeCpuBuild(dir: string, seconds: number): void {
+  const key = cpuBuildKey(dir)
+  const cacheDir = cpuBuildCacheDir(key)
+  const local = localCpuBuildDir(dir)
+  fs.mkdirSync(cacheDir, { recursive: true })
+  copyAtomically(local, path.join(cacheDir, 'build'), BUILD_FILES)
+  fs.writeFileSync(path.join(cacheDir, ENTRY), JSON.stringify({ ...key, builtAt: new Date().toISOString(), buildSeconds: Math.round(seconds) }, null, 2))
+  fs.writeFileSync(path.join(local, MARKER), JSON.stringify({ key: keyName(key) }))
+}
+
+function onPath(tool: string): boolean {
+  const dirs = (process.env.PATH ?? '').split(path.delimiter).filter(Boolean)
+  const names = process.platform === 'win32' ? [`${tool}.exe`, `${tool}.cmd`] : [tool]
+  return dirs.some((d) => names.some((name) => fs.existsSync(path.join(d, name))))
+}
+
+/** The tools the build needs that this machine lacks (empty: it can build). */
+export function missingBuildTools(): string[] {
+  const missing: string[] = []
+  if (!onPath('cmake')) missing.push('cmake')
+  if (!['c++', 'g++', 'clang++', 'cl'].some(onPath)) missing.push('a C++ compiler')
+  if (process.platform !== 'win32' && !['make', 'ninja'].some(onPath)) missing.push('make')
+  if (!onPath('git')) missing.push('git')
+  if (!onPath('npm')) missing.push('npm')
+  return missing
+}
+
+/** What to install for the build, per platform. */
+export function buildToolsHint(missing: readonly string[]): string {
+  const how =
+    process.platform === 'darwin'
+      ? '`xcode-select --install` and `brew install cmake`'
+      : process.platform === 'win32'
+        ? 'Visual Studio Build Tools (C++) and CMake'
+        : '`apt install cmake g++ make git` (Debian/Ubuntu) or your distribution\'s equivalent'
+  return `missing ${missing.join(', ')}: install ${how}`
+}
+
+export interface BuildProgress {
+  /** 0…1: cloning the bundled source is the first 5 %, compiling the rest (ninja's or make's own count). */
+  fraction: number
+  /** What the build is doing now, one line. */
+  stage: string
+}
+
+/** The progress a line of the build's output shows, or null for lines that show none. */
+export function progressOfLine(line: string): BuildProgress | null {
+  // eslint-disable-next-line no-control-regex
+  const text = line.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').trim()
+  const ninja = /^\[(\d+)\/(\d+)\]\s*(.*)$/.exec(text)
+  if (ninja) return { fraction: 0.05 + 0.95 * (Number(ninja[1]) / Math.max(1, Number(ninja[2]))), stage: `compiling (${ninja[1]}/${ninja[2]})` }
+  const make = /^\[\s*(\d+)%\]\s*(.*)$/.exec(text)
+  if (make) return { fraction: 0.05 + 0.95 * (Number(make[1]) / 100), stage: `compiling (${make[1]} %)` }
+  const clone = /^Cloning .*?(\d+)%/.exec(text)
+  if (clone) return { fraction: 0.05 * (Number(clone[1]) / 100), stage: 'copying the llama.cpp source' }
+  if (/Compiling llama\.cpp/.test(text)) return { fraction: 0.05, stage: 'configuring' }
+  return null
+}
+
+export interface BuildOptions {
+  onProgress?: (progress: BuildProgress) => void
+  signal?: AbortSignal
+}
+
+/**
+ * Builds the CPU backend with node-llama-cpp's CLI (a child process: ~6 minutes on 2 cores), keeps it in the cache
+ * and returns the build's duration in seconds. Throws with the tail of the build's output when it fails.
+ */
+export async function buildCpuBackend(dir: string = nodeLlamaCppDir(), options: BuildOptions = {}): Promise<number> {
+  const missing = missingBuildTools()
+  if (missing.length > 0) throw new Error(`cannot build the CPU backend: ${buildToolsHint(missing)}`)
+  const started = performance.now()
+  const tail: string[] = []
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(dir, 'dist', 'cli', 'cli.js'), 'source', 'download', '--gpu', 'false', '--noUsageExample'], {
+      cwd: dir,
+      // ELECTRON_RUN_AS_NODE: under Electron, process.execPath is Electron itself.
+      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1', NODE_LLAMA_CPP_GPU: 'false' },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+    let lastFraction = -1
+    const onData = (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split(/[\r\n]+/)) {
+        if (!line.trim()) continue
+        tail.push(line)
+        if (tail.length > 30) tail.shift()
+        const progress = progressOfLine(line)
+        if (progress && progress.fraction > lastFraction) {
+          lastFraction = progress.fraction
+          options.onProgress?.(progress)
+        }
+      }
+    }
+    child.stdout.on('data', onData)
+    child.stderr.on('data', onData)
+    const abort = () => child.kill('SIGTERM')
+    options.signal?.addEventListener('abort', abort, { once: true })
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      options.signal?.removeEventListener('abort', abort)
+      if (options.signal?.aborted) reject(new Error('the CPU build was cancelled'))
+      else if (code === 0) resolve()
+      else reject(new Error(`the CPU build failed (${signal ?? `exit ${code}`}):\n${tail.join('\n')}`))
+    })
+  })
+  if (!isCompleteLocalBuild(localCpuBuildDir(dir)))
+    throw new Error(`the build finished without a CPU build in ${localCpuBuildDir(dir)} (are NODE_LLAMA_CPP_CMAKE_OPTION_* variables set?)`)
+  const seconds = (performance.now() - started) / 1000
+  storeCpuBuild(dir, seconds)
+  return seconds
+}
