@@ -15,10 +15,14 @@ import { DatasetChoice } from './workbench'
 export const DEPLOY_TARGETS = ['any', 'speclab', 'llama-server'] as const
 export type Deploy = (typeof DEPLOY_TARGETS)[number]
 
+/** The advice's workload: a built-in prompt set, a prompts file, or a chat conversation's messages (its user turns). */
+export const AdvisorWorkload = z.union([DatasetChoice, z.object({ kind: z.literal('conversation'), conversationId: Id })])
+export type AdvisorWorkload = z.infer<typeof AdvisorWorkload>
+
 export const AdvisorStart = z.object({
   /** Library ids: the target and the candidate drafts (the loaded trio's by default; its mid is not used). */
   models: z.object({ target: Id, drafts: z.array(Id).max(4) }),
-  dataset: DatasetChoice,
+  dataset: AdvisorWorkload,
   limit: settingSchema('limit').nullable(),
   settings: z.object({
     maxTokens: settingSchema('maxTokens'),

@@ -141,8 +141,13 @@ function recommendationText(r: Recommendation): string[] {
   return lines
 }
 
-export function adviceText(result: AdviceResult): string {
-  const plans = result.plans !== undefined
+/** What the text shows of an advice: as `advise` just ran it, or as a stored run holds it (storedAdvice). */
+type AdviceView = Pick<AdviceResult, 'candidates' | 'mode' | 'profile' | 'seed' | 'prompts' | 'tokens' | 'runId' | 'recommendation'> & {
+  verification?: AdviceResult['verification']
+}
+
+export function adviceText(result: AdviceView): string {
+  const plans = result.candidates.some((c) => c.plan !== null)
   const rows = result.candidates.map((c, i) => [
     String(i + 1),
     describeCandidate(c),

@@ -15,6 +15,8 @@ import { exportRuns, importRuns, type TransferSummary } from '../store/run-trans
 import { bestSpeedup, formatDiff, formatDiffMany, runsTable, terminalSafe, type RunsRow } from './format'
 import { integerIn, parseInteger, printReport } from './run-command'
 import { formatWhatIf } from './what-if-format'
+import { storedAdvice } from '../experiments/advice-result'
+import { adviceText } from './advise-command'
 
 interface ReadOptions {
   db?: string
@@ -95,6 +97,8 @@ export function showCommand(): Command {
           return
         }
         printReport(report, false)
+        const advice = storedAdvice(report)
+        if (advice) process.stdout.write(`advice (predicted beside measured; the recommendation recomputed from this run's cells):\n${adviceText(advice)}\n`)
         const origin = store.getRun(runId)!.summary.origin
         if (origin)
           process.stdout.write(`imported ${origin.importedAt ?? ''}: run ${origin.id} of ${terminalSafe(origin.db)}${origin.host ? ` on ${terminalSafe(origin.host)}` : ''}\n`)

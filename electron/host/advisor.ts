@@ -9,6 +9,8 @@ import { ADVISOR_STAGES, type AdvisorProgress, type AdvisorStage, type AdvisorSt
 import type { HostEvent } from '../api/events'
 import { buildRunReport, type ApiHandlers } from '../api/runs-service'
 import { UserInputError } from '../engine/errors'
+import { writeConversationWorkload } from '../experiments/conversation-workload'
+import type { AppStore } from '../store/app-store'
 import { prepareAdvice, runAdvice, type AdviseOptions, type PreparedAdvice } from '../experiments/advise-run'
 import { storedAdvice, type StoredAdvice } from '../experiments/advice-result'
 import { loadTrio, type LoadedTrio } from '../experiments/models'
@@ -54,7 +56,9 @@ export class AdvisorService {
     private readonly library: ModelLibrary,
     private readonly loaded: LoadedModels,
     private readonly lock: JobLock,
-    private readonly emit: (event: HostEvent) => void
+    private readonly emit: (event: HostEvent) => void,
+    /** Chat's store and where a conversation's prompts are written (experiments/conversation-workload.ts). */
+    private readonly conversations: { app: () => AppStore; directory: () => string }
   ) {
     this.jobs = new JobSlot({
       intervalMs: PROGRESS_MS,
@@ -87,6 +91,16 @@ export class AdvisorService {
     return advice
   }
 
+  /** The advise options' workload: a built-in set, a file, or a conversation's user turns written to a file. */
+  private workloadOf(workload: AdvisorStart['dataset']): { dataset: string } | { prompts: string } {
+    if (workload.kind === 'builtin') return { dataset: workload.id }
+    if (workload.kind === 'file') return { prompts: workload.path }
+    const app = this.conversations.app()
+    const conversation = app.getConversation(workload.conversationId)
+    if (!conversation) throw new UserInputError(`no conversation with id ${workload.conversationId}`)
+    return { prompts: writeConversationWorkload(this.conversations.directory(), conversation, app.getMessages(workload.conversationId)) }
+  }
+
   private async start(request: AdvisorStart): Promise<{ jobId: string }> {
     const target = await this.library.get(request.models.target)
     const drafts = await Promise.all(request.models.drafts.map((id) => this.library.get(id)))
@@ -99,7 +113,7 @@ export class AdvisorService {
     const options: AdviseOptions = {
       target: target.path,
       draft: drafts.map((d) => d.path),
-      ...(request.dataset.kind === 'builtin' ? { dataset: request.dataset.id } : { prompts: request.dataset.path }),
+      ...this.workloadOf(request.dataset),
       limit: request.limit ?? undefined,
       maxTokens: request.settings.maxTokens,
       temperature: request.settings.temperature,

@@ -127,7 +127,11 @@ export class EngineHost {
     this.chat = new ChatService(app, this.loaded, this.lock, emit)
     this.workbench = new WorkbenchService(runs, this.library, this.loaded, this.lock, emit)
     this.suites = new SuiteService(runs, this.library, this.loaded, this.lock, emit)
-    this.advisor = new AdvisorService(runs, this.library, this.loaded, this.lock, emit)
+    this.advisor = new AdvisorService(runs, this.library, this.loaded, this.lock, emit, {
+      app,
+      // Beside the database, so the advice run's recorded prompt file stays with the runs that name it.
+      directory: () => path.join(path.dirname(this.databasePath), 'advice-workloads')
+    })
     this.downloads = new DownloadManager(options.downloadDirectory, this.library, emit, extras.createDownloader)
     this.cpuBuild = new CpuBuildService(this.lock, emit, extras.cpuBuild)
     const browser = new RunsBrowser(runs, app, this.loaded, this.lock, () => this.workbench.activeRunId ?? this.advisor.activeRunId)
