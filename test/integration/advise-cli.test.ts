@@ -62,7 +62,8 @@ withModels('speclab advise', () => {
     }
     const measured = advice.candidates.filter((c: { measured?: unknown }) => c.measured)
     expect(measured.length).toBeGreaterThanOrEqual(2)
-    expect(measured[0].method).toBe('ar')
+    // Candidates are listed fastest predicted first: ar is measured once, wherever its prediction ranks it.
+    expect(measured.filter((c: { method: string }) => c.method === 'ar')).toHaveLength(1)
     for (const c of measured) {
       expect(isInterval(c.measured.tokensPerSecond)).toBe(true)
       expect(isInterval(c.measured.speedup)).toBe(true)

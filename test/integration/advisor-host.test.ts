@@ -97,7 +97,8 @@ withModels('Advisor channels on the engine host', () => {
     const advice = await call('advisor:advice', { runId: last.runId! })
     expect(advice).toMatchObject({ runId: last.runId, status: 'done', seed: 4, prompts: 2, repeats: 2, workload: { dataset: 'stories', limit: 2 } })
     const measured = advice.candidates.filter((c) => c.measured)
-    expect(measured[0].method).toBe('ar')
+    // Candidates are listed fastest predicted first: ar is measured once, wherever its prediction ranks it.
+    expect(measured.filter((c) => c.method === 'ar')).toHaveLength(1)
     expect(measured.length).toBeGreaterThanOrEqual(2)
     for (const c of measured) expect(c.measured!.tokensPerSecond!.low).toBeLessThanOrEqual(c.measured!.tokensPerSecond!.median)
     const r = advice.recommendation!

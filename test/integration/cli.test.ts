@@ -255,8 +255,9 @@ withModels('speclab CLI', () => {
     const run1 = lines.find((l) => /^1\s/.test(l))!
     expect(run1).toMatch(/\sdone\s+stories260K-f32\.gguf\s+stories\s+ar,sd,nlc-draft\s+6\s+\d+\.\d\d× (sd|nlc-draft)\s+–$/)
     const json = JSON.parse(speclab('runs', '--json').stdout)
-    // The contract's keys stay; name and notes (run labels) and the machine's load were added beside them.
-    expect(Object.keys(json[0]).sort()).toEqual(['createdAt', 'error', 'finishedAt', 'id', 'machine', 'methods', 'name', 'notes', 'promptCount', 'status', 'suite'])
+    // The contract's keys stay; name and notes (run labels), the machine's load and origin (where an imported run was
+    // first recorded; null otherwise) were added beside them.
+    expect(Object.keys(json[0]).sort()).toEqual(['createdAt', 'error', 'finishedAt', 'id', 'machine', 'methods', 'name', 'notes', 'origin', 'promptCount', 'status', 'suite'])
   })
 
   it('diff prints one settings table and one metrics table with human labels', () => {

@@ -283,7 +283,9 @@ withModels('the run command (shared models)', () => {
 
   it('on a disk that fills up (a tmpfs) the run ends failed with one line, exit 1, and the file opens normally after', () => {
     const mount = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-tmpfs-'))
-    if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=320k', 'tmpfs', mount]).status !== 0) {
+    // Room for a fresh database (every migration, its -wal and the 64 KiB reserve beside it) and a little more: the
+    // disk fills during the run, not while the file is being created.
+    if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=448k', 'tmpfs', mount]).status !== 0) {
       console.warn('store-faults: SKIPPED the full-disk check: mounting a tmpfs is not permitted here (needs root)')
       fs.rmSync(mount, { recursive: true, force: true })
       return
@@ -325,7 +327,8 @@ withModels('the run command (shared models)', () => {
         encoding: 'utf8',
         timeout: 120_000
       })
-    const result = node(200, run(file, ['--max-tokens', '200', '--limit', '4']))
+    // 300 KiB per file: a fresh database's -wal (every migration) fits, the run's steps do not.
+    const result = node(300, run(file, ['--max-tokens', '200', '--limit', '4']))
     expect(result.stderr).not.toMatch(/internal error|\n\s+at /)
     const lines = result.stderr.trim().split('\n').filter((l) => l.startsWith('speclab:'))
     expect(lines).toHaveLength(1)

@@ -165,7 +165,7 @@ describe('application menu', () => {
     const template = buildMenuTemplate({ suites: [], isMac: false, isDev: false }, actions)
     expect(submenu(template, 'File').map((i) => i.label).filter(Boolean)).toEqual(['Add Model…', 'Open Database…'])
     expect(submenu(template, 'Experiments')).toEqual([expect.objectContaining({ label: 'Workbench' })])
-    expect(submenu(template, 'View').map((i) => i.label).filter(Boolean)).toEqual(['Chat', 'Workbench', 'Runs', 'Models'])
+    expect(submenu(template, 'View').map((i) => i.label).filter(Boolean)).toEqual(['Chat', 'Workbench', 'Runs', 'Models', 'Advisor']) // Advisor last: the older shortcuts (Ctrl+1…4) keep their screens
     expect(submenu(template, 'help').map((i) => i.label)).toEqual(['About SpecLab', 'Documentation'])
   })
 

@@ -72,10 +72,11 @@ describe('peer-bench arms', () => {
 })
 
 describe('the target’s single-token threads per binary (targetThreadsFor)', () => {
-  it('every core of a ≤ 2-core machine with an OpenMP build and default threads; otherwise the threads given', () => {
+  it('every core of a ≤ 2-core machine with an OpenMP build and no threads given; otherwise the threads given', () => {
     const defaultCount = defaultThreads()
     expect(targetThreadsFor(undefined, true, 2)).toBe(2)
-    expect(targetThreadsFor(defaultCount, true, 2)).toBe(2)
+    // A given count is the user's, even when it equals the default: --threads 1 runs one thread.
+    expect(targetThreadsFor(defaultCount, true, 2)).toBe(defaultCount)
     expect(targetThreadsFor(undefined, false, 2)).toBeUndefined()
     expect(targetThreadsFor(1, null, 2)).toBe(1)
     expect(targetThreadsFor(undefined, true, 8)).toBeUndefined()

@@ -92,8 +92,8 @@ export function targetBatchThreadsFor(threads: number | undefined): number | und
  * two threads is slower in every build). An explicit --threads N means N everywhere.
  */
 export function targetThreadsFor(threads: number | undefined, openmp: boolean | null, cores = os.cpus().length): number | undefined {
-  const isDefault = threads === undefined || threads === defaultThreads()
-  return openmp === true && cores <= 2 && isDefault ? cores : threads
+  // Only an absent count is the default: a given --threads 1 is 1, even where the default would be 1 too.
+  return openmp === true && cores <= 2 && threads === undefined ? cores : threads
 }
 
 let llamaInstance: Promise<Llama> | undefined

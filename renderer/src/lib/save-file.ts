@@ -2,7 +2,7 @@
  * Saves text as a file the way a page can in both modes: a Blob URL on a temporary link with `download` (Chromium
  * and Electron both show their usual save flow).
  */
-export function saveFile(fileName: string, content: string, mimeType: string): void {
+export function saveFile(fileName: string, content: string | Uint8Array<ArrayBuffer>, mimeType: string): void {
   const url = URL.createObjectURL(new Blob([content], { type: mimeType }))
   const a = document.createElement('a')
   a.href = url
