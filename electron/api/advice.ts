@@ -6,7 +6,12 @@
  * recomputed from them by the pure rule (engine/replay/recommend.ts).
  */
 import { z } from 'zod'
+import type { ParamValue as ParamValueType } from '../engine/methods/param-spec'
+import type { DeployThreads } from '../engine/replay/deployment'
+import type { WorkloadProfile } from '../engine/replay/profile'
+import type { Interval } from '../engine/replay/recommend'
 import { ParamValue } from './methods'
+import type { RunStatus } from './fields'
 
 const Threads = z.object({ threads: z.number().int().positive(), batchThreads: z.number().int().positive(), draftThreads: z.number().int().positive() })
 
@@ -51,3 +56,64 @@ export const AdviceRecord = z.object({
   arms: z.array(AdviceArm)
 })
 export type AdviceRecord = z.infer<typeof AdviceRecord>
+
+// ── What `speclab advise` reports and the Advisor screen shows (experiments/advice-result.ts builds them) ──
+
+export interface Measurement {
+  tokensPerSecond: Interval | null
+  speedup: Interval | null
+}
+
+export interface CandidateResult {
+  /** Its label in the verification run (measured arms only). */
+  label: string | null
+  method: string
+  params: Record<string, ParamValueType>
+  gamma: number
+  draft: string | null
+  plan: string | null
+  predicted: { tokensPerSecond: number; speedup: number } | null
+  measured?: Measurement
+  error: string | null
+}
+
+export interface Recommendation {
+  /** false: no configuration's interval lies above 1.0, so the advice is ar (no speculation). */
+  speculate: boolean
+  method: string
+  params: Record<string, ParamValueType>
+  gamma: number
+  draft: string | null
+  draftFile: string | null
+  threads: DeployThreads
+  speedup: Interval | null
+  tokensPerSecond: Interval | null
+  speclabCommand: string
+  llamaServerCommand: string | null
+  /** The `llama-server:*` method the command is; null with llamaServerCommand. */
+  llamaServerMethod: string | null
+  /** Why there is no llama-server command, or what differs from SpecLab's method. */
+  llamaServerNote: string | null
+  lmStudio: string | null
+  reason: string
+  note: string
+}
+
+/** An advice as a stored run holds it: the run's report (its arms' cells) and config.advice (api/advice.ts). */
+export interface StoredAdvice {
+  runId: number
+  status: RunStatus
+  seed: number
+  prompts: number
+  tokens: number
+  mode: 'replayed' | 'expected'
+  /** The workload: a built-in set's id or a prompt file, and the limit. */
+  workload: { dataset: string | null; file: string | null; limit: number | null }
+  targetFile: string
+  /** Draft name → file. */
+  draftFiles: Record<string, string>
+  repeats: number
+  recommendation: Recommendation | null
+  candidates: CandidateResult[]
+  profile: WorkloadProfile
+}

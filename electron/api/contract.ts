@@ -49,7 +49,7 @@ import {
 } from './runs'
 import { SuiteStart, type SuiteJobProgress, type SuiteReportFiles, type SuiteRunInfo } from './suites'
 import { WorkbenchStart, type DatasetInfo, type WorkbenchProgress } from './workbench'
-import type { StoredAdvice } from '../experiments/advice-result'
+import type { StoredAdvice } from './advice'
 
 declare const responseType: unique symbol
 /** Phantom marker carrying a channel's response type; it has no runtime content. */

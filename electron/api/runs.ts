@@ -9,7 +9,7 @@ import { ThreadPlan } from '../engine/model/thread-plan'
 import { settingSchema } from '../engine/settings/run-settings'
 import { MethodSummary, type IntervalSummary } from '../engine/metrics/summary'
 import type { BestSpeedup } from './best-speedup'
-import { Text } from './fields'
+import { RunStatus, Text } from './fields'
 import { MethodId, ParamValue } from './methods'
 import { AdviceRecord } from './advice'
 import { WhatIfReport } from '../engine/replay/what-if-report'
@@ -116,8 +116,7 @@ export const RunConfig = z.object({
 })
 export type RunConfig = z.infer<typeof RunConfig>
 
-export const RunStatus = z.enum(['running', 'done', 'cancelled', 'interrupted', 'failed'])
-export type RunStatus = z.infer<typeof RunStatus>
+export { RunStatus }
 
 /**
  * The machine around a run: cores, the 1/5/15-minute load averages before and after, and the CPU frequency

@@ -12,46 +12,10 @@ import type { Candidate } from '../engine/replay/replay'
 import type { ParamValue } from '../engine/methods/param-spec'
 import type { Advice } from './advise'
 import type { VerifyArm } from './advise-verify'
+import type { CandidateResult, Measurement, Recommendation, StoredAdvice } from '../api/advice'
 
-export interface Measurement {
-  tokensPerSecond: Interval | null
-  speedup: Interval | null
-}
-
-export interface CandidateResult {
-  /** Its label in the verification run (measured arms only). */
-  label: string | null
-  method: string
-  params: Record<string, ParamValue>
-  gamma: number
-  draft: string | null
-  plan: string | null
-  predicted: { tokensPerSecond: number; speedup: number } | null
-  measured?: Measurement
-  error: string | null
-}
-
-export interface Recommendation {
-  /** false: no configuration's interval lies above 1.0, so the advice is ar (no speculation). */
-  speculate: boolean
-  method: string
-  params: Record<string, ParamValue>
-  gamma: number
-  draft: string | null
-  draftFile: string | null
-  threads: DeployThreads
-  speedup: Interval | null
-  tokensPerSecond: Interval | null
-  speclabCommand: string
-  llamaServerCommand: string | null
-  /** The `llama-server:*` method the command is; null with llamaServerCommand. */
-  llamaServerMethod: string | null
-  /** Why there is no llama-server command, or what differs from SpecLab's method. */
-  llamaServerNote: string | null
-  lmStudio: string | null
-  reason: string
-  note: string
-}
+// The shapes the app reads live in the api (api/advice.ts), so the contract never imports experiments/.
+export type { CandidateResult, Measurement, Recommendation, StoredAdvice }
 
 export interface AdviceResult {
   seed: number
@@ -158,25 +122,6 @@ export function adviceResult(input: ResultInput): AdviceResult {
     costs: advice.costs,
     ...(advice.plans ? { plans: advice.plans } : {})
   }
-}
-
-/** An advice as a stored run holds it: the run's report (its arms' cells) and config.advice (api/advice.ts). */
-export interface StoredAdvice {
-  runId: number
-  status: RunReport['status']
-  seed: number
-  prompts: number
-  tokens: number
-  mode: 'replayed' | 'expected'
-  /** The workload: a built-in set's id or a prompt file, and the limit. */
-  workload: { dataset: string | null; file: string | null; limit: number | null }
-  targetFile: string
-  /** Draft name → file. */
-  draftFiles: Record<string, string>
-  repeats: number
-  recommendation: Recommendation | null
-  candidates: CandidateResult[]
-  profile: WorkloadProfile
 }
 
 /** The same configuration (ar is ar whatever its γ). */
