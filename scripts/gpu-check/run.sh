@@ -136,10 +136,16 @@ say "measuring"
 target=$(ls "$work/models"/*inflated*.gguf | head -n 1)
 draft=$(ls "$work/models"/stories260K*.gguf | head -n 1)
 gpu_env=false
-[ "$mode" = cuda ] && gpu_env=cuda
+libs="$dest/Release"
+if [ "$mode" = cuda ]; then
+  gpu_env=cuda
+  # The CUDA runtime and cuBLAS the build linked, where the toolkit keeps them (unless ld.so already knows them).
+  cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
+  for dir in "$cuda_home/lib64" "$cuda_home/targets/$(uname -m)-linux/lib"; do [ -d "$dir" ] && libs="$libs:$dir"; done
+fi
 status=0
 env PATH="$work/bin:$PATH" \
-  LD_LIBRARY_PATH="$dest/Release${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
   NODE_LLAMA_CPP_GPU="$gpu_env" \
   SPECLAB_RESOURCES="$work/app/resources" \
   SPECLAB_LLAMA_SERVER="$server" \
