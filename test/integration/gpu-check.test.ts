@@ -3,6 +3,7 @@
  * as its checksum says), copied away from the checkout and run with `run.sh --cpu` — unpacking its own Node, building
  * node-llama-cpp's addon and llama-server from the packed llama.cpp source, measuring, writing the report.
  * Opt-in (SPECLAB_TEST_GPU_CHECK=1): the build takes ~6–15 minutes on 2 cores, the first pack ~2 more (xz).
+ * SPECLAB_GPU_CHECK_WORK=DIR keeps run.sh's work folder (its build tree) there, so a rerun only re-checks the build.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -32,7 +33,8 @@ describe.skipIf(!enabled || process.platform !== 'linux')('gpu-check: pack and r
       const moved = path.join(dir, 'elsewhere')
       fs.cpSync(out, moved, { recursive: true })
       const reportDir = path.join(dir, 'report')
-      const run = spawnSync('bash', [path.join(moved, 'run.sh'), '--cpu', '--work', path.join(dir, 'work'), '--out', reportDir, '--', '--prompts', '2', '--max-tokens', '48', '--repeats', '3'], {
+      const work = process.env.SPECLAB_GPU_CHECK_WORK ?? path.join(dir, 'work')
+      const run = spawnSync('bash', [path.join(moved, 'run.sh'), '--cpu', '--work', work, '--out', reportDir, '--', '--prompts', '2', '--max-tokens', '48', '--repeats', '3'], {
         cwd: dir,
         encoding: 'utf8',
         env: { ...process.env, NODE_OPTIONS: '', SPECLAB_MODELS: '/nonexistent' },
