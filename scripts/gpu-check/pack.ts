@@ -177,7 +177,7 @@ export async function pack(out: string): Promise<PackManifest> {
   }
   const outputs: [string, string][] = []
   outputs.push(['node.xz', await cached('node.xz', [process.execPath], (d) => xzFile(process.execPath, d))])
-  const entryInputs = [path.join(root, 'scripts/gpu-check'), path.join(root, 'electron/engine'), path.join(root, 'electron/experiments'), path.join(root, 'resources/prompts'), path.join(nlc, 'dist'), path.join(nlc, 'llama/addon')]
+  const entryInputs = [path.join(root, 'scripts/gpu-check'), path.join(root, 'electron/api'), path.join(root, 'electron/engine'), path.join(root, 'electron/experiments'), path.join(root, 'resources/prompts'), path.join(nlc, 'dist'), path.join(nlc, 'llama/addon')]
   outputs.push(['app.tar.xz', await cached('app.tar.xz', entryInputs, async (d) => {
     const stage = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-gpu-check-'))
     try {
