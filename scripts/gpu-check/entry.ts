@@ -1,0 +1,157 @@
+/**
+ * The GPU check's measurement, bundled by pack.ts into one .mjs with node-llama-cpp's JavaScript and run by run.sh
+ * on the machine under test after it built node-llama-cpp's addon and llama-server there:
+ *
+ *   node gpu-check.mjs --target T.gguf --draft D.gguf --out DIR [--mode cuda|cpu] [--repeats 3] [--arms …]
+ *
+ * Loads the target and the draft (every layer on the GPU in cuda mode: `--gpu-layers` clamps to the model's layer
+ * count, and the report fails a model that did not go there wholly), runs the arms interleaved with peer-bench's
+ * runner (experiments/peer-bench.ts) and writes report.json and report.md (report.ts). Exit 0 when every greedy
+ * output equals `ar`'s and every model is offloaded as asked, 1 otherwise, 2 on bad arguments. No database: the
+ * store (better-sqlite3, a native addon) is never imported, so the bundle needs only node-llama-cpp's own addon.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { UserInputError } from '../../electron/engine/errors'
+import { stopLocalServers } from '../../electron/engine/peers/llama-server-process'
+import { nativeBackend, sharedLlama } from '../../electron/engine/model/llama-cpp-model'
+import { needsSharedVocabulary } from '../../electron/engine/methods/prepare'
+import { loadTrio } from '../../electron/experiments/models'
+import { describeMachine, machineAfter, machineBefore } from '../../electron/experiments/machine-state'
+import { parseArm, prepareArms, runPeerBench } from '../../electron/experiments/peer-bench'
+import { loadPrompts } from '../../electron/experiments/prompts'
+import { tokenizePrompts } from '../../electron/experiments/runner'
+import { warpOfSettings } from '../../electron/experiments/run-request'
+import { armRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type ModelOffload } from './report'
+
+/**
+ * The arms: SpecLab's ar, sd, svip and PEARL and llama.cpp's draft speculative decoding. On the GPU the CPU threads
+ * only feed the device, so every arm gets the same few; on the CPU the target batches on every core, the draft on one.
+ */
+export function defaultArms(mode: 'cuda' | 'cpu', cores: number): string[] {
+  const t = mode === 'cuda' ? String(Math.min(4, cores)) : '1'
+  const b = mode === 'cuda' ? t : String(cores)
+  return [`ar@${t}/${b}`, `sd@${t}/${b}`, `svip@${t}/${b}`, `pearl@${t}/${b}/1`, `llama-server:draft@${b}/${b}/1`]
+}
+
+const usage = 'usage: gpu-check.mjs --target T.gguf --draft D.gguf --out DIR [--mode cuda|cpu] [--repeats N] [--prompts N] [--max-tokens N] [--arms A,B,…] [--build-seconds step=s,…]'
+
+function positiveInteger(name: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback
+  const value = Number(text)
+  if (!Number.isInteger(value) || value < 1) throw new UserInputError(`--${name} must be a positive integer (got '${text}')`)
+  return value
+}
+
+function parseBuildSeconds(text: string | undefined): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const part of (text ?? '').split(',').filter(Boolean)) {
+    const [step, seconds] = part.split('=')
+    if (step && Number.isFinite(Number(seconds))) out[step] = Number(seconds)
+  }
+  return out
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      target: { type: 'string' },
+      draft: { type: 'string' },
+      out: { type: 'string' },
+      mode: { type: 'string', default: 'cuda' },
+      repeats: { type: 'string' },
+      prompts: { type: 'string' },
+      'max-tokens': { type: 'string' },
+      arms: { type: 'string' },
+      'build-seconds': { type: 'string' }
+    }
+  })
+  if (!values.target || !values.draft || !values.out) throw new UserInputError(usage)
+  if (values.mode !== 'cuda' && values.mode !== 'cpu') throw new UserInputError(`--mode is cuda or cpu (got '${values.mode}')`)
+  const mode = values.mode
+  const cores = Math.max(1, os.availableParallelism?.() ?? os.cpus().length)
+  const config = {
+    prompts: positiveInteger('prompts', values.prompts, 4),
+    maxTokens: positiveInteger('max-tokens', values['max-tokens'], 128),
+    repeats: positiveInteger('repeats', values.repeats, 3),
+    gamma: 4,
+    temperature: 0,
+    contextSize: 512,
+    seed: 1
+  }
+  const specs = (values.arms ? values.arms.split(',') : defaultArms(mode, cores)).map((s) => s.trim()).filter(Boolean).map(parseArm)
+  const arms = prepareArms(specs, config.gamma)
+  // llama-server offloads every layer of both models in cuda mode, as SpecLab's own load does (llama.cpp's env names).
+  if (mode === 'cuda') {
+    process.env.LLAMA_ARG_N_GPU_LAYERS ??= 'all'
+    process.env.LLAMA_ARG_N_GPU_LAYERS_DRAFT ??= 'all'
+  }
+  const gpuLayers = mode === 'cuda' ? 100_000 : 0
+  const trio = await loadTrio(
+    { target: values.target, draft: values.draft },
+    {
+      threads: 1,
+      contextSize: config.contextSize,
+      sequences: Math.max(...arms.map((a) => a.method.sessions)),
+      gpuLayers,
+      sharedVocabulary: arms.some((a) => needsSharedVocabulary(a.method.definition))
+    }
+  )
+  try {
+    const llama = await sharedLlama()
+    const native = await nativeBackend()
+    if (mode === 'cuda' && native.gpu !== 'cuda') throw new Error(`node-llama-cpp loaded a ${native.gpu} binary, not the CUDA build`)
+    const models: ModelOffload[] = [
+      { role: 'target', file: path.basename(values.target), gpuLayers: trio.models.target.model.gpuLayers, totalLayers: trio.models.target.model.fileInsights.totalLayers },
+      { role: 'draft', file: path.basename(values.draft), gpuLayers: trio.models.draft!.model.gpuLayers, totalLayers: trio.models.draft!.model.fileInsights.totalLayers }
+    ]
+    const prompts = loadPrompts({ dataset: 'stories', limit: config.prompts })
+    const promptTokens = tokenizePrompts(trio.models, prompts, config)
+    const before = machineBefore()
+    const results = await runPeerBench(arms, {
+      models: trio.models,
+      promptTokens,
+      maxTokens: config.maxTokens,
+      warp: warpOfSettings({ temperature: config.temperature }),
+      seed: config.seed,
+      repeats: config.repeats,
+      onCell: (p) => process.stderr.write(`\r${p.done}/${p.total} ${p.label} prompt ${p.prompt + 1} repeat ${p.repeat + 1}        `)
+    })
+    process.stderr.write('\n')
+    const machine = machineAfter(before)
+    const greedy = greedyRows(results)
+    const problems = problemsOf(greedy, models, mode)
+    const report: GpuCheckReport = {
+      date: new Date().toISOString(),
+      mode,
+      machine: { description: describeMachine(machine), cpus: cores, cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown', gpus: await llama.getGpuDeviceNames() },
+      native,
+      buildSeconds: parseBuildSeconds(values['build-seconds']),
+      models,
+      config: { ...config, prompts: prompts.length },
+      arms: armRows(results),
+      greedy,
+      passed: problems.length === 0,
+      problems
+    }
+    fs.mkdirSync(values.out, { recursive: true })
+    fs.writeFileSync(path.join(values.out, 'report.json'), `${JSON.stringify(report, null, 1)}\n`)
+    const markdown = reportMarkdown(report)
+    fs.writeFileSync(path.join(values.out, 'report.md'), markdown)
+    process.stdout.write(markdown)
+    return report.passed ? 0 : 1
+  } finally {
+    stopLocalServers()
+    await trio.dispose()
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`gpu-check: ${error instanceof Error ? error.message : String(error)}\n`)
+    process.exit(error instanceof UserInputError ? 2 : 1)
+  }
+)

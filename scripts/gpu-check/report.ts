@@ -1,0 +1,111 @@
+/**
+ * The GPU check's report: what ran (machine, binary, offload, build times), every arm's tok/s with its 95 % interval,
+ * each arm's speed over SpecLab's `ar` paired per (prompt, repeat), and the greedy check (every lossless arm's
+ * repeat-0 outputs equal `ar`'s). Pure: entry.ts measures, this writes JSON and Markdown from the numbers.
+ */
+import type { Interval } from '../../electron/engine/stats/bootstrap'
+import { pairedRatio, sameOutputs, type ArmResult } from '../../electron/experiments/peer-bench'
+
+export interface GreedyRow {
+  arm: string
+  same: number
+  prompts: number
+  differing: number[]
+}
+
+export interface ModelOffload {
+  role: 'target' | 'draft'
+  file: string
+  gpuLayers: number
+  totalLayers: number
+}
+
+export interface GpuCheckReport {
+  /** ISO time the measurement ended. */
+  date: string
+  mode: 'cuda' | 'cpu'
+  machine: { description: string; cpus: number; cpuModel: string; gpus: string[] }
+  native: { build: string; gpu: string; release: string; openmp: boolean | null }
+  /** Seconds of each build step run.sh timed (configure, build, …). */
+  buildSeconds: Record<string, number>
+  models: ModelOffload[]
+  config: { prompts: number; maxTokens: number; repeats: number; gamma: number; temperature: number; contextSize: number; seed: number }
+  arms: { label: string; side: string; method: string; tokensPerSecond: Interval | null; acceptance: number | null; tokensPerCall: number | null; overAr: Interval | null }[]
+  greedy: GreedyRow[]
+  /** Every arm's outputs equal ar's and (cuda) every model is fully offloaded. */
+  passed: boolean
+  problems: string[]
+}
+
+/** SpecLab's `ar` arm: the reference of the greedy check and of every ratio. */
+export function referenceArm(results: readonly ArmResult[]): ArmResult {
+  const ar = results.find((r) => r.side === 'speclab' && r.method === 'ar')
+  if (!ar) throw new Error('the GPU check needs a SpecLab ar arm')
+  return ar
+}
+
+/** Every other arm's repeat-0 outputs against ar's (greedy decoding: lossless methods give the same tokens). */
+export function greedyRows(results: readonly ArmResult[]): GreedyRow[] {
+  const reference = referenceArm(results)
+  return results.filter((r) => r !== reference).map((r) => {
+    const { same, prompts, first } = sameOutputs(r, reference)
+    return { arm: r.label, same, prompts, differing: first }
+  })
+}
+
+/** What fails the check: an output that differs from ar's, a model not wholly on the GPU in CUDA mode. */
+export function problemsOf(greedy: readonly GreedyRow[], models: readonly ModelOffload[], mode: GpuCheckReport['mode']): string[] {
+  const problems = greedy.filter((g) => g.same < g.prompts).map((g) => `${g.arm}: greedy output differs from ar on prompts ${g.differing.join(', ')}`)
+  if (mode === 'cuda')
+    for (const m of models) if (m.gpuLayers < m.totalLayers) problems.push(`${m.role} ${m.file}: ${m.gpuLayers} of ${m.totalLayers} layers on the GPU`)
+  return problems
+}
+
+export function armRows(results: readonly ArmResult[]): GpuCheckReport['arms'] {
+  const reference = referenceArm(results)
+  return results.map((r) => ({
+    label: r.label,
+    side: r.side,
+    method: r.method,
+    tokensPerSecond: r.tokensPerSecond,
+    acceptance: r.acceptance,
+    tokensPerCall: r.tokensPerCall,
+    overAr: r === reference ? null : pairedRatio(r, reference)
+  }))
+}
+
+const fixed = (value: number | null | undefined, digits: number) => (value === null || value === undefined || !Number.isFinite(value) ? '–' : value.toFixed(digits))
+
+function interval(value: Interval | null, digits: number, unit = ''): string {
+  if (!value) return '–'
+  return `${fixed(value.median, digits)}${unit} [${fixed(value.low, digits)}–${fixed(value.high, digits)}]`
+}
+
+export function reportMarkdown(report: GpuCheckReport): string {
+  const { config } = report
+  const greedy = new Map(report.greedy.map((g) => [g.arm, g]))
+  const lines = [
+    `# SpecLab GPU check — ${report.passed ? 'PASSED' : 'FAILED'}`,
+    '',
+    `- date: ${report.date}`,
+    `- mode: ${report.mode}; llama.cpp ${report.native.release}, node-llama-cpp ${report.native.build} ${report.native.gpu}` +
+      `${report.native.openmp === null ? '' : report.native.openmp ? ' (OpenMP)' : ' (no OpenMP)'}`,
+    `- machine: ${report.machine.cpuModel}, ${report.machine.description}`,
+    `- GPUs: ${report.machine.gpus.length > 0 ? report.machine.gpus.join(', ') : 'none'}`,
+    `- build: ${Object.entries(report.buildSeconds).map(([step, s]) => `${step} ${s.toFixed(0)} s`).join(', ') || 'not timed'}`,
+    `- models: ${report.models.map((m) => `${m.role} ${m.file} (${m.gpuLayers}/${m.totalLayers} layers on the GPU)`).join('; ')}`,
+    `- workload: ${config.prompts} story prompts × ${config.maxTokens} tokens × ${config.repeats} interleaved repeats, γ ${config.gamma}, ` +
+      `temperature ${config.temperature}, context ${config.contextSize}, seed ${config.seed}`,
+    '',
+    '| arm | engine | tok/s [95% CI] | × ar [95% CI] | acceptance | tokens/call | greedy = ar |',
+    '|---|---|---|---|---|---|---|',
+    ...report.arms.map((a) => {
+      const g = greedy.get(a.label)
+      return `| ${a.label} | ${a.side} | ${interval(a.tokensPerSecond, 1)} | ${interval(a.overAr, 3, '×')} | ${fixed(a.acceptance, 3)} | ${fixed(a.tokensPerCall, 2)} | ${g ? `${g.same}/${g.prompts}` : 'reference'} |`
+    }),
+    '',
+    'tok/s: median over (prompt, repeat) cells with its 95 % hierarchical bootstrap interval; × ar: median of the ratios of cells decoded next to each other.'
+  ]
+  if (report.problems.length > 0) lines.push('', '## Problems', '', ...report.problems.map((p) => `- ${p}`))
+  return `${lines.join('\n')}\n`
+}

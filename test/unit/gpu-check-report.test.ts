@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest'
+import type { ArmResult, PeerCell } from '../../electron/experiments/peer-bench'
+import { armRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type ModelOffload } from '../../scripts/gpu-check/report'
+
+function cells(tokensPerSecond: number[]): PeerCell[] {
+  return tokensPerSecond.map((tps, i) => ({ prompt: i % 2, repeat: Math.floor(i / 2), tokens: 64, wallMs: 64_000 / tps, tokensPerSecond: tps, proposed: 0, accepted: 0, targetCalls: 64 }))
+}
+
+function arm(label: string, method: string, side: 'speclab' | 'llama.cpp', tps: number[], outputs: number[][]): ArmResult {
+  return { label, side, method, threads: { threads: 1, batchThreads: 2, draftThreads: 1 }, cells: cells(tps), tokensPerSecond: null, acceptance: null, tokensPerCall: null, outputs }
+}
+
+const offload = (gpuLayers: number): ModelOffload[] => [
+  { role: 'target', file: 't.gguf', gpuLayers, totalLayers: 9 },
+  { role: 'draft', file: 'd.gguf', gpuLayers: 6, totalLayers: 6 }
+]
+
+describe('GPU check report', () => {
+  const ar = arm('ar@1/2', 'ar', 'speclab', [100, 100, 100, 100], [[1, 2, 3], [4, 5]])
+  const sd = arm('sd@1/2', 'sd', 'speclab', [150, 150, 150, 150], [[1, 2, 3], [4, 5]])
+  const peer = arm('llama-server:draft@2/2/1', 'llama-server:draft', 'llama.cpp', [120, 120, 120, 120], [[1, 2, 3], [4, 6]])
+
+  it('checks every arm against ar and names the prompts that differ', () => {
+    expect(greedyRows([ar, sd, peer])).toEqual([
+      { arm: 'sd@1/2', same: 2, prompts: 2, differing: [] },
+      { arm: 'llama-server:draft@2/2/1', same: 1, prompts: 2, differing: [1] }
+    ])
+  })
+
+  it('fails a differing output, and a model not wholly on the GPU only in cuda mode', () => {
+    const greedy = greedyRows([ar, sd])
+    expect(problemsOf(greedy, offload(9), 'cuda')).toEqual([])
+    expect(problemsOf(greedy, offload(8), 'cuda')).toEqual(['target t.gguf: 8 of 9 layers on the GPU'])
+    expect(problemsOf(greedy, offload(0), 'cpu')).toEqual([])
+    expect(problemsOf(greedyRows([ar, peer]), offload(9), 'cuda')).toEqual(['llama-server:draft@2/2/1: greedy output differs from ar on prompts 1'])
+  })
+
+  it('gives every arm but ar its speed over ar, paired per cell', () => {
+    const rows = armRows([ar, sd])
+    expect(rows[0]!.overAr).toBeNull()
+    expect(rows[1]!.overAr?.median).toBeCloseTo(1.5, 6)
+  })
+
+  it('says PASSED or FAILED and lists the problems', () => {
+    const report: GpuCheckReport = {
+      date: '2026-01-01T00:00:00.000Z',
+      mode: 'cuda',
+      machine: { description: 'load 0.1 on 16 cores', cpus: 16, cpuModel: 'cpu', gpus: ['NVIDIA H100'] },
+      native: { build: 'localBuild', gpu: 'cuda', release: 'v0.5.0', openmp: true },
+      buildSeconds: { configure: 20, build: 300 },
+      models: offload(9),
+      config: { prompts: 2, maxTokens: 64, repeats: 2, gamma: 4, temperature: 0, contextSize: 512, seed: 1 },
+      arms: armRows([ar, sd]),
+      greedy: greedyRows([ar, sd]),
+      passed: true,
+      problems: []
+    }
+    const passed = reportMarkdown(report)
+    expect(passed).toContain('# SpecLab GPU check — PASSED')
+    expect(passed).toContain('| sd@1/2 | speclab |')
+    expect(passed).toContain('1.500× [1.500–1.500]')
+    expect(passed).toContain('build: configure 20 s, build 300 s')
+    const failed = reportMarkdown({ ...report, passed: false, problems: ['sd@1/2: greedy output differs from ar on prompts 0'] })
+    expect(failed).toContain('FAILED')
+    expect(failed).toContain('- sd@1/2: greedy output differs from ar on prompts 0')
+  })
+})
