@@ -66,6 +66,17 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     await page.getByTestId('adv-repeats').fill('2')
     // sd and pld only, as the CLI test: the full grid's cost measurement takes minutes on a shared machine.
     for (const m of ['sd-pmin', 'svip', 'sd+ngram', 'ngram-simple']) await page.getByTestId(`adv-method-${m}`).uncheck()
+    // A prompt file joins the prompt sets and is chosen (the Workbench's import); a broken one says why.
+    const prompts = path.join(dir, 'mine.jsonl')
+    fs.writeFileSync(prompts, '{"text": "Once upon a time"}\n{"text": "The dog ran"}\n')
+    await page.getByTestId('adv-import-path').fill(prompts)
+    await page.getByTestId('adv-import').click()
+    await waitForText(page.getByTestId('adv-dataset').locator('option:checked'), /mine\.jsonl.*2 prompts/)
+    fs.writeFileSync(path.join(dir, 'broken.jsonl'), 'not json\n')
+    await page.getByTestId('adv-import-path').fill(path.join(dir, 'broken.jsonl'))
+    await page.getByTestId('adv-import').click()
+    await waitForText(page.getByTestId('adv-import-error'), /broken\.jsonl/)
+    await page.getByTestId('adv-dataset').selectOption('builtin:stories')
     // Bad input is refused on the screen, in the catalog's words, before anything runs.
     await page.getByTestId('adv-budget').fill('soon')
     await page.getByTestId('adv-run').click()
