@@ -134,7 +134,10 @@ export const MachineState = z.object({
    * build), OpenMP or not (null where it cannot be told), llama.cpp release, 'cpu' or the GPU backend. Absent in
    * runs recorded before it was kept, null when no llama.cpp runtime ran (synthetic models).
    */
-  native: z.object({ build: z.string(), openmp: z.boolean().nullable(), release: z.string(), gpu: z.string() }).nullable().optional()
+  native: z
+    .object({ build: z.string(), openmp: z.boolean().nullable(), release: z.string(), gpu: z.string(), libuvWorkers: z.number().int().optional() })
+    .nullable()
+    .optional()
 })
 export type MachineState = z.infer<typeof MachineState>
 

@@ -49,5 +49,6 @@ export function describeMachine(machine: MachineState): string {
 function binaryText(native: MachineState['native']): string {
   if (!native) return ''
   const openmp = native.openmp === null ? '' : native.openmp ? ' with OpenMP' : ' without OpenMP'
-  return `, llama.cpp ${native.build} ${native.gpu}${openmp}`
+  const workers = native.openmp && native.libuvWorkers ? `, ${native.libuvWorkers} libuv worker${native.libuvWorkers === 1 ? '' : 's'}` : ''
+  return `, llama.cpp ${native.build} ${native.gpu}${openmp}${workers}`
 }

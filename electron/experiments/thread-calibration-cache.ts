@@ -3,7 +3,7 @@
  * model is measured once, not at every load. One JSON file in the user cache directory; a calibration is found again
  * only when everything that changes what a thread is worth is the same: the file's fingerprint (size, first and last
  * MiB), the CPU (model name, logical cores, platform, architecture), node-llama-cpp's binary (prebuilt or local
- * build, OpenMP or not, llama.cpp release, GPU backend), OMP_WAIT_POLICY, the GPU layers the model got, the phases
+ * build, OpenMP or not, llama.cpp release, GPU backend), OMP_WAIT_POLICY and libuv's workers, the GPU layers the model got, the phases
  * measured and the calibration's protocol version.
  * The cache is only a shortcut: an unreadable, foreign or corrupt file reads as empty (and is replaced at the next
  * write), and a failed write costs only the next load's measurement — neither may fail a load.
@@ -52,7 +52,9 @@ export function calibrationKey(parts: CalibrationKeyParts): string {
     platform: process.platform,
     arch: process.arch,
     native: [parts.native.build, parts.native.openmp, parts.native.release, parts.native.gpu],
-    ompWaitPolicy: process.env.OMP_WAIT_POLICY ?? null
+    ompWaitPolicy: process.env.OMP_WAIT_POLICY ?? null,
+    // One libuv worker or several changes what an OpenMP thread costs (model-process-env.ts).
+    libuvWorkers: parts.native.libuvWorkers ?? null
   }
   return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32)
 }

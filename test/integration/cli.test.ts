@@ -29,7 +29,12 @@ let dir: string
 let db: string
 
 /** Thread calibrations go to the test's own cache directory, not the user's. */
-const env = () => ({ ...process.env, SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'thread-calibration.json') })
+const env = () => ({ ...withoutThreadpoolSize(process.env), SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'thread-calibration.json') })
+
+function withoutThreadpoolSize(environment: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { UV_THREADPOOL_SIZE: _, ...rest } = environment
+  return rest
+}
 
 function speclab(...args: string[]) {
   const result = spawnSync(tsx, [cli, ...args, '--db', db], { cwd: root, encoding: 'utf8', env: env() })
@@ -65,6 +70,9 @@ withModels('speclab CLI', () => {
     expect(sd.eta).toBeCloseTo(sd.targetCalls / sd.outputTokens, 10)
     expect(sd.gammaTrajectory).toHaveLength(2)
     expect(sd.gammaTrajectory[0].every((g: number) => g >= 1 && g <= 5)).toBe(true)
+    // The model process starts with one libuv worker where the OpenMP CPU build runs the models (one OpenMP master,
+    // model-process-env.ts), with libuv's default elsewhere; the run records which.
+    expect(report.machine.native.libuvWorkers).toBe(report.machine.native.build === 'localBuild' && report.machine.native.gpu === 'cpu' ? 1 : 4)
   })
 
   it('runs, show and diff read the store', () => {

@@ -48,7 +48,8 @@ import { warp, type WarpConfig } from '../sampling/warp'
 import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
 import { chooseLlamaBackend, requestedGpu, type BackendChoice, type GpuBackend } from './llama-backend-choice'
-import { cpuBuildStatus } from './native-cpu-build'
+import { cpuBuildInstalled } from './native-cpu-build'
+import { libuvWorkers, singleLibuvWorker } from './model-process-env'
 import { modelDisposed, modelLoadEnded, modelLoadStarted } from './model-activity'
 import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
 
@@ -117,13 +118,6 @@ async function createLlama(): Promise<Llama> {
 }
 
 /** Whether node-llama-cpp's CPU local-build folder holds a build (SpecLab's, or one made with its own CLI). */
-function cpuBuildInstalled(): boolean {
-  try {
-    return cpuBuildStatus().installed !== null
-  } catch {
-    return false // node-llama-cpp's bundle unreadable: the prebuilt binary is what loads anyway
-  }
-}
 
 /** Why the runtime has the binary it has; null before the runtime is created. */
 export function llamaBackendChoice(): BackendChoice | null {
@@ -142,6 +136,10 @@ export const inheritedOmpWaitPolicy = process.env.OMP_WAIT_POLICY
  * (1 thread: 107–111 in all three); an idle process still uses no CPU (3 s idle after a decode: 0.00 s of CPU).
  */
 function preferSpinningOpenMpThreads(): void {
+  // One libuv worker (model-process-env.ts) means one OpenMP master: libgomp's default spinning is llama-server's
+  // there, and `active` would spin without end — an idle engine holding a core (measured: llama-server beside it
+  // fell from 124 to 35 tok/s).
+  if (singleLibuvWorker()) return
   process.env.OMP_WAIT_POLICY ??= 'active'
 }
 
@@ -174,7 +172,13 @@ async function detectNativeBackend(): Promise<NativeBackend> {
   } catch {
     // Not Linux.
   }
-  nativeBackendKnown = { build: llama.buildType, openmp, release: llama.llamaCppRelease.release, gpu: llama.gpu === false ? 'cpu' : llama.gpu }
+  nativeBackendKnown = {
+    build: llama.buildType,
+    openmp,
+    release: llama.llamaCppRelease.release,
+    gpu: llama.gpu === false ? 'cpu' : llama.gpu,
+    libuvWorkers: libuvWorkers()
+  }
   return nativeBackendKnown
 }
 
@@ -187,6 +191,8 @@ export interface NativeBackend {
   release: string
   /** 'cpu', or the GPU backend it loaded (cuda, vulkan, metal). */
   gpu: string
+  /** libuv's workers in this process, on which node-llama-cpp evaluates (model-process-env.ts: 1 with the CPU build). */
+  libuvWorkers?: number
 }
 
 /**

@@ -132,6 +132,15 @@ export function cpuBuildStatus(dir: string = nodeLlamaCppDir()): CpuBuildStatus 
   return { key, cacheDir, cached: isCompleteLocalBuild(path.join(cacheDir, 'build')), installed }
 }
 
+/** Whether a CPU build is installed where node-llama-cpp looks for local builds (false when its bundle is unreadable). */
+export function cpuBuildInstalled(): boolean {
+  try {
+    return cpuBuildStatus().installed !== null
+  } catch {
+    return false // node-llama-cpp's bundle unreadable: the prebuilt binary is what loads anyway
+  }
+}
+
 function readMarker(folder: string): string | null {
   try {
     return (JSON.parse(fs.readFileSync(path.join(folder, MARKER), 'utf8')) as { key?: string }).key ?? null
