@@ -7,46 +7,31 @@
  * dark at 1280×800, 1440×900 and 1920×1080 go to test-results/e2e/, with the layout and contrast checks of
  * test/helpers/layout.ts.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { chromium, type Browser, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AppStore } from '../../electron/store/app-store'
 import { RunStore } from '../../electron/store/run-store'
 import { exportRuns, importRuns } from '../../electron/store/run-transfer'
-import { contrastProblems, LAPTOP_AND_DESKTOP, layoutProblems } from '../helpers/layout'
+import { missingForE2e, models, openBrowserApp, serveDatabase, shotLightAndDark, type BrowserApp } from '../helpers/browser-app'
 import { addStoredRun, storedRunConfig } from '../helpers/stored-runs'
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
-const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
-const chromiumPath = process.env.SPECLAB_CHROMIUM ?? '/usr/bin/chromium'
-const shots = path.join(root, 'test-results/e2e')
 const target = path.join(models, 'stories260K-f32.gguf')
 const draft = path.join(models, 'stories260K-q4_0.gguf')
-const missing = [
-  ...[target, draft].filter((f) => !fs.existsSync(f)),
-  ...(fs.existsSync(chromiumPath) ? [] : [chromiumPath]),
-  ...(fs.existsSync(path.join(root, 'out/renderer/index.html')) ? [] : ['out/renderer (run `npx electron-vite build`)'])
-]
+const missing = missingForE2e([target, draft])
 if (missing.length > 0) console.warn(`\n!!! runs-move e2e SKIPPED: missing ${missing.join(', ')} !!!\n`)
 
 const STEP_TIMEOUT = 30_000
-const VIEWPORT = { width: 1440, height: 900 }
 
 let dir: string
-let server: ChildProcess
-let browser: Browser
-let page: Page
-const pageErrors: string[] = []
+let app: BrowserApp
+let page: BrowserApp['page']
 const layoutFailures: string[] = []
 
-/** Three runs here (γ 2, 4, 6) with the models in the library, and a file of two runs from "another machine". */
-function seed(): { db: string; incoming: string } {
-  const db = path.join(dir, 'laptop.sqlite')
-  const store = RunStore.open(db)
+/** Three runs in the server's database (γ 2, 4, 6) with the models in the library; returns a file of two runs from "another machine". */
+function seed(): string {
+  const store = RunStore.open(serveDatabase(dir))
   const config = (gamma: number) => storedRunConfig({ gamma, models: { target, draft } })
   addStoredRun(store, config(2), 1.2, { name: 'gamma two' })
   addStoredRun(store, config(4), 1.6)
@@ -61,49 +46,11 @@ function seed(): { db: string; incoming: string } {
   const incoming = path.join(dir, 'gpu-box.speclab-runs')
   exportRuns(gpu.database, other, ids, incoming)
   gpu.close()
-  return { db, incoming }
-}
-
-function startServer(db: string): Promise<URL> {
-  server = spawn(
-    path.join(root, 'node_modules/.bin/tsx'),
-    ['electron/serve.ts', '--port', '0', '--db', db, '--download-dir', path.join(dir, 'downloads')],
-    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SPECLAB_DB: '', SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'thread-calibration.json') } }
-  )
-  let stderr = ''
-  server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  return new Promise((resolve, reject) => {
-    let stdout = ''
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}`)), 60_000)
-    server.stdout!.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString()
-      const match = /SpecLab browser mode: (http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]+)/.exec(stdout)
-      if (match) {
-        clearTimeout(timer)
-        resolve(new URL(match[1]))
-      }
-    })
-    server.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)))
-  })
+  return incoming
 }
 
 /** The screen in light and dark at laptop and desktop sizes: layout and contrast checked, each photographed. */
-async function shot(name: string): Promise<void> {
-  for (const colorScheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme })
-    for (const size of LAPTOP_AND_DESKTOP) {
-      await page.setViewportSize(size)
-      await page.waitForTimeout(60)
-      for (const problem of await layoutProblems(page)) layoutFailures.push(`${name} ${colorScheme} ${size.width}×${size.height}: ${problem}`)
-      const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
-      await page.screenshot({ path: path.join(shots, `runs-move-${name}-${colorScheme}-${size.width}x${size.height}.png`), fullPage: true })
-      await style.evaluate((node) => (node as HTMLElement).remove())
-    }
-    for (const problem of await contrastProblems(page)) layoutFailures.push(`${name} (${colorScheme}): ${problem}`)
-  }
-  await page.emulateMedia({ colorScheme: 'light' })
-  await page.setViewportSize(VIEWPORT)
-}
+const shot = async (name: string) => layoutFailures.push(...(await shotLightAndDark(page, `runs-move-${name}`)))
 
 async function saveDownload(click: () => Promise<void>): Promise<{ name: string; file: string }> {
   const [download] = await Promise.all([page.waitForEvent('download'), click()])
@@ -119,31 +66,17 @@ describe.skipIf(missing.length > 0)('Runs screen: import, export, report, run ag
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-e2e-runs-move-'))
-    fs.mkdirSync(shots, { recursive: true })
-    const seeded = seed()
-    incoming = seeded.incoming
-    const url = await startServer(seeded.db)
-    browser = await chromium.launch({ executablePath: chromiumPath, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'] })
-    const context = await browser.newContext({ viewport: VIEWPORT, acceptDownloads: true })
-    page = await context.newPage()
-    page.on('pageerror', (error) => pageErrors.push(`pageerror: ${error.message}`))
-    page.on('console', (message) => {
-      if (message.type() === 'error') pageErrors.push(`console: ${message.text()}`)
-    })
+    incoming = seed()
+    app = await openBrowserApp(dir, { acceptDownloads: true })
+    page = app.page
     page.setDefaultTimeout(STEP_TIMEOUT)
-    await page.goto(url.href)
+    await page.goto(app.url.href)
     await page.getByTestId('nav-runs').click()
     await page.getByTestId('runs-table').waitFor()
   }, 90_000)
 
   afterAll(async () => {
-    await browser?.close()
-    if (server && server.exitCode === null) {
-      const exited = new Promise((resolve) => server.once('exit', resolve))
-      server.kill('SIGTERM')
-      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))])
-      if (server.exitCode === null) server.kill('SIGKILL')
-    }
+    await app?.close()
     if (dir) fs.rmSync(dir, { recursive: true, force: true })
   })
 
@@ -228,7 +161,7 @@ describe.skipIf(missing.length > 0)('Runs screen: import, export, report, run ag
     const gamma = page.getByTestId('many-config-diff-row').filter({ hasText: /^gamma/ })
     expect((await gamma.locator('td').allTextContents()).map((t) => t.trim())).toEqual(['gamma', '2', '4', '6'])
     await shot('diff-three')
-    expect(pageErrors).toEqual([])
+    expect(app.pageErrors).toEqual([])
     expect(layoutFailures).toEqual([])
   }, 120_000)
 })

@@ -8,117 +8,45 @@
  * Needs: a built renderer (`npx electron-vite build`), Chromium (SPECLAB_CHROMIUM, default /usr/bin/chromium) and the
  * shared models (SPECLAB_MODELS, default ../shared/models).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { chromium, type Browser, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { contrastProblems, LAPTOP_AND_DESKTOP, layoutProblems } from '../helpers/layout'
+import { missingForE2e, models, openBrowserApp, root, serveDatabase, shotLightAndDark, tsx, type BrowserApp } from '../helpers/browser-app'
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
-const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
-const chromiumPath = process.env.SPECLAB_CHROMIUM ?? '/usr/bin/chromium'
-const shots = path.join(root, 'test-results/e2e')
 const target = path.join(models, 'family/stories-target5M-q8_0.gguf')
 const draft = path.join(models, 'stories260K-f32.gguf')
-const tsx = path.join(root, 'node_modules/.bin/tsx')
-const missing = [
-  ...[target, draft].filter((f) => !fs.existsSync(f)),
-  ...(fs.existsSync(chromiumPath) ? [] : [chromiumPath]),
-  ...(fs.existsSync(path.join(root, 'out/renderer/index.html')) ? [] : ['out/renderer (run `npx electron-vite build`)'])
-]
+const missing = missingForE2e([target, draft])
 if (missing.length > 0) console.warn(`\n!!! what-if e2e SKIPPED: missing ${missing.join(', ')} !!!\n`)
 
-const TIMEOUT = 60_000
 let dir: string
-let server: ChildProcess
-let browser: Browser
-let page: Page
-const pageErrors: string[] = []
+let app: BrowserApp
 
-function startServer(db: string): Promise<URL> {
-  server = spawn(tsx, ['electron/serve.ts', '--port', '0', '--db', db, '--download-dir', path.join(dir, 'downloads')], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, SPECLAB_DB: '', SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'thread-calibration.json') }
-  })
-  let stderr = ''
-  server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  return new Promise((resolve, reject) => {
-    let stdout = ''
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}`)), 30_000)
-    server.stdout!.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString()
-      const match = /SpecLab browser mode: (http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]+)/.exec(stdout)
-      if (match) {
-        clearTimeout(timer)
-        resolve(new URL(match[1]))
-      }
-    })
-    server.once('exit', (code) => reject(new Error(`server exited with ${code}: ${stderr}`)))
-  })
-}
-
-/** Layout and contrast at every size and scheme, a full-page and a panel screenshot each; returns the problems. */
-async function shoot(name: string): Promise<string[]> {
-  const problems: string[] = []
-  for (const colorScheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme })
-    for (const size of LAPTOP_AND_DESKTOP) {
-      await page.setViewportSize(size)
-      await page.waitForTimeout(50)
-      const at = `${name} ${colorScheme} ${size.width}×${size.height}`
-      for (const problem of await layoutProblems(page)) problems.push(`${at}: ${problem}`)
-      for (const problem of await contrastProblems(page)) problems.push(`${at}: ${problem}`)
-      const panel = page.getByTestId('theory-panel')
-      await panel.scrollIntoViewIfNeeded()
-      await panel.screenshot({ path: path.join(shots, `${name}-panel-${colorScheme}-${size.width}x${size.height}.png`) })
-      const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
-      await page.screenshot({ path: path.join(shots, `${name}-${colorScheme}-${size.width}x${size.height}.png`), fullPage: true })
-      await style.evaluate((node) => (node as HTMLElement).remove())
-    }
-  }
-  await page.emulateMedia({ colorScheme: 'light' })
-  return problems
-}
+/** Layout and contrast in light and dark at every size, a full-page and a Theory panel screenshot each; returns the problems. */
+const shoot = (name: string) => shotLightAndDark(app.page, name, { name: 'panel', element: app.page.getByTestId('theory-panel') })
 
 describe.skipIf(missing.length > 0)('what if in the Theory panel (browser mode)', () => {
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-e2e-what-if-'))
-    fs.mkdirSync(shots, { recursive: true })
-    const db = path.join(dir, 'runs.sqlite')
     const env = { ...process.env, SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'thread-calibration.json') }
     const run = spawnSync(
       tsx,
-      ['electron/cli.ts', 'run', '--target', target, '--draft', draft, '--methods', 'ar,sd,pld', '--limit', '2', '--max-tokens', '32', '--temperature', '0', '--seed', '1', '--gamma', '4', '--threads', '1', '--db', db],
+      ['electron/cli.ts', 'run', '--target', target, '--draft', draft, '--methods', 'ar,sd,pld', '--limit', '2', '--max-tokens', '32', '--temperature', '0', '--seed', '1', '--gamma', '4', '--threads', '1', '--db', serveDatabase(dir)],
       { cwd: root, encoding: 'utf8', env }
     )
     if (run.status !== 0) throw new Error(`speclab run failed: ${run.stderr}`)
-    const url = await startServer(db)
-    browser = await chromium.launch({ executablePath: chromiumPath, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update'] })
-    page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage()
-    page.on('pageerror', (error) => pageErrors.push(`pageerror: ${error.message}`))
-    page.on('console', (message) => {
-      if (message.type() === 'error') pageErrors.push(`console: ${message.text()}`)
-    })
-    page.setDefaultTimeout(TIMEOUT)
-    await page.goto(url.toString())
+    app = await openBrowserApp(dir)
+    await app.page.goto(app.url.toString())
   }, 180_000)
 
   afterAll(async () => {
-    await browser?.close()
-    if (server && server.exitCode === null) {
-      const exited = new Promise((resolve) => server.once('exit', resolve))
-      server.kill('SIGTERM')
-      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))])
-      if (server.exitCode === null) server.kill('SIGKILL')
-    }
+    await app?.close()
     if (dir) fs.rmSync(dir, { recursive: true, force: true })
   })
 
   it('a run opened in Runs shows its what-if: γ 1…8, the run’s own badged, unsupported ones greyed with the reason; the lookup too', async () => {
+    const { page } = app
     await page.getByTestId('nav-runs').click()
     await page.getByTestId('run-open-1').click()
     const section = page.getByTestId('replay-what-if')
@@ -144,6 +72,6 @@ describe.skipIf(missing.length > 0)('what if in the Theory panel (browser mode)'
     expect(await section.locator('tr.own').count()).toBe(1)
     problems.push(...(await shoot('what-if-lookup')))
     expect(problems).toEqual([])
-    expect(pageErrors).toEqual([])
+    expect(app.pageErrors).toEqual([])
   }, 180_000)
 })

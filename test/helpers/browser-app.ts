@@ -14,6 +14,8 @@ export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const models = process.env.SPECLAB_MODELS ?? path.resolve(root, '../shared/models')
 export const chromiumPath = process.env.SPECLAB_CHROMIUM ?? '/usr/bin/chromium'
 export const shots = path.join(root, 'test-results/e2e')
+/** How the tests run the TypeScript entry points (electron/serve.ts, electron/cli.ts) without a build. */
+export const tsx = path.join(root, 'node_modules/.bin/tsx')
 /** The size flows run at. */
 export const VIEWPORT = { width: 1440, height: 900 }
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update']
@@ -27,18 +29,24 @@ export function missingForE2e(files: readonly string[]): string[] {
   ]
 }
 
+/** The database the server in `dir` opens: a test that needs runs before the page opens writes them here first. */
+export function serveDatabase(dir: string): string {
+  return path.join(dir, 'runs.sqlite')
+}
+
 /** Starts `npm run serve` on a random port with its database in `dir`; resolves with the printed URL (token included). */
 export function startServe(dir: string): Promise<{ server: ChildProcess; url: URL }> {
   const server = spawn(
-    path.join(root, 'node_modules/.bin/tsx'),
-    ['electron/serve.ts', '--port', '0', '--db', path.join(dir, 'runs.sqlite'), '--download-dir', path.join(dir, 'downloads')],
+    tsx,
+    ['electron/serve.ts', '--port', '0', '--db', serveDatabase(dir), '--download-dir', path.join(dir, 'downloads')],
     { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SPECLAB_DB: '', SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'thread-calibration.json') } }
   )
   let stderr = ''
   server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
   return new Promise((resolve, reject) => {
     let stdout = ''
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}`)), 30_000)
+    // A minute: tsx compiles the server first, slow on a 2-core machine shared with other work.
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${stderr}`)), 60_000)
     server.stdout!.on('data', (chunk: Buffer) => {
       stdout += chunk.toString()
       const match = /SpecLab browser mode: (http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]+)/.exec(stdout)
@@ -72,6 +80,13 @@ export async function waitForText(locator: Locator, pattern: RegExp, timeout = 6
   throw new Error(`timed out waiting for ${pattern} (last text: ${JSON.stringify(last.slice(0, 300))})`)
 }
 
+/** A full-page screenshot into `shots`: the app scrolls inside <main>, so the page is let grow for the shot. */
+async function screenshotWholeScreen(page: Page, file: string): Promise<void> {
+  const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
+  await page.screenshot({ path: path.join(shots, file), fullPage: true })
+  await style.evaluate((node) => (node as HTMLElement).remove())
+}
+
 /**
  * The screen at laptop and desktop sizes: the layout problems (one line each, prefixed with the shot's name and
  * size) and a full-screen screenshot per size (the app scrolls inside <main>, so the page grows for the shot).
@@ -83,9 +98,7 @@ export async function shootScreen(page: Page, name: string, viewport: { width: n
     await page.setViewportSize(size)
     await page.waitForTimeout(50)
     for (const problem of await layoutProblems(page)) problems.push(`${name} at ${size.width}×${size.height}: ${problem}`)
-    const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
-    await page.screenshot({ path: path.join(shots, `${name}-${size.width}x${size.height}.png`), fullPage: true })
-    await style.evaluate((node) => (node as HTMLElement).remove())
+    await screenshotWholeScreen(page, `${name}-${size.width}x${size.height}.png`)
   }
   await page.setViewportSize(viewport)
   return problems
@@ -134,22 +147,31 @@ export async function openBrowserApp(dir: string, context: BrowserContextOptions
 
 /**
  * The screen at 1280×800, 1440×900 and 1920×1080 in `scheme`: layout problems (nothing covered, nothing scrolling
- * sideways) and contrast problems, one line each, and a full-page screenshot `<name>[-dark]-<w>x<h>.png` (the app
- * scrolls inside <main>, so the page is let grow for the shot).
+ * sideways) and contrast problems, one line each, and a full-page screenshot `<name>[-dark]-<w>x<h>.png`. With
+ * `closeUp`, that element is photographed too, scrolled into view: `<name>-<closeUp.name>[-dark]-<w>x<h>.png`.
+ * Contrast is checked once per scheme: the app's colours do not change with the window's width.
  */
-export async function shot(page: Page, name: string, scheme: 'light' | 'dark' = 'light'): Promise<string[]> {
+export async function shot(page: Page, name: string, scheme: 'light' | 'dark' = 'light', closeUp?: { name: string; element: Locator }): Promise<string[]> {
   const problems: string[] = []
+  const dark = scheme === 'dark' ? '-dark' : ''
   await page.emulateMedia({ colorScheme: scheme })
   for (const size of LAPTOP_AND_DESKTOP) {
     await page.setViewportSize(size)
     await page.waitForTimeout(80) // let charts re-draw at the new size and scheme
     for (const problem of await layoutProblems(page)) problems.push(`${name} (${scheme}) at ${size.width}×${size.height}: ${problem}`)
-    const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
-    await page.screenshot({ path: path.join(shots, `${name}${scheme === 'dark' ? '-dark' : ''}-${size.width}x${size.height}.png`), fullPage: true })
-    await style.evaluate((node) => (node as HTMLElement).remove())
+    if (closeUp) {
+      await closeUp.element.scrollIntoViewIfNeeded()
+      await closeUp.element.screenshot({ path: path.join(shots, `${name}-${closeUp.name}${dark}-${size.width}x${size.height}.png`) })
+    }
+    await screenshotWholeScreen(page, `${name}${dark}-${size.width}x${size.height}.png`)
   }
   for (const problem of await contrastProblems(page)) problems.push(`${name} (${scheme}): ${problem}`)
   await page.setViewportSize(VIEWPORT)
   await page.emulateMedia({ colorScheme: 'light' })
   return problems
+}
+
+/** `shot` in light, then in dark: the problems of both. */
+export async function shotLightAndDark(page: Page, name: string, closeUp?: { name: string; element: Locator }): Promise<string[]> {
+  return [...(await shot(page, name, 'light', closeUp)), ...(await shot(page, name, 'dark', closeUp))]
 }

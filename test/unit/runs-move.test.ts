@@ -8,6 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import type { AdviceRecord } from '../../electron/api/advice'
 import { diffManyRuns, diffRuns } from '../../electron/api/run-diff'
 import { buildRunReport } from '../../electron/api/runs-service'
 import { renderRunHtml, renderRunMarkdown, runReportDocument } from '../../electron/experiments/reports/run-report'
@@ -187,6 +188,49 @@ describe('run report', () => {
     const html = renderRunHtml(doc)
     expect(html).not.toContain('<script>')
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;')
+  })
+
+  it('an advice run adds its candidates, predicted beside measured, between the metrics and the outputs in both formats', () => {
+    const store = RunStore.open(path.join(dir, 'a.sqlite'))
+    const threads = { threads: 2, batchThreads: 2, draftThreads: 2 }
+    const advice: AdviceRecord = {
+      trace: { prompts: 2, tokens: 16, mode: 'replayed' },
+      drafts: { draft: '/models/draft.gguf' },
+      profile: { targetMs: [10, 11, 12, 13, 14], verifyCost: [1, 1.1, 1.2, 1.3, 1.4], drafts: { draft: { acceptance: [0.8, 0.6, 0.5, 0.4], msPerToken: 1, relativeCost: 0.1 } } },
+      predictions: [
+        { method: 'sd', gamma: 4, params: { 'sd.parallel': false }, draft: 'draft', plan: null, tokensPerSecond: 150.25, speedup: 1.5, error: null },
+        { method: 'ar', gamma: 4, params: {}, draft: null, plan: null, tokensPerSecond: 100, speedup: 1, error: null },
+        { method: 'pld', gamma: 3, params: {}, draft: null, plan: null, tokensPerSecond: null, speedup: null, error: 'no | lookup <b>' }
+      ],
+      arms: [
+        { label: 'ar', method: 'ar', gamma: 4, params: {}, draft: null, threads, predicted: { tokensPerSecond: 100, speedup: 1 } },
+        { label: 'sd', method: 'sd', gamma: 4, params: { 'sd.parallel': false }, draft: 'draft', threads, predicted: { tokensPerSecond: 150.25, speedup: 1.5 } }
+      ]
+    }
+    const runId = addStoredRun(store, storedRunConfig({ suite: 'advise', advice }), 1.7)
+    const doc = runReportDocument(buildRunReport(store, runId)!, store.getRun(runId)!.summary, store.getPromptResults(runId))
+    store.close()
+
+    const md = renderRunMarkdown(doc)
+    const adviceAt = md.indexOf('**Advice: predicted beside measured** <a id="advice"></a>')
+    expect(adviceAt).toBeGreaterThan(md.indexOf('**Per-method metrics**'))
+    expect(adviceAt).toBeLessThan(md.indexOf('**Per-prompt outputs**'))
+    expect(md).toContain(
+      [
+        '| candidate | draft | predicted tokens/s | predicted speedup | measured tokens/s [95% CI] | measured speedup [95% CI] | not replayable |',
+        '|---|---|---:|---:|---:|---:|---|'
+      ].join('\n')
+    )
+    expect(md).toMatch(/\n\| sd \| draft \| 150\.3 \| 1\.50 \| [\d.]+ \[[\d.]+–[\d.]+\] \| [\d.]+× \[[\d.]+–[\d.]+×\] \| {3}\|\n\| ar \| — \| 100\.0 \| 1\.00 \| /)
+    expect(md).toContain('\n| pld γ=3 | — | – | – | – | – | no \\| lookup <b> |\n\n_Predicted from one replayed (greedy) trace of 2 prompts, 16 tokens; measured in this run, interleaved, 2 repeats._\n')
+
+    const html = renderRunHtml(doc)
+    expect(html).toContain(
+      '</section><section id="advice-section"><h2>Advice: predicted beside measured</h2><div class="scroll"><table id="advice" data-title="Advice: predicted beside measured">' +
+        '<thead><tr><th>candidate</th><th>draft</th><th>predicted tokens/s</th><th>predicted speedup</th><th>measured tokens/s [95% CI]</th><th>measured speedup [95% CI]</th><th>not replayable</th></tr></thead>'
+    )
+    expect(html).toContain('<tr><td>pld γ=3</td><td>—</td><td class="n">–</td><td class="n">–</td><td class="n">–</td><td class="n">–</td><td>no | lookup &lt;b&gt;</td></tr></tbody><caption>Predicted from one replayed')
+    expect(html.indexOf('id="advice-section"')).toBeLessThan(html.indexOf('id="outputs-section"'))
   })
 })
 

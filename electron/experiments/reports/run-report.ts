@@ -8,7 +8,7 @@ import type { RunReport, RunSummary } from '../../api/runs'
 import { storedAdvice, type StoredAdvice } from '../advice-result'
 import { describeRunThreads } from '../../api/thread-summary'
 import { escapeXml } from './format'
-import type { ReportTable } from './model'
+import type { ReportTable, TableColumn, TableValue } from './model'
 import { REPORT_CSS, renderTable } from './render-html'
 import { markdownTable } from './render-markdown'
 
@@ -75,83 +75,83 @@ function recommendationNote(r: NonNullable<StoredAdvice['recommendation']>): str
   return `${head} ${r.reason}.${server}`
 }
 
-function adviceTable(advice: StoredAdvice): ReportTable {
+/** One column of a run report's table: its header and how an item of the table gives its cell. */
+type Column<T> = [header: TableColumn, cell: (item: T) => TableValue]
+
+/** A table of the report: the columns' headers, then one row per item with each column's cell. */
+function itemTable<T>(id: string, title: string, columns: Column<T>[], items: readonly T[], caption?: string): ReportTable {
   return {
     kind: 'table',
-    id: 'advice',
-    title: 'Advice: predicted beside measured',
-    columns: [
-      { label: 'candidate', format: 'text' },
-      { label: 'draft', format: 'text' },
-      { label: 'predicted tokens/s', format: 'number', digits: 1 },
-      { label: 'predicted speedup', format: 'number' },
-      { label: 'measured tokens/s [95% CI]', format: 'number', digits: 1 },
-      { label: 'measured speedup [95% CI]', format: 'speedup' },
-      { label: 'not replayable', format: 'text' }
-    ],
-    rows: advice.candidates.map((c) => [
-      c.label ?? [c.method, `γ=${c.gamma}`, ...Object.entries(c.params).map(([k, v]) => `${k}=${v}`)].join(' '),
-      c.draft ?? '—',
-      c.predicted?.tokensPerSecond ?? null,
-      c.predicted?.speedup ?? null,
-      c.measured?.tokensPerSecond ?? null,
-      c.measured?.speedup ?? null,
-      c.error ?? ''
-    ]),
-    caption: `Predicted from one ${advice.mode === 'replayed' ? 'replayed (greedy)' : 'expected-value (sampling)'} trace of ${advice.prompts} prompts, ${advice.tokens} tokens; measured in this run, interleaved, ${advice.repeats} repeats.`
+    id,
+    title,
+    columns: columns.map(([header]) => header),
+    rows: items.map((item) => columns.map(([, cell]) => cell(item))),
+    ...(caption ? { caption } : {})
   }
 }
+
+const candidateName = (c: StoredAdvice['candidates'][number]) =>
+  c.label ?? [c.method, `γ=${c.gamma}`, ...Object.entries(c.params).map(([k, v]) => `${k}=${v}`)].join(' ')
+
+const ADVICE_COLUMNS: Column<StoredAdvice['candidates'][number]>[] = [
+  [{ label: 'candidate', format: 'text' }, candidateName],
+  [{ label: 'draft', format: 'text' }, (c) => c.draft ?? '—'],
+  [{ label: 'predicted tokens/s', format: 'number', digits: 1 }, (c) => c.predicted?.tokensPerSecond ?? null],
+  [{ label: 'predicted speedup', format: 'number' }, (c) => c.predicted?.speedup ?? null],
+  [{ label: 'measured tokens/s [95% CI]', format: 'number', digits: 1 }, (c) => c.measured?.tokensPerSecond ?? null],
+  [{ label: 'measured speedup [95% CI]', format: 'speedup' }, (c) => c.measured?.speedup ?? null],
+  [{ label: 'not replayable', format: 'text' }, (c) => c.error ?? '']
+]
+
+function adviceTable(advice: StoredAdvice): ReportTable {
+  const trace = advice.mode === 'replayed' ? 'replayed (greedy)' : 'expected-value (sampling)'
+  const caption = `Predicted from one ${trace} trace of ${advice.prompts} prompts, ${advice.tokens} tokens; measured in this run, interleaved, ${advice.repeats} repeats.`
+  return itemTable('advice', 'Advice: predicted beside measured', ADVICE_COLUMNS, advice.candidates, caption)
+}
+
+const METRIC_COLUMNS: Column<RunReport['methods'][number]>[] = [
+  [{ label: 'method', format: 'text' }, (m) => m.method],
+  [{ label: 'prompts', format: 'integer' }, (m) => m.prompts],
+  [{ label: 'output tokens', format: 'integer' }, (m) => m.outputTokens],
+  [{ label: 'tokens/s [95% CI]', format: 'number', digits: 1 }, (m) => m.tokensPerSecondInterval ?? m.tokensPerSecond],
+  // ar is the baseline: its speedup against itself is shown without an interval.
+  [{ label: 'speedup vs ar [95% CI]', format: 'speedup' }, (m) => (m.method === 'ar' ? m.speedup : (m.speedupInterval ?? m.speedup))],
+  [{ label: 'acceptance', format: 'ratio' }, (m) => m.acceptanceRate],
+  [{ label: 'mean accepted', format: 'number' }, (m) => m.meanAcceptedLength],
+  [{ label: 'σ', format: 'ratio' }, (m) => m.sigma],
+  [{ label: 'η', format: 'ratio' }, (m) => m.eta],
+  [{ label: 'target calls', format: 'integer' }, (m) => m.targetCalls]
+]
 
 function metricsTable(report: RunReport): ReportTable {
-  return {
-    kind: 'table',
-    id: 'metrics',
-    title: 'Per-method metrics',
-    columns: [
-      { label: 'method', format: 'text' },
-      { label: 'prompts', format: 'integer' },
-      { label: 'output tokens', format: 'integer' },
-      { label: 'tokens/s [95% CI]', format: 'number', digits: 1 },
-      { label: 'speedup vs ar [95% CI]', format: 'speedup' },
-      { label: 'acceptance', format: 'ratio' },
-      { label: 'mean accepted', format: 'number' },
-      { label: 'σ', format: 'ratio' },
-      { label: 'η', format: 'ratio' },
-      { label: 'target calls', format: 'integer' }
-    ],
-    rows: report.methods.map((m) => [
-      m.method,
-      m.prompts,
-      m.outputTokens,
-      m.tokensPerSecondInterval ?? m.tokensPerSecond,
-      m.method === 'ar' ? m.speedup : (m.speedupInterval ?? m.speedup),
-      m.acceptanceRate,
-      m.meanAcceptedLength,
-      m.sigma,
-      m.eta,
-      m.targetCalls
-    ]),
-    caption: 'Timed values: the median over (prompt, repeat) with its 95 % bootstrap interval.'
-  }
+  const caption = 'Timed values: the median over (prompt, repeat) with its 95 % bootstrap interval.'
+  return itemTable('metrics', 'Per-method metrics', METRIC_COLUMNS, report.methods, caption)
 }
 
+const clipOutput = (text: string) => (text.length > OUTPUT_CHARS ? `${text.slice(0, OUTPUT_CHARS)}…` : text)
+
+const OUTPUT_COLUMNS: Column<ReportedResult>[] = [
+  [{ label: '#', format: 'integer' }, (r) => r.promptIndex + 1],
+  [{ label: 'method', format: 'text' }, (r) => r.method],
+  [{ label: 'status', format: 'text' }, (r) => r.status],
+  [{ label: 'tokens', format: 'integer' }, (r) => r.outputCount],
+  [{ label: 'ms', format: 'number', digits: 0 }, (r) => r.wallMs],
+  [{ label: 'prompt', format: 'text' }, (r) => clipOutput(r.promptText)],
+  [{ label: 'output', format: 'text' }, (r) => clipOutput(r.outputText)]
+]
+
 function outputsTable(results: readonly ReportedResult[]): ReportTable {
-  const clip = (text: string) => (text.length > OUTPUT_CHARS ? `${text.slice(0, OUTPUT_CHARS)}…` : text)
-  return {
-    kind: 'table',
-    id: 'outputs',
-    title: 'Per-prompt outputs',
-    columns: [
-      { label: '#', format: 'integer' },
-      { label: 'method', format: 'text' },
-      { label: 'status', format: 'text' },
-      { label: 'tokens', format: 'integer' },
-      { label: 'ms', format: 'number', digits: 0 },
-      { label: 'prompt', format: 'text' },
-      { label: 'output', format: 'text' }
-    ],
-    rows: results.map((r) => [r.promptIndex + 1, r.method, r.status, r.outputCount, r.wallMs, clip(r.promptText), clip(r.outputText)])
-  }
+  return itemTable('outputs', 'Per-prompt outputs', OUTPUT_COLUMNS, results)
+}
+
+/** The document's tables in the order both formats print them. */
+function tablesOf(doc: RunReportDocument): ReportTable[] {
+  return [doc.metrics, ...(doc.advice ? [doc.advice] : []), doc.outputs]
+}
+
+/** A table as an HTML section under its title (the anchor `<id>-section`). */
+function htmlSection(table: ReportTable): string {
+  return `<section id="${escapeXml(table.id)}-section"><h2>${escapeXml(table.title)}</h2>${renderTable(table)}</section>`
 }
 
 export function renderRunMarkdown(doc: RunReportDocument): string {
@@ -166,9 +166,7 @@ export function renderRunMarkdown(doc: RunReportDocument): string {
     '',
     ...doc.notes.map((n) => `> ${n}`),
     ...(doc.notes.length > 0 ? [''] : []),
-    ...markdownTable(doc.metrics),
-    ...(doc.advice ? markdownTable(doc.advice) : []),
-    ...markdownTable(doc.outputs)
+    ...tablesOf(doc).flatMap(markdownTable)
   ].join('\n')
 }
 
@@ -180,9 +178,7 @@ export function renderRunHtml(doc: RunReportDocument): string {
     `<title>${escapeXml(doc.title)}</title><style>${REPORT_CSS}</style></head><body>` +
     `<header><h1>${escapeXml(doc.title)}</h1></header><main>` +
     `<section id="setup"><h2>Setup</h2><table class="setup"><tbody>${setup}</tbody></table>${notes}</section>` +
-    `<section id="metrics-section"><h2>${escapeXml(doc.metrics.title)}</h2>${renderTable(doc.metrics)}</section>` +
-    (doc.advice ? `<section id="advice-section"><h2>${escapeXml(doc.advice.title)}</h2>${renderTable(doc.advice)}</section>` : '') +
-    `<section id="outputs-section"><h2>${escapeXml(doc.outputs.title)}</h2>${renderTable(doc.outputs)}</section>` +
+    tablesOf(doc).map(htmlSection).join('') +
     `</main><footer><p class="meta">Generated by SpecLab from the stored run (speclab show ${doc.runId} --format html re-renders it).</p></footer></body></html>\n`
   )
 }
