@@ -2,7 +2,8 @@
  * The Advisor screen end to end in browser mode: load target5M-q8_0 ← 260K on the Models screen, *Recommend a
  * setup…* opens the Advisor with them, a small advice (2 prompts × 32 tokens, greedy, the best candidate measured
  * beside ar with 2 repeats) runs with its stages ticked off, then the recommendation card, the predicted-vs-measured
- * chart and the candidate table; *Copy method* / *Copy command* put the card's text on the clipboard, *Use in Chat*
+ * chart and the candidate table (a refused prompt file's message goes once another set is chosen, on the Advisor and
+ * the Workbench); *Copy method* / *Copy command* put the card's text on the clipboard, *Use in Chat*
  * sets Chat's method and γ, Cancel stops a second advice, and the stored advice opens again from Runs. Screenshots (light and dark, three sizes)
  * go to test-results/e2e/advisor*.png with the layout and contrast checks.
  */
@@ -76,6 +77,17 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     await page.getByTestId('adv-import-path').fill(path.join(dir, 'broken.jsonl'))
     await page.getByTestId('adv-import').click()
     await waitForText(page.getByTestId('adv-import-error'), /broken\.jsonl/)
+    // The refusal goes as soon as another set is chosen: it was about the broken file, not the set now shown.
+    await page.getByTestId('adv-dataset').selectOption('builtin:stories')
+    await page.getByTestId('adv-import-error').waitFor({ state: 'detached', timeout: 2000 })
+    // A good file after a refused one: the same.
+    await page.getByTestId('adv-import-path').fill(path.join(dir, 'broken.jsonl'))
+    await page.getByTestId('adv-import').click()
+    await waitForText(page.getByTestId('adv-import-error'), /broken\.jsonl/)
+    await page.getByTestId('adv-import-path').fill(prompts)
+    await page.getByTestId('adv-import').click()
+    await waitForText(page.getByTestId('adv-dataset').locator('option:checked'), /mine\.jsonl.*2 prompts/)
+    await page.getByTestId('adv-import-error').waitFor({ state: 'detached', timeout: 2000 })
     await page.getByTestId('adv-dataset').selectOption('builtin:stories')
     // Bad input is refused on the screen, in the catalog's words, before anything runs.
     await page.getByTestId('adv-budget').fill('soon')
@@ -165,6 +177,18 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     await page.getByTestId('adv-chart').waitFor()
     expect(await page.getByTestId('adv-table').locator('tbody tr.measured').count()).toBeGreaterThanOrEqual(2)
   }, 90_000)
+
+  it('the Workbench (the same import) drops a refusal once another prompt set is chosen', async () => {
+    const { page } = app
+    await page.getByTestId('nav-workbench').click()
+    await page.getByTestId('wb-import-path').fill(path.join(dir, 'broken.jsonl'))
+    await page.getByTestId('wb-import-path').press('Enter')
+    await waitForText(page.getByTestId('wb-import-error'), /broken\.jsonl/)
+    // The Workbench starts on the stories set; the file added on the Advisor is among its sets too.
+    expect(await page.getByTestId('wb-dataset').inputValue()).toBe('builtin:stories')
+    await page.getByTestId('wb-dataset').selectOption(`file:${path.join(dir, 'mine.jsonl')}`)
+    await page.getByTestId('wb-import-error').waitFor({ state: 'detached', timeout: 2000 })
+  }, 60_000)
 
   it('holds at every size in light and dark, with no page errors', () => {
     expect(problems, problems.join('\n')).toEqual([])

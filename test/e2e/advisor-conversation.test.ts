@@ -1,0 +1,134 @@
+/**
+ * A chat conversation as the Advisor's workload, end to end in browser mode: load target5M-f32 ← 260K, hold a
+ * three-turn conversation in Chat, choose it as the Advisor's prompt set and run a small advice (the user's three
+ * messages × 32 tokens, greedy, sd and pld in the grid, the best candidate measured beside ar with 2 repeats) to its
+ * end. The user sees the recommendation card naming the conversation's prompt file; the file written beside the
+ * database (advice-workloads/) holds exactly the user's messages, one prompt each, and the stored run's prompt
+ * source on the Runs screen is that file. Screenshots (light and dark, three sizes) go to
+ * test-results/e2e/advisor-conversation*.png with the layout and contrast checks.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { missingForE2e, models, openBrowserApp, shot, waitForText, type BrowserApp } from '../helpers/browser-app'
+
+const target = path.join(models, 'family/stories-target5M-f32.gguf')
+const draft = path.join(models, 'stories260K-f32.gguf')
+const missing = missingForE2e([target, draft])
+if (missing.length > 0) console.warn(`\n!!! advisor-conversation e2e SKIPPED: missing ${missing.join(', ')} !!!\n`)
+
+/** The user's turns, as typed: a quote and a non-ASCII letter check that the file keeps the text as it is. */
+const TURNS = ['Once upon a time, a little fox found a shiny stone.', 'Lily said "hello" to the big dog.', 'The café by the sea was full of happy birds.']
+
+let dir: string
+let app: BrowserApp
+let conversationId: number
+let runId: string
+const problems: string[] = []
+
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+describe.skipIf(missing.length > 0)('Advisor on a chat conversation (browser mode)', () => {
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-e2e-advisor-conversation-'))
+    app = await openBrowserApp(dir)
+  }, 60_000)
+  afterAll(async () => {
+    await app?.close()
+    if (dir) fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('holds a three-turn conversation in Chat on the loaded small models', async () => {
+    const { page } = app
+    await page.goto(app.url.toString())
+    await page.getByTestId('nav-models').click()
+    for (const file of [target, draft]) {
+      await page.getByTestId('model-path').fill(file)
+      await page.getByTestId('model-add').click()
+      await waitForText(page.getByTestId('model-table'), new RegExp(escaped(path.basename(file))))
+    }
+    await page.getByTestId('trio-target').selectOption({ label: path.basename(target) })
+    await page.getByTestId('trio-draft').selectOption({ label: path.basename(draft) })
+    await page.getByTestId('context-size').fill('512')
+    await page.getByTestId('threads').fill('1')
+    await page.getByTestId('trio-load').click()
+    await waitForText(page.getByTestId('trio-loaded'), /Loaded: stories-target5M-f32\.gguf · stories260K-f32\.gguf/)
+
+    await page.getByTestId('nav-chat').click()
+    await page.getByTestId('chat-method').selectOption('sd')
+    await page.getByText('Decoding settings').click()
+    await page.getByTestId('max-tokens').fill('16')
+    await page.getByTestId('temperature').fill('0')
+    await page.getByText('Decoding settings').click()
+    for (const [i, turn] of TURNS.entries()) {
+      await page.getByTestId('chat-input').fill(turn)
+      await page.getByTestId('chat-input').press('Enter')
+      // Each reply stored (its statistics shown) before the next turn is sent.
+      await page.waitForFunction(
+        (n) => document.querySelectorAll('[data-testid="message-assistant"] [data-testid="reply-stats"]').length === n && !document.querySelector('[data-testid="message-streaming"]'),
+        i + 1
+      )
+    }
+    expect(await page.getByTestId('message-user').allTextContents()).toEqual(TURNS.map((t) => expect.stringContaining(t)))
+  }, 180_000)
+
+  it('the conversation is the workload: the advice runs to its end and the card names the conversation’s prompts', async () => {
+    const { page } = app
+    await page.getByTestId('nav-advisor').click()
+    // Listed under the chat conversations, titled by its first message.
+    const option = page.getByTestId('adv-dataset').locator('optgroup option', { hasText: TURNS[0].slice(0, 20) })
+    await option.waitFor({ state: 'attached' })
+    const value = (await option.getAttribute('value'))!
+    expect(value).toMatch(/^conversation:\d+$/)
+    conversationId = Number(value.split(':')[1])
+    await page.getByTestId('adv-dataset').selectOption(value)
+    await waitForText(page.getByTestId('adv-dataset').locator('option:checked'), /· 6 messages$/)
+
+    await page.getByTestId('adv-limit').fill('')
+    await page.getByTestId('adv-maxTokens').fill('32')
+    await page.getByTestId('adv-temperature').fill('0')
+    await page.getByTestId('adv-seed').fill('4')
+    await page.getByTestId('adv-verify').selectOption('1')
+    await page.getByTestId('adv-repeats').fill('2')
+    // sd and pld only: the full grid's cost measurement takes minutes on a shared machine.
+    for (const m of ['sd-pmin', 'svip', 'sd+ngram', 'ngram-simple']) await page.getByTestId(`adv-method-${m}`).uncheck()
+    await page.getByTestId('adv-run').click()
+    await page.getByTestId('adv-progress').waitFor()
+    await page.waitForFunction(() => document.querySelector('[data-testid="adv-progress"]')?.getAttribute('data-phase') === 'finished', null, { timeout: 330_000 })
+    expect(await page.getByTestId('adv-job-error').count()).toBe(0)
+    expect(await page.getByTestId('adv-progress').getAttribute('data-status')).toBe('done')
+
+    const card = page.getByTestId('adv-card')
+    await card.waitFor()
+    expect(await page.getByTestId('adv-headline').textContent()).toMatch(/faster than ar \(95 % interval [\d.]+× – [\d.]+×\)|Speculation does not pay here: keep plain decoding \(ar\)/)
+    await waitForText(page.getByTestId('adv-speclab-command'), /^speclab /)
+    // Three prompts, from the conversation's prompt file.
+    await waitForText(card, new RegExp(`3 prompts, \\d+ tokens \\(conversation-${conversationId}-[\\w-]+\\.jsonl\\)`))
+    runId = (await page.getByTestId('adv-open-run').textContent())!.replace('#', '')
+    problems.push(...(await shot(page, 'advisor-conversation')))
+    problems.push(...(await shot(page, 'advisor-conversation', 'dark')))
+  }, 400_000)
+
+  it('the file beside the database holds exactly the user’s messages, and the stored run names it as its prompts', async () => {
+    const { page } = app
+    const workloads = path.join(dir, 'advice-workloads')
+    const files = fs.readdirSync(workloads)
+    expect(files).toEqual([expect.stringMatching(new RegExp(`^conversation-${conversationId}-[\\w-]+\\.jsonl$`))])
+    const file = path.join(workloads, files[0])
+    const lines = fs.readFileSync(file, 'utf8').split('\n')
+    expect(lines.pop()).toBe('')
+    expect(lines.map((line) => JSON.parse(line))).toEqual(TURNS.map((t) => ({ turns: [t] })))
+
+    await page.getByTestId('adv-open-run').click()
+    await page.getByTestId(`run-open-${runId}`).waitFor()
+    await waitForText(page.getByTestId('run-prompts'), new RegExp(`^${escaped(file)}$`))
+    problems.push(...(await shot(page, 'advisor-conversation-run')))
+    problems.push(...(await shot(page, 'advisor-conversation-run', 'dark')))
+  }, 60_000)
+
+  it('holds at every size in light and dark, with no page errors', () => {
+    expect(problems, problems.join('\n')).toEqual([])
+    expect(app.pageErrors).toEqual([])
+  })
+})
