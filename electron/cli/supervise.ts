@@ -14,7 +14,6 @@
 import { spawn } from 'node:child_process'
 import os from 'node:os'
 import { onModelActivity, type ModelActivity } from '../engine/model/model-activity'
-import { modelProcessEnv } from '../engine/model/model-process-env'
 import { CrashWitness } from '../host/crash-witness'
 import { TTY_COLUMNS_ENV } from './progress'
 
@@ -66,7 +65,7 @@ export function shouldSupervise(argv: readonly string[], env: NodeJS.ProcessEnv 
 export function superviseSelf(afterCrash: () => void): Promise<number> {
   const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
     // The child's stderr is a pipe: tell it the terminal's width so it still draws its progress bar (copied through).
-    env: { ...modelProcessEnv(), [SUPERVISED_ENV]: '1', ...(process.stderr.isTTY ? { [TTY_COLUMNS_ENV]: String(process.stderr.columns || 80) } : {}) },
+    env: { ...process.env, [SUPERVISED_ENV]: '1', ...(process.stderr.isTTY ? { [TTY_COLUMNS_ENV]: String(process.stderr.columns || 80) } : {}) },
     stdio: ['inherit', 'inherit', 'pipe', 'ipc'],
     // Windows gives a detached process no console: there the child stays in the group and Ctrl-C reaches both.
     detached: process.platform !== 'win32'

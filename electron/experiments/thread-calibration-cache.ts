@@ -53,7 +53,7 @@ export function calibrationKey(parts: CalibrationKeyParts): string {
     arch: process.arch,
     native: [parts.native.build, parts.native.openmp, parts.native.release, parts.native.gpu],
     ompWaitPolicy: process.env.OMP_WAIT_POLICY ?? null,
-    // One libuv worker or several changes what an OpenMP thread costs (model-process-env.ts).
+    // One libuv worker or several changes what an OpenMP thread costs (libuv-workers.ts).
     libuvWorkers: parts.native.libuvWorkers ?? null
   }
   return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32)

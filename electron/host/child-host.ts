@@ -10,7 +10,6 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import type { HostEvent } from '../api/events'
 import { RpcClient } from '../api/rpc-client'
-import { modelProcessEnv } from '../engine/model/model-process-env'
 import type { HostOptions } from './host'
 import { CrashWitness, RESTART_ON_REQUEST, RestartBudget } from './crash-witness'
 import type { RequestHandler } from './rpc-server'
@@ -45,7 +44,7 @@ export class ChildHost implements RequestHandler {
   start(lastCrash: string | null = null): Promise<void> {
     const child = fork(this.fork.entry, [], {
       execArgv: this.fork.execArgv ?? [],
-      env: { ...modelProcessEnv(), [CHILD_HOST_ENV]: '1' },
+      env: { ...process.env, [CHILD_HOST_ENV]: '1' },
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
       serialization: 'advanced',
       // Its own process group: a Ctrl-C meant for the server reaches the engine only through close().

@@ -7,7 +7,6 @@
 import { MessageChannelMain, utilityProcess, type MessagePortMain, type UtilityProcess } from 'electron'
 import type { HostEvent } from '../api/events'
 import { RpcClient } from '../api/rpc-client'
-import { modelProcessEnv } from '../engine/model/model-process-env'
 import { CrashWitness, RESTART_ON_REQUEST, RestartBudget } from '../host/crash-witness'
 import type { HostOptions } from '../host/host'
 
@@ -30,11 +29,7 @@ export class HostProcess {
   start(lastCrash: string | null = null): void {
     const { port1, port2 } = new MessageChannelMain()
     // stderr is piped (and echoed) so a llama.cpp assertion that kills the host can be reported and recorded.
-    const child = utilityProcess.fork(this.entry, [], {
-      serviceName: 'SpecLab engine host',
-      stdio: ['ignore', 'inherit', 'pipe'],
-      env: modelProcessEnv()
-    })
+    const child = utilityProcess.fork(this.entry, [], { serviceName: 'SpecLab engine host', stdio: ['ignore', 'inherit', 'pipe'] })
     const witness = (this.witness = new CrashWitness())
     child.stderr?.on('data', (chunk: Buffer) => {
       process.stderr.write(chunk)

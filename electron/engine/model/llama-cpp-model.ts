@@ -49,7 +49,7 @@ import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
 import { chooseLlamaBackend, requestedGpu, type BackendChoice, type GpuBackend } from './llama-backend-choice'
 import { cpuBuildInstalled } from './native-cpu-build'
-import { libuvWorkers, singleLibuvWorker } from './model-process-env'
+import { libuvWorkers, singleLibuvWorker } from './libuv-workers'
 import { modelDisposed, modelLoadEnded, modelLoadStarted } from './model-activity'
 import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
 
@@ -136,7 +136,7 @@ export const inheritedOmpWaitPolicy = process.env.OMP_WAIT_POLICY
  * (1 thread: 107–111 in all three); an idle process still uses no CPU (3 s idle after a decode: 0.00 s of CPU).
  */
 function preferSpinningOpenMpThreads(): void {
-  // One libuv worker (model-process-env.ts) means one OpenMP master: libgomp's default spinning is llama-server's
+  // One libuv worker (UV_THREADPOOL_SIZE=1, libuv-workers.ts) means one OpenMP master: libgomp's default spinning is llama-server's
   // there, and `active` would spin without end — an idle engine holding a core (measured: llama-server beside it
   // fell from 124 to 35 tok/s).
   if (singleLibuvWorker()) return
@@ -191,7 +191,7 @@ export interface NativeBackend {
   release: string
   /** 'cpu', or the GPU backend it loaded (cuda, vulkan, metal). */
   gpu: string
-  /** libuv's workers in this process, on which node-llama-cpp evaluates (model-process-env.ts: 1 with the CPU build). */
+  /** libuv's workers in this process, on which node-llama-cpp evaluates (libuv-workers.ts). */
   libuvWorkers?: number
 }
 
