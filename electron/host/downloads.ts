@@ -7,10 +7,15 @@
  * downloader retries an unreachable server for minutes, so every phase here is raced against the job's own abort
  * signal: *Cancel* ends the job in any phase (state `cancelled`, the temporary file deleted), and a server that
  * sends nothing for `responseTimeoutMs` (no first byte, or a stall mid-way) fails the job with a clear message.
+ * A server that answers with an error status (4xx, 5xx) fails the job at once with that status
+ * (refuseServerErrorRetries); network errors are still retried by the downloader.
  */
 import { randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir, rm } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { createModelDownloader, type ModelDownloaderOptions } from 'node-llama-cpp'
 import type { HostEvent } from '../api/events'
 import { isModelUri, type DownloadState } from '../api/models'
@@ -51,6 +56,41 @@ export function defaultResponseTimeoutMs(): number {
   const fromEnv = Number(process.env.SPECLAB_DOWNLOAD_TIMEOUT_MS)
   return Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : 30_000
 }
+
+/** ipull's fetch-stream base class, the one whose `retryOnServerError` decides whether a status answer is retried. */
+const IPULL_FETCH_STREAM = 'download/download-engine/streams/download-engine-fetch-stream/base-download-engine-fetch-stream.js'
+
+/**
+ * Makes node-llama-cpp's downloader (ipull) give up on an error status at once, as ipull's own option
+ * `retryOnServerError: false` does. By default ipull retries a 5xx or 429 answer up to 150 times with back-off
+ * (about 12 minutes), reporting nothing: the user waits for the response watchdog and then reads "no response"
+ * from a server that did answer, with 500. A server answering 5xx to a file request is almost always down or
+ * misconfigured for longer than anyone waits at a progress bar, and a failed download is restarted with one click,
+ * so the status is reported instead. What ipull still retries is what its option leaves alone: network errors
+ * (refused, reset, DNS), which are the transient ones; 4xx answers were never retried.
+ *
+ * node-llama-cpp builds ipull's options itself and forwards no retry settings, so the option is applied through
+ * the method ipull reads it in (`retryOnServerError`, protected, meant for overriding), on ipull's class as
+ * node-llama-cpp resolves it — the one module instance its downloads use. Returns false, changing nothing, if
+ * ipull's layout is not the expected one (downloads then keep ipull's retries and the watchdog's message).
+ */
+export function refuseServerErrorRetries(): Promise<boolean> {
+  refusing ??= (async () => {
+    try {
+      const fromLlama = createRequire(createRequire(import.meta.url).resolve('node-llama-cpp'))
+      const ipullDist = path.dirname(fromLlama.resolve('ipull'))
+      const module = (await import(pathToFileURL(path.join(ipullDist, IPULL_FETCH_STREAM)).href)) as { default?: { prototype?: object } }
+      const prototype = module.default?.prototype as { retryOnServerError?: unknown } | undefined
+      if (typeof prototype?.retryOnServerError !== 'function') return false
+      prototype.retryOnServerError = () => false
+      return true
+    } catch {
+      return false
+    }
+  })()
+  return refusing
+}
+let refusing: Promise<boolean> | undefined
 
 /** Why a job stopped early: the reason its abort signal carries. */
 class Stopped extends Error {
@@ -128,7 +168,12 @@ export function describeDownloadFailure(error: unknown, server: string): string 
   }
   if (classNames(error).includes('StatusCodeError')) {
     const { statusCode, statusText, url } = error as { statusCode?: number; statusText?: string; url?: string }
-    const advice = statusCode === 401 || statusCode === 403 ? 'the file needs an access token or is private' : 'check the address'
+    const advice =
+      statusCode === 401 || statusCode === 403
+        ? 'the file needs an access token or is private'
+        : statusCode !== undefined && (statusCode >= 500 || statusCode === 429)
+          ? 'the server failed or is busy; try again later'
+          : 'check the address'
     return `${server} answered ${statusCode} ${statusText ?? ''} for ${url ?? 'the file'}; ${advice}, or ${INSTEAD}`.replace(/ +;/, ';')
   }
   const cause = error instanceof Error ? (error.cause as { code?: unknown; message?: unknown } | undefined) : undefined
@@ -228,6 +273,7 @@ export class DownloadManager {
     let ownsFile = false
     try {
       await mkdir(this.directory, { recursive: true })
+      await refuseServerErrorRetries()
       if (signal.aborted) throw signal.reason
       creating = this.createDownloader({
         modelUri: active.state.uri,

@@ -1,12 +1,15 @@
 /**
  * Downloads with node-llama-cpp's real downloader against local HTTP servers that misbehave: one that never
- * answers fails after the (shortened) response timeout, one that stalls mid-way likewise, cancel ends a job in any
- * phase (state cancelled, nothing left in the download folder), and bad URIs are refused with one line.
+ * answers fails after the (shortened) response timeout, one that stalls mid-way likewise, one that answers an error
+ * status (404, 500 — also for the parts after a good first answer) fails at once with that status, cancel ends a
+ * job in any phase (state cancelled, nothing left in the download folder), and bad URIs are refused with one line.
  */
+import { execFile } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
+import { promisify } from 'node:util'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { HostEvent } from '../../electron/api/events'
 import { isModelUri, ModelUri, type DownloadState, type ModelEntry } from '../../electron/api/models'
@@ -15,7 +18,7 @@ import { describeDownloadFailure, DownloadManager, isDownloaderError, KEPT_FINIS
 import { until } from '../helpers/until'
 
 const DATA = Buffer.alloc(12 << 20, 7) // 12 MiB (ipull writes 5 MiB chunks); the fake library does not read it
-type Mode = 'fast' | 'slow' | 'stall' | 'hang' | 'missing'
+type Mode = 'fast' | 'slow' | 'stall' | 'hang' | 'missing' | 'broken' | 'broken-parts'
 
 let server: http.Server
 let base: string
@@ -25,7 +28,10 @@ beforeAll(async () => {
     const mode = (request.url?.split('/')[1] ?? 'fast') as Mode
     if (mode === 'hang') return // accepts the connection, never answers
     if (mode === 'missing') return void response.writeHead(404, 'Not Found').end()
+    if (mode === 'broken') return void response.writeHead(500, 'Internal Server Error').end('boom\n')
     const range = /bytes=(\d+)-(\d*)/.exec(request.headers.range ?? '')
+    // The first request (the file's size) is answered well, the parts fetched in parallel after it are not.
+    if (mode === 'broken-parts' && range) return void response.writeHead(500, 'Internal Server Error').end('boom\n')
     const start = range ? Number(range[1]) : 0
     const end = range && range[2] ? Number(range[2]) : DATA.length - 1
     response.writeHead(range ? 206 : 200, {
@@ -133,11 +139,40 @@ describe('downloads', { timeout: 15_000 }, () => {
     expect(fs.readdirSync(dir)).toEqual([])
   })
 
-  it('a refusal by the server says what failed and what to do instead', async () => {
-    const { handlers, final } = setup()
+  // The response timeout is long here (8 s): an error status must end the job by itself, long before the watchdog.
+  it('a refusal by the server says what failed and what to do instead, at once', async () => {
+    const { handlers, final } = setup(8000)
+    const t0 = performance.now()
     const started = await handlers['models:download']({ uri: `${base}/missing/model.gguf` })
     const failed = await final(started.downloadId)
     expect(failed.error).toMatch(/^127\.0\.0\.1:\d+ answered 404 Not Found for http:\/\/.*\/missing\/model\.gguf; check the address, or download the file another way \(a browser, curl\) and add it with Add model$/)
+    expect(performance.now() - t0).toBeLessThan(3000)
+  })
+
+  it('a server error (500) fails the download at once with the status, not after retries and the timeout', async () => {
+    const { handlers, final } = setup(8000)
+    const t0 = performance.now()
+    const started = await handlers['models:download']({ uri: `${base}/broken/model.gguf` })
+    const failed = await final(started.downloadId)
+    expect(failed.error).toMatch(
+      /^127\.0\.0\.1:\d+ answered 500 Internal Server Error for http:\/\/127\.0\.0\.1:\d+\/broken\/model\.gguf; the server failed or is busy; try again later, or download the file another way/
+    )
+    expect(performance.now() - t0).toBeLessThan(3000)
+    expect(fs.readdirSync(dir)).toEqual([])
+  })
+
+  // In a process of its own: ipull leaves the rejections of the other failing parts unhandled, which the engine
+  // process absorbs (absorbDownloaderRejections) and vitest would report.
+  it('a server error on the parts after a good first answer fails the download at once too', async () => {
+    const partsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-downloads-'))
+    const fixture = path.join(__dirname, '../fixtures/download-once.ts')
+    // Asynchronously: the server answering it runs in this process. Exit 0: the stray rejections did not end it.
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', fixture, `${base}/broken-parts/model.gguf`, partsDir, '8000'], { timeout: 20_000 })
+    const failed = JSON.parse(stdout) as DownloadState & { ms: number }
+    expect(failed.state).toBe('failed')
+    expect(failed.error).toMatch(/^127\.0\.0\.1:\d+ answered 500 Internal Server Error for http:\/\/.*\/broken-parts\/model\.gguf; the server failed/)
+    expect(failed.ms).toBeLessThan(3000)
+    expect(fs.readdirSync(partsDir)).toEqual([])
   })
 
   it('names the server and the cause where the fetch itself failed, never a bare "fetch failed"', () => {
