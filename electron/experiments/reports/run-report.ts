@@ -75,6 +75,12 @@ function recommendationNote(r: NonNullable<StoredAdvice['recommendation']>): str
   return `${head} ${r.reason}.${server}`
 }
 
+/** Which cost curve priced the llama-server rows (experiments/advise-server-pricing.ts). */
+function pricingCaption(advice: StoredAdvice): string {
+  if (advice.llamaServerNote) return ` ${advice.llamaServerNote}.`
+  return advice.candidates.some((c) => c.pricedWith === 'llama-server') ? " llama-server rows predicted with llama-server's own measured costs (the same replayed rounds)." : ''
+}
+
 function adviceTable(advice: StoredAdvice): ReportTable {
   return {
     kind: 'table',
@@ -98,7 +104,7 @@ function adviceTable(advice: StoredAdvice): ReportTable {
       c.measured?.speedup ?? null,
       c.error ?? ''
     ]),
-    caption: `Predicted from one ${advice.mode === 'replayed' ? 'replayed (greedy)' : 'expected-value (sampling)'} trace of ${advice.prompts} prompts, ${advice.tokens} tokens; measured in this run, interleaved, ${advice.repeats} repeats.`
+    caption: `Predicted from one ${advice.mode === 'replayed' ? 'replayed (greedy)' : 'expected-value (sampling)'} trace of ${advice.prompts} prompts, ${advice.tokens} tokens; measured in this run, interleaved, ${advice.repeats} repeats.${pricingCaption(advice)}`
   }
 }
 
