@@ -184,7 +184,7 @@ function fitBudget(arms: VerifyArm[], options: AdviseOptions): { arms: VerifyArm
 }
 
 /** llama-server's costs for this trio and workload at an arm's threads (llama-server-costs.ts), from `binary`. */
-function serverCostsOf(binary: string, advice: Advice, trio: Pick<LoadedTrio, 'models' | 'fingerprints'>, files: { target: string; drafts: Readonly<Record<string, string>> }): MeasureServerCosts {
+function serverCostsOf(binary: string, advice: Advice, trio: Pick<LoadedTrio, 'models' | 'fingerprints'>, files: { target: string; drafts: Readonly<Record<string, string>> }, signal: AbortSignal | undefined): MeasureServerCosts {
   const fingerprintOf = (file: string) => trio.fingerprints.find((f) => path.resolve(f.path) === path.resolve(file))?.fingerprint ?? path.resolve(file)
   return (threads, drafts) =>
     llamaServerCosts({
@@ -194,7 +194,8 @@ function serverCostsOf(binary: string, advice: Advice, trio: Pick<LoadedTrio, 'm
       threads,
       contextSize: trio.models.target.context.contextSize,
       measurement: measurementOf(advice.trace, advice.costs.targetMs.length, undefined),
-      prompts: advice.trace.prompts.map((p) => p.promptTokens)
+      prompts: advice.trace.prompts.map((p) => p.promptTokens),
+      signal
     })
 }
 
@@ -242,7 +243,7 @@ export async function runAdvice(prepared: PreparedAdvice, trio: Pick<LoadedTrio,
     threadsOf: threadsFor(trio, advice.plans)
   })
   // llama-server's arms (only chosen where a binary exists) are priced with llama-server's own costs.
-  const priced = binary === null ? { arms: chosen, server: undefined } : await priceServerArms(chosen, advice, serverCostsOf(binary, advice, trio, { target: base.targetFile, drafts: draftFiles }), () => hooks.onStage?.('costs'))
+  const priced = binary === null ? { arms: chosen, server: undefined } : await priceServerArms(chosen, advice, serverCostsOf(binary, advice, trio, { target: base.targetFile, drafts: draftFiles }, hooks.signal), () => hooks.onStage?.('costs'))
   cancelled(hooks.signal)
   const { arms, repeats, estimatedSeconds } = fitBudget(priced.arms, options)
   const built = buildRunRequest(requestOf(options, seed, armMethods(arms), repeats))

@@ -25,6 +25,8 @@ export interface ServerCostRequest {
   prompts: readonly (readonly number[])[]
   /** The cache file (default: llama-server-cost-cache.ts serverCostCachePath). */
   cacheFile?: string
+  /** Stops the measurement (the advice was cancelled). */
+  signal?: AbortSignal
 }
 
 export interface MeasuredServerCosts {
@@ -63,7 +65,7 @@ export async function llamaServerCosts(request: ServerCostRequest): Promise<Meas
     const target = await localServer(specs.target)
     const drafts: Record<string, PeerServer> = {}
     for (const [name, spec] of Object.entries(specs.drafts)) drafts[name] = await localServer(spec)
-    const costs = await measureServerCosts({ target, drafts, measurement: request.measurement, prompts: request.prompts })
+    const costs = await measureServerCosts({ target, drafts, measurement: request.measurement, prompts: request.prompts, signal: request.signal })
     storeServerCosts(key, costs, request.cacheFile)
     return { costs, source: 'measured' }
   } finally {

@@ -41,6 +41,8 @@ export interface ServerCostInput {
   measurement: CurveMeasurement
   /** The workload's prompts (token ids, BOS included). */
   prompts: readonly (readonly number[])[]
+  /** Stops the measurement between requests (and the request in flight). */
+  signal?: AbortSignal
 }
 
 const requestOf = (m: Pick<CurveMeasurement, 'warp'>, prompt: readonly number[], nPredict: number, cachePrompt: boolean): CompletionRequest => ({
@@ -54,12 +56,12 @@ const requestOf = (m: Pick<CurveMeasurement, 'warp'>, prompt: readonly number[],
 })
 
 /** prompt_ms of appending k = 1 … K tokens to the cached prefix `seq[0, cut)`, mean over `repeats` after a warm-up. */
-async function timeServerAppends(server: PeerServer, m: ReturnType<typeof withDefaults>, cut: number): Promise<number[]> {
+async function timeServerAppends(server: PeerServer, m: ReturnType<typeof withDefaults>, cut: number, signal?: AbortSignal): Promise<number[]> {
   const totals = new Array<number>(m.maxPositions).fill(0)
   for (let round = 0; round <= m.repeats; round++)
     for (let k = 1; k <= m.maxPositions; k++) {
-      await server.complete(requestOf(m, m.sequence.slice(0, cut), 1, true))
-      const { timings } = await server.complete(requestOf(m, m.sequence.slice(0, cut + k), 1, true))
+      await server.complete(requestOf(m, m.sequence.slice(0, cut), 1, true), signal)
+      const { timings } = await server.complete(requestOf(m, m.sequence.slice(0, cut + k), 1, true), signal)
       if (timings.promptN !== k) throw new Error(`llama-server evaluated ${timings.promptN} prompt tokens after a cached prefix of ${cut}, expected ${k}: its prompt cache did not hold the prefix`)
       if (round > 0) totals[k - 1] += timings.promptMs
     }
@@ -67,13 +69,13 @@ async function timeServerAppends(server: PeerServer, m: ReturnType<typeof withDe
 }
 
 /** Mean ms of one decode step of plain generation from the measurement's prefixes (one warm-up round, then `repeats`). */
-export async function serverStepMs(server: PeerServer, measurement: CurveMeasurement): Promise<number> {
+export async function serverStepMs(server: PeerServer, measurement: CurveMeasurement, signal?: AbortSignal): Promise<number> {
   const m = withDefaults(measurement)
   let ms = 0
   let steps = 0
   for (const cut of cuts(m, m.maxPositions))
     for (let round = 0; round <= m.repeats; round++) {
-      const { timings } = await server.complete(requestOf(m, m.sequence.slice(0, cut), STEP_TOKENS, true))
+      const { timings } = await server.complete(requestOf(m, m.sequence.slice(0, cut), STEP_TOKENS, true), signal)
       if (round === 0 || timings.predictedN < 2) continue
       ms += timings.predictedMs
       steps += timings.predictedN - 1
@@ -83,23 +85,23 @@ export async function serverStepMs(server: PeerServer, measurement: CurveMeasure
 }
 
 /** c_T(k), k = 1 … K, of the target server (see the file comment). */
-export async function serverTargetCurve(server: PeerServer, measurement: CurveMeasurement): Promise<number[]> {
+export async function serverTargetCurve(server: PeerServer, measurement: CurveMeasurement, signal?: AbortSignal): Promise<number[]> {
   const m = withDefaults(measurement)
   const at = cuts(m, m.maxPositions)
   const prompt = new Array<number>(m.maxPositions).fill(0)
-  for (const cut of at) (await timeServerAppends(server, m, cut)).forEach((ms, k) => (prompt[k] += ms / at.length))
-  const single = await serverStepMs(server, measurement)
+  for (const cut of at) (await timeServerAppends(server, m, cut, signal)).forEach((ms, k) => (prompt[k] += ms / at.length))
+  const single = await serverStepMs(server, measurement, signal)
   const curve = prompt.map((ms, k) => (k === 0 ? single : single + ms - prompt[0]))
   return m.raw ? curve : nonDecreasing(curve)
 }
 
 /** Σ over `prompts` of one whole-prompt request each (fresh cache): SpecLab's wall clock, or the server's prompt_ms. */
-export async function serverPrefillMs(server: PeerServer, m: Pick<CurveMeasurement, 'warp' | 'clock'>, prompts: readonly (readonly number[])[], wallClock: boolean): Promise<number> {
+export async function serverPrefillMs(server: PeerServer, m: Pick<CurveMeasurement, 'warp' | 'clock'>, prompts: readonly (readonly number[])[], wallClock: boolean, signal?: AbortSignal): Promise<number> {
   const clock = m.clock ?? (() => performance.now())
   let total = 0
   for (const prompt of prompts) {
     const started = clock()
-    const { timings } = await server.complete(requestOf(m, prompt, 1, false))
+    const { timings } = await server.complete(requestOf(m, prompt, 1, false), signal)
     total += wallClock ? clock() - started : timings.promptMs
   }
   return total
@@ -107,11 +109,12 @@ export async function serverPrefillMs(server: PeerServer, m: Pick<CurveMeasureme
 
 /** The cost table llama-server's arms are priced with (replay/advise.ts price). */
 export async function measureServerCosts(input: ServerCostInput): Promise<CostTable> {
-  const targetMs = await serverTargetCurve(input.target, input.measurement)
-  const costs: CostTable = { targetMs, drafts: {}, prefillMs: { target: await serverPrefillMs(input.target, input.measurement, input.prompts, true), drafts: {} } }
+  const { signal } = input
+  const targetMs = await serverTargetCurve(input.target, input.measurement, signal)
+  const costs: CostTable = { targetMs, drafts: {}, prefillMs: { target: await serverPrefillMs(input.target, input.measurement, input.prompts, true, signal), drafts: {} } }
   for (const [name, server] of Object.entries(input.drafts)) {
-    costs.drafts[name] = { ms: await serverStepMs(server, input.measurement) }
-    costs.prefillMs!.drafts[name] = await serverPrefillMs(server, input.measurement, input.prompts, false)
+    costs.drafts[name] = { ms: await serverStepMs(server, input.measurement, signal) }
+    costs.prefillMs!.drafts[name] = await serverPrefillMs(server, input.measurement, input.prompts, false, signal)
   }
   return costs
 }
