@@ -243,7 +243,10 @@ export async function runAdvice(prepared: PreparedAdvice, trio: Pick<LoadedTrio,
     threadsOf: threadsFor(trio, advice.plans)
   })
   // llama-server's arms (only chosen where a binary exists) are priced with llama-server's own costs.
-  const priced = binary === null ? { arms: chosen, server: undefined } : await priceServerArms(chosen, advice, serverCostsOf(binary, advice, trio, { target: base.targetFile, drafts: draftFiles }, hooks.signal), () => hooks.onStage?.('costs'))
+  const priced =
+    binary === null
+      ? { arms: chosen, server: undefined }
+      : await priceServerArms(chosen, advice, serverCostsOf(binary, advice, trio, { target: base.targetFile, drafts: draftFiles }, hooks.signal), () => hooks.onStage?.('costs'))
   cancelled(hooks.signal)
   const { arms, repeats, estimatedSeconds } = fitBudget(priced.arms, options)
   const built = buildRunRequest(requestOf(options, seed, armMethods(arms), repeats))

@@ -9,7 +9,7 @@
  * (runner.ts RunOptions.arms) whose cells are stored under its label; config.methods lists the methods the arms use
  * (for filters and the runs list), and config.advice says which candidate each label is (api/advice.ts).
  */
-import type { AdviceArm, AdviceRecord, ServerPricingRecord } from '../api/advice'
+import type { AdviceArm, AdviceRecord, PricedWith, ServerPricingRecord } from '../api/advice'
 import type { Deploy } from '../api/advisor'
 import type { RunConfig, RunReport } from '../api/runs'
 import type { DecoderModels } from '../engine/decoders/types'
@@ -27,9 +27,6 @@ import type { PromptItem } from './prompts'
 import { executeRun, type Arm, type RunOptions } from './runner'
 
 export type { Deploy } from '../api/advisor'
-
-/** Which cost curve priced a prediction: SpecLab's own, or llama-server's (experiments/advise-server-pricing.ts). */
-export type PricedWith = 'speclab' | 'llama-server'
 
 export interface VerifyArm {
   label: string
