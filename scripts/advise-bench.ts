@@ -2,7 +2,7 @@
  * `npm run bench:advise`: the setup advisor against the exhaustive grid it saves the user from.
  *
  * 1. `speclab advise` on the workload (timed): its recommendation, and every verified candidate's prediction beside
- *    its measurement.
+ *    its measurement (a llama-server arm's predicted with llama-server's own costs, where they were measured).
  * 2. The same candidate grid measured with `speclab run` (timed): the candidates packed into as few runs as their
  *    parameters allow (one run per γ, a method at most once per run, since `--gamma` and `--set` apply to a whole
  *    run), each run with `ar` so every speedup is paired with ar on the same prompt and repeat, as the advisor's.
@@ -142,7 +142,9 @@ function main(): void {
   const advice = advised.json as AdviceResult
   const measured = advice.candidates.filter((c): c is CandidateResult & { measured: NonNullable<CandidateResult['measured']> } => c.measured !== undefined)
   const errors = measured
-    .filter((c) => c.predicted && c.method !== 'ar' && !c.method.startsWith('llama-server:'))
+    // A llama-server arm counts where llama-server's own costs priced it; priced with SpecLab's (no costs measured) it
+    // predicts SpecLab's speed of the configuration, not llama-server's, and is left out.
+    .filter((c) => c.predicted && c.method !== 'ar' && (!c.method.startsWith('llama-server:') || c.pricedWith === 'llama-server'))
     .map((c) => Math.abs(c.predicted!.tokensPerSecond - (c.measured.tokensPerSecond?.median ?? NaN)) / (c.measured.tokensPerSecond?.median ?? NaN))
   const recommendation = advice.recommendation!
   const picked = measured.find((c) => sameConfiguration(c, recommendation) && c.draft === recommendation.draft)
@@ -150,10 +152,11 @@ function main(): void {
   const lines: string[] = []
   lines.push(`advisor: ${fixed(advised.seconds, 0)} s · run ${advice.runId} · ${advice.prompts} prompts, ${advice.tokens} tokens, ${advice.mode}`)
   for (const c of measured)
-    lines.push(`  ${(c.label ?? label(c)).padEnd(44)} predicted ${fixed(c.predicted?.tokensPerSecond, 1).padStart(6)} tok/s  measured ${intervalText(c.measured.tokensPerSecond, 1)} tok/s, ${intervalText(c.measured.speedup)}×`)
+    lines.push(`  ${(c.label ?? label(c)).padEnd(44)} predicted ${fixed(c.predicted?.tokensPerSecond, 1).padStart(6)} tok/s${c.pricedWith === 'llama-server' ? ' (llama-server costs)' : ''}  measured ${intervalText(c.measured.tokensPerSecond, 1)} tok/s, ${intervalText(c.measured.speedup)}×`)
   lines.push(`  recommendation: ${recommendation.speculate ? label(recommendation) : 'ar (no speculation)'} — ${intervalText(recommendation.speedup)}× · ${recommendation.reason}`)
   lines.push(`  llama-server: ${recommendation.llamaServerCommand ?? `none (${recommendation.llamaServerNote})`}`)
   lines.push(`  median |predicted − measured| / measured over ${errors.length} verified candidates: ${fixed(errors.length ? median(errors) * 100 : null, 1)} %`)
+  if (advice.llamaServerNote) lines.push(`  ${advice.llamaServerNote}`)
   const serverDefault = measured.find((c) => c.method === 'llama-server:draft' && Object.keys(c.params).length === 0)
   const servers = measured.filter((c) => c.method.startsWith('llama-server:'))
   for (const s of servers) {

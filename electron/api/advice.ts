@@ -15,6 +15,30 @@ import type { RunStatus } from './fields'
 
 const Threads = z.object({ threads: z.number().int().positive(), batchThreads: z.number().int().positive(), draftThreads: z.number().int().positive() })
 
+/**
+ * Which cost curve priced a prediction: SpecLab's own (every grid candidate), or llama-server's own costs measured
+ * on the same trio at the arm's threads (a `llama-server:*` arm, where they were measured: experiments/advise-server-pricing.ts).
+ */
+export const PricedWith = z.enum(['speclab', 'llama-server'])
+export type PricedWith = z.infer<typeof PricedWith>
+
+/** llama-server's cost table at one arm's threads, as the advice priced with it (measured now or from the cache). */
+export const ServerCosts = z.object({
+  threads: Threads,
+  /** c_T(k), k = 1 … K, ms. */
+  targetMs: z.array(z.number()),
+  /** ms per drafted token, by draft name. */
+  draftMs: z.record(z.string(), z.number()),
+  source: z.enum(['measured', 'cached'])
+})
+export type ServerCosts = z.infer<typeof ServerCosts>
+
+/** What the advice says about llama-server's own costs: the tables, and one line when they could not be measured. */
+export interface ServerPricingRecord {
+  costs: ServerCosts[]
+  note: string | null
+}
+
 export const AdviceCandidate = z.object({
   method: z.string(),
   gamma: z.number().int(),
@@ -29,6 +53,8 @@ export const AdvicePrediction = AdviceCandidate.extend({
   plan: z.string().nullable(),
   tokensPerSecond: z.number().nullable(),
   speedup: z.number().nullable(),
+  /** The curve that priced it; absent in runs stored before it was recorded (then SpecLab's). */
+  pricedWith: PricedWith.optional(),
   /** Why the trace could not replay it; null when it could. */
   error: z.string().nullable()
 })
@@ -38,7 +64,9 @@ export const AdviceArm = AdviceCandidate.extend({
   /** The `method` its cells are stored under. */
   label: z.string(),
   threads: Threads,
-  predicted: z.object({ tokensPerSecond: z.number(), speedup: z.number() }).nullable()
+  predicted: z.object({ tokensPerSecond: z.number(), speedup: z.number() }).nullable(),
+  /** The curve that priced `predicted` (null without one); absent in runs stored before it was recorded (then SpecLab's). */
+  pricedWith: PricedWith.nullable().optional()
 })
 export type AdviceArm = z.infer<typeof AdviceArm>
 
@@ -53,7 +81,11 @@ export const AdviceRecord = z.object({
   }),
   /** ar and every candidate, fastest predicted first. */
   predictions: z.array(AdvicePrediction),
-  arms: z.array(AdviceArm)
+  arms: z.array(AdviceArm),
+  /** llama-server's own cost tables that priced its arms (absent: no llama-server arm, or none measured). */
+  llamaServerCosts: z.array(ServerCosts).optional(),
+  /** Why llama-server's arms were priced with SpecLab's curve instead (its costs could not be measured); null: they were not. */
+  llamaServerNote: z.string().nullable().optional()
 })
 export type AdviceRecord = z.infer<typeof AdviceRecord>
 
@@ -73,6 +105,8 @@ export interface CandidateResult {
   draft: string | null
   plan: string | null
   predicted: { tokensPerSecond: number; speedup: number } | null
+  /** The curve that priced `predicted`; null without a prediction. */
+  pricedWith: PricedWith | null
   measured?: Measurement
   error: string | null
 }
@@ -116,4 +150,8 @@ export interface StoredAdvice {
   recommendation: Recommendation | null
   candidates: CandidateResult[]
   profile: WorkloadProfile
+  /** llama-server's own cost tables that priced its arms; [] when none did. */
+  llamaServerCosts: ServerCosts[]
+  /** Why llama-server's arms were priced with SpecLab's curve (its costs could not be measured); null otherwise. */
+  llamaServerNote: string | null
 }

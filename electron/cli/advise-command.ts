@@ -142,8 +142,20 @@ function recommendationText(r: Recommendation): string[] {
 }
 
 /** What the text shows of an advice: as `advise` just ran it, or as a stored run holds it (storedAdvice). */
-type AdviceView = Pick<AdviceResult, 'candidates' | 'mode' | 'profile' | 'seed' | 'prompts' | 'tokens' | 'runId' | 'recommendation'> & {
+type AdviceView = Pick<AdviceResult, 'candidates' | 'mode' | 'profile' | 'seed' | 'prompts' | 'tokens' | 'runId' | 'recommendation' | 'llamaServerNote'> & {
   verification?: AdviceResult['verification']
+  llamaServerCosts?: AdviceResult['llamaServerCosts']
+}
+
+/** Which curve priced the llama-server rows, and llama-server's own costs where they were measured. */
+function pricingNotes(result: AdviceView): string[] {
+  const costs = (result.llamaServerCosts ?? []).map(
+    (c) =>
+      `llama-server c_T(k) ms at target ${c.threads.threads}/${c.threads.batchThreads}, draft ${c.threads.draftThreads} (${c.source}): ${c.targetMs.map((ms) => formatFixed(ms, 2)).join(' ')}` +
+      Object.entries(c.draftMs).map(([name, ms]) => `; draft ${name} ${formatFixed(ms, 2)} ms/token`).join('')
+  )
+  const priced = result.candidates.some((c) => c.pricedWith === 'llama-server') ? ["llama-server:* rows: predicted with llama-server's own costs (the same replayed rounds)"] : []
+  return [...costs, ...priced, ...(result.llamaServerNote ? [result.llamaServerNote] : [])]
 }
 
 export function adviceText(result: AdviceView): string {
@@ -165,6 +177,7 @@ export function adviceText(result: AdviceView): string {
     `seed ${result.seed} · ${result.prompts} prompts, ${result.tokens} tokens · ${mode}`,
     `target c_T(k) ms, k = 1…${profile.targetMs.length}: ${profile.targetMs.map((ms) => formatFixed(ms, 2)).join(' ')} (c_T(k)/c_T(1): ${profile.verifyCost.map((v) => formatFixed(v, 2)).join(' ')})`,
     ...Object.entries(profile.drafts).map(([name, d]) => `draft ${name}: ${formatFixed(d.msPerToken, 2)} ms/token (c_D/c_T(1) ${formatFixed(d.relativeCost, 2)}), acceptance per position ${d.acceptance.map((a) => formatFixed(a, 2)).join(' ')}${d.acceptanceFrom === 'rounds' ? ' (another vocabulary: from its replayed sd-tli rounds)' : ''}`),
+    ...pricingNotes(result),
     ...(result.verification ? [`measured: ${result.verification.arms} arms × ${result.verification.repeats} repeats, interleaved; medians with 95 % intervals, speedups paired with ar`] : [])
   ]
   const stored = result.runId === null ? ['nothing measured (--verify 0): no recommendation'] : [`stored as run ${result.runId} (speclab show ${result.runId})`]

@@ -12,7 +12,7 @@ import type { Candidate } from '../engine/replay/replay'
 import type { ParamValue } from '../engine/methods/param-spec'
 import type { Advice } from './advise'
 import type { VerifyArm } from './advise-verify'
-import type { CandidateResult, Measurement, Recommendation, StoredAdvice } from '../api/advice'
+import type { CandidateResult, Measurement, Recommendation, ServerCosts, ServerPricingRecord, StoredAdvice } from '../api/advice'
 
 // The shapes the app reads live in the api (api/advice.ts), so the contract never imports experiments/.
 export type { CandidateResult, Measurement, Recommendation, StoredAdvice }
@@ -32,6 +32,10 @@ export interface AdviceResult {
   verdicts: Verdict[]
   costs: Advice['costs']
   plans?: Advice['plans']
+  /** llama-server's own cost tables that priced its arms (experiments/advise-server-pricing.ts); [] when none were. */
+  llamaServerCosts: ServerCosts[]
+  /** Why llama-server's arms were priced with SpecLab's curve (its costs could not be measured); null otherwise. */
+  llamaServerNote: string | null
 }
 
 const interval = (i: { median: number; low: number; high: number } | null | undefined): Interval | null => (i ? { median: i.median, low: i.low, high: i.high } : null)
@@ -54,6 +58,8 @@ export interface ResultInput {
   targetFile: string
   draftFiles: Readonly<Record<string, string>>
   verification: AdviceResult['verification']
+  /** llama-server's costs, where its arms were priced with them or could not be. */
+  server?: ServerPricingRecord
 }
 
 const plain = (c: Candidate) => ({ method: c.method, params: { ...c.params }, gamma: c.gamma, draft: c.draft })
@@ -65,13 +71,14 @@ function candidateResults(input: ResultInput): CandidateResult[] {
     const label = v.candidate.method === 'ar' ? (input.arms.length > 0 ? 'ar' : null) : (armOf.get(v.candidate)?.label ?? null)
     const m = measured(label)
     const predicted = v.prediction ? { tokensPerSecond: v.prediction.tokensPerSecond, speedup: v.prediction.speedup } : null
-    return { label, ...plain(v.candidate), plan: v.plan ?? null, predicted, ...(m ? { measured: m } : {}), error: v.error }
+    return { label, ...plain(v.candidate), plan: v.plan ?? null, predicted, pricedWith: predicted ? 'speclab' : null, ...(m ? { measured: m } : {}), error: v.error }
   })
   // Arms that are no candidate of the grid (llama-server's default) are listed after it.
   const extra = input.arms.filter((a) => a.candidate.method !== 'ar' && !input.advice.verdicts.some((v) => v.candidate === a.candidate))
   for (const a of extra) {
     const m = measured(a.label)
-    rows.push({ label: a.label, ...plain(a.candidate), plan: null, predicted: a.predicted ? { tokensPerSecond: a.predicted.tokensPerSecond, speedup: a.predicted.speedup } : null, ...(m ? { measured: m } : {}), error: null })
+    const predicted = a.predicted ? { tokensPerSecond: a.predicted.tokensPerSecond, speedup: a.predicted.speedup } : null
+    rows.push({ label: a.label, ...plain(a.candidate), plan: null, predicted, pricedWith: a.predicted?.pricedWith ?? null, ...(m ? { measured: m } : {}), error: null })
   }
   return rows
 }
@@ -120,7 +127,9 @@ export function adviceResult(input: ResultInput): AdviceResult {
     verification: input.verification,
     verdicts: advice.verdicts,
     costs: advice.costs,
-    ...(advice.plans ? { plans: advice.plans } : {})
+    ...(advice.plans ? { plans: advice.plans } : {}),
+    llamaServerCosts: input.server?.costs ?? [],
+    llamaServerNote: input.server?.note ?? null
   }
 }
 
@@ -142,12 +151,14 @@ export function storedAdvice(report: RunReport): StoredAdvice | null {
     const arm = record.arms.find((a) => sameConfiguration(a, p))
     const m = arm ? measured(arm.label) : undefined
     const predicted = p.tokensPerSecond !== null && p.speedup !== null ? { tokensPerSecond: p.tokensPerSecond, speedup: p.speedup } : null
-    return { label: arm?.label ?? null, method: p.method, params: { ...p.params }, gamma: p.gamma, draft: p.draft, plan: p.plan, predicted, ...(m ? { measured: m } : {}), error: p.error }
+    const pricedWith = predicted ? (p.pricedWith ?? 'speclab') : null
+    return { label: arm?.label ?? null, method: p.method, params: { ...p.params }, gamma: p.gamma, draft: p.draft, plan: p.plan, predicted, pricedWith, ...(m ? { measured: m } : {}), error: p.error }
   })
   // Arms that are no candidate of the grid (llama-server's default) are listed after it, as advise lists them.
   for (const a of record.arms.filter((a) => !record.predictions.some((p) => sameConfiguration(a, p)))) {
     const m = measured(a.label)
-    candidates.push({ label: a.label, method: a.method, params: { ...a.params }, gamma: a.gamma, draft: a.draft, plan: null, predicted: a.predicted, ...(m ? { measured: m } : {}), error: null })
+    const pricedWith = a.predicted ? (a.pricedWith ?? 'speclab') : null
+    candidates.push({ label: a.label, method: a.method, params: { ...a.params }, gamma: a.gamma, draft: a.draft, plan: null, predicted: a.predicted, pricedWith, ...(m ? { measured: m } : {}), error: null })
   }
   const config = report.config
   return {
@@ -163,6 +174,8 @@ export function storedAdvice(report: RunReport): StoredAdvice | null {
     repeats: config.repeats,
     recommendation: recommendationOf({ report, arms, profile: record.profile, targetFile: config.models.target, draftFiles: record.drafts }),
     candidates,
-    profile: record.profile
+    profile: record.profile,
+    llamaServerCosts: record.llamaServerCosts ?? [],
+    llamaServerNote: record.llamaServerNote ?? null
   }
 }

@@ -20,7 +20,9 @@ import type { LlamaCppModel } from '../engine/model/llama-cpp-model'
 import type { RunSettingValues } from '../engine/settings/run-settings'
 import type { RunReport } from '../api/runs'
 import type { RunStore } from '../store/run-store'
-import { adviseWorkload, type Advice, type ThreadChoice } from './advise'
+import { adviseWorkload, measurementOf, type Advice, type ThreadChoice } from './advise'
+import { priceServerArms, type MeasureServerCosts } from './advise-server-pricing'
+import { llamaServerCosts } from './llama-server-costs'
 import { adviceRecord, armMethods, chooseArms, runnerArms, runVerification, servable, type Deploy, type VerifyArm } from './advise-verify'
 import { adviceResult, type AdviceResult } from './advice-result'
 import type { LoadedTrio, TrioLoadOptions } from './models'
@@ -181,6 +183,22 @@ function fitBudget(arms: VerifyArm[], options: AdviseOptions): { arms: VerifyArm
   return { arms: [ar, ...rest.slice(0, plan.candidates)], repeats: plan.repeats, estimatedSeconds: plan.estimatedMs / 1000 }
 }
 
+/** llama-server's costs for this trio and workload at an arm's threads (llama-server-costs.ts), from `binary`. */
+function serverCostsOf(binary: string, advice: Advice, trio: Pick<LoadedTrio, 'models' | 'fingerprints'>, files: { target: string; drafts: Readonly<Record<string, string>> }, signal: AbortSignal | undefined): MeasureServerCosts {
+  const fingerprintOf = (file: string) => trio.fingerprints.find((f) => path.resolve(f.path) === path.resolve(file))?.fingerprint ?? path.resolve(file)
+  return (threads, drafts) =>
+    llamaServerCosts({
+      binary,
+      target: { file: files.target, fingerprint: fingerprintOf(files.target) },
+      drafts: Object.fromEntries(drafts.map((name) => [name, { file: files.drafts[name], fingerprint: fingerprintOf(files.drafts[name]) }])),
+      threads,
+      contextSize: trio.models.target.context.contextSize,
+      measurement: measurementOf(advice.trace, advice.costs.targetMs.length, undefined),
+      prompts: advice.trace.prompts.map((p) => p.promptTokens),
+      signal
+    })
+}
+
 const cancelled = (signal: AbortSignal | undefined) => {
   if (signal?.aborted) throw new UserInputError('cancelled')
 }
@@ -216,16 +234,23 @@ export async function runAdvice(prepared: PreparedAdvice, trio: Pick<LoadedTrio,
   const profile = workloadProfile(advice.trace, advice.costs, PROFILE_POSITIONS, advice.roundAcceptance)
   const base = { seed, advice, profile, targetFile: path.resolve(options.target), draftFiles }
   if (options.verify === 0 || !store) return adviceResult({ ...base, arms: [], report: null, verification: null })
+  const binary = findLlamaServer().path
   const chosen = chooseArms(advice.verdicts, {
     top: options.verify,
     deploy: options.deploy,
-    serverAvailable: findLlamaServer().path !== null,
+    serverAvailable: binary !== null,
     severalDrafts: names.length > 1,
     threadsOf: threadsFor(trio, advice.plans)
   })
-  const { arms, repeats, estimatedSeconds } = fitBudget(chosen, options)
+  // llama-server's arms (only chosen where a binary exists) are priced with llama-server's own costs.
+  const priced =
+    binary === null
+      ? { arms: chosen, server: undefined }
+      : await priceServerArms(chosen, advice, serverCostsOf(binary, advice, trio, { target: base.targetFile, drafts: draftFiles }, hooks.signal), () => hooks.onStage?.('costs'))
+  cancelled(hooks.signal)
+  const { arms, repeats, estimatedSeconds } = fitBudget(priced.arms, options)
   const built = buildRunRequest(requestOf(options, seed, armMethods(arms), repeats))
-  const config = { ...withLoadedTrio(built.config, outcomeOf(trio)), advice: adviceRecord(advice, profile, draftFiles, arms) }
+  const config = { ...withLoadedTrio(built.config, outcomeOf(trio)), advice: adviceRecord(advice, profile, draftFiles, arms, priced.server) }
   hooks.onStage?.('verify')
   hooks.onVerifyPlan?.({ arms: arms.map((a) => a.label), repeats, estimatedSeconds })
   const report: RunReport = await runVerification(store, config, trio.models, prompts, runnerArms(arms, drafts), {
@@ -235,5 +260,5 @@ export async function runAdvice(prepared: PreparedAdvice, trio: Pick<LoadedTrio,
     onRunCreated: hooks.onRunCreated
   })
   const verification = { arms: arms.length, repeats, estimatedSeconds, budgetSeconds: options.budget ?? null }
-  return adviceResult({ ...base, arms, report, verification })
+  return adviceResult({ ...base, arms, report, verification, server: priced.server })
 }

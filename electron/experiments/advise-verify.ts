@@ -9,7 +9,7 @@
  * (runner.ts RunOptions.arms) whose cells are stored under its label; config.methods lists the methods the arms use
  * (for filters and the runs list), and config.advice says which candidate each label is (api/advice.ts).
  */
-import type { AdviceArm, AdviceRecord } from '../api/advice'
+import type { AdviceArm, AdviceRecord, PricedWith, ServerPricingRecord } from '../api/advice'
 import type { Deploy } from '../api/advisor'
 import type { RunConfig, RunReport } from '../api/runs'
 import type { DecoderModels } from '../engine/decoders/types'
@@ -32,7 +32,9 @@ export interface VerifyArm {
   label: string
   candidate: Candidate
   threads: ArmThreads
-  predicted: { tokensPerSecond: number; speedup: number; ms: number } | null
+  predicted: { tokensPerSecond: number; speedup: number; ms: number; pricedWith: PricedWith } | null
+  /** The grid candidate whose replayed rounds predict it (itself, or the SpecLab twin of a llama-server arm); null: none. */
+  basis: Candidate | null
 }
 
 /** llama-server's default speculation with a draft model in the bundled llama.cpp: n_max 3, n_min 0, p_min 0. */
@@ -48,7 +50,7 @@ export function armLabel(candidate: Candidate, withDraft: boolean): string {
 }
 
 const predictedOf = (verdict: Verdict | undefined): VerifyArm['predicted'] =>
-  verdict?.prediction ? { tokensPerSecond: verdict.prediction.tokensPerSecond, speedup: verdict.prediction.speedup, ms: verdict.prediction.ms } : null
+  verdict?.prediction ? { tokensPerSecond: verdict.prediction.tokensPerSecond, speedup: verdict.prediction.speedup, ms: verdict.prediction.ms, pricedWith: 'speclab' } : null
 
 export interface ArmChoice {
   /** How many predicted candidates to measure besides ar. */
@@ -97,7 +99,8 @@ export function chooseArms(verdicts: readonly Verdict[], choice: ArmChoice): Ver
     label: armLabel(candidate, choice.severalDrafts),
     candidate,
     threads: choice.threadsOf(verdict),
-    predicted: predictedOf(verdict)
+    predicted: predictedOf(verdict),
+    basis: verdict?.candidate ?? null
   })
   const arms: VerifyArm[] = [arm(ar, { method: 'ar', gamma: 1, params: {}, draft: null })]
   const add = (a: VerifyArm) => {
@@ -110,7 +113,8 @@ export function chooseArms(verdicts: readonly Verdict[], choice: ArmChoice): Ver
   const drafted = top.find((v) => v.candidate.draft !== null && onLlamaServer(v.candidate)?.method === 'llama-server:draft')
   if (onServer && drafted) {
     if (choice.deploy === 'any') add(arm(drafted, onLlamaServer(drafted.candidate)!))
-    // Its time is predicted as SpecLab's sd at the same γ with the same draft: the same rounds, a different engine.
+    // Its rounds are SpecLab's sd at the same γ with the same draft: the same rounds, a different engine (priced
+    // with llama-server's own costs where they were measured: advise-server-pricing.ts).
     const serverDefault: Candidate = { method: 'llama-server:draft', gamma: LLAMA_SERVER_DEFAULT_GAMMA, params: {}, draft: drafted.candidate.draft }
     const twin = verdicts.find((v) => v.candidate.method === 'sd' && v.candidate.gamma === LLAMA_SERVER_DEFAULT_GAMMA && v.candidate.draft === serverDefault.draft)
     add(arm(twin, serverDefault))
@@ -133,7 +137,7 @@ export function runnerArms(arms: readonly VerifyArm[], drafts: Readonly<Record<s
 export const armMethods = (arms: readonly VerifyArm[]): string[] => [...new Set(arms.map((a) => a.candidate.method))]
 
 /** What the run stores about the advice (api/advice.ts). */
-export function adviceRecord(advice: Advice, profile: WorkloadProfile, drafts: Readonly<Record<string, string>>, arms: readonly VerifyArm[]): AdviceRecord {
+export function adviceRecord(advice: Advice, profile: WorkloadProfile, drafts: Readonly<Record<string, string>>, arms: readonly VerifyArm[], server?: ServerPricingRecord): AdviceRecord {
   const params = (p: Readonly<Record<string, ParamValue>>) => ({ ...p })
   return {
     trace: { prompts: advice.trace.prompts.length, tokens: advice.trace.prompts.reduce((n, p) => n + p.tokens.length, 0), mode: advice.verdicts[0]?.mode ?? 'replayed' },
@@ -145,6 +149,7 @@ export function adviceRecord(advice: Advice, profile: WorkloadProfile, drafts: R
       params: params(v.candidate.params),
       draft: v.candidate.draft,
       plan: v.plan ?? null,
+      ...(v.prediction ? { pricedWith: 'speclab' as const } : {}),
       tokensPerSecond: v.prediction?.tokensPerSecond ?? null,
       speedup: v.prediction?.speedup ?? null,
       error: v.error
@@ -156,8 +161,10 @@ export function adviceRecord(advice: Advice, profile: WorkloadProfile, drafts: R
       params: params(a.candidate.params),
       draft: a.candidate.draft,
       threads: a.threads,
-      predicted: a.predicted ? { tokensPerSecond: a.predicted.tokensPerSecond, speedup: a.predicted.speedup } : null
-    }))
+      predicted: a.predicted ? { tokensPerSecond: a.predicted.tokensPerSecond, speedup: a.predicted.speedup } : null,
+      pricedWith: a.predicted?.pricedWith ?? null
+    })),
+    ...(server ? { llamaServerCosts: server.costs, llamaServerNote: server.note } : {})
   }
 }
 

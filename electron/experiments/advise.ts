@@ -17,7 +17,7 @@ import { UserInputError } from '../engine/errors'
 import { decodeOnce } from '../engine/methods/decode-once'
 import { prepare } from '../engine/methods/prepare'
 import type { LanguageModel } from '../engine/model/types'
-import { AR_CANDIDATE, fastestFirst, price, rankPlans, replayAll, roundAcceptanceByDraft, type CostTable, type DraftCost, type Verdict } from '../engine/replay/advise'
+import { AR_CANDIDATE, fastestFirst, price, rankPlans, replayAll, roundAcceptanceByDraft, type CostTable, type DraftCost, type Replayed, type Verdict } from '../engine/replay/advise'
 import { vocabularyMismatch } from '../engine/model/vocabulary-check'
 import { draftSequenceOf } from '../engine/replay/foreign-text'
 import type { PhaseThreads } from '../engine/model/thread-calibration'
@@ -97,6 +97,8 @@ export interface Advice {
   measured: Measured[]
   /** Each draft of another vocabulary: acceptance per position from its replayed sd-tli rounds (the profile's). */
   roundAcceptance: Record<string, (number | null)[]>
+  /** ar and every candidate replayed once: what prices them again under other costs (llama-server's). */
+  replayed: Replayed[]
 }
 
 /** The drafts whose vocabulary is not the target's: the grid gives them only sd-tli and sd-uad. */
@@ -107,7 +109,8 @@ export function foreignDrafts(target: LanguageModel, drafts: Readonly<Record<str
 /** The prompt with the longest output, whose contexts the costs are measured at. */
 const longestPrompt = (trace: Trace) => trace.prompts.reduce((a, b) => (b.tokens.length > a.tokens.length ? b : a))
 
-function measurementOf(trace: Trace, maxPositions: number, clock: (() => number) | undefined): CurveMeasurement {
+/** The contexts (longest prompt's output) and K every cost of the advice is measured at. */
+export function measurementOf(trace: Trace, maxPositions: number, clock: (() => number) | undefined): CurveMeasurement {
   const prompt = longestPrompt(trace)
   const k = Math.min(maxPositions, prompt.tokens.length)
   if (k < 1) throw new UserInputError('the workload is empty: the target produced no output tokens to measure costs at')
@@ -258,5 +261,5 @@ export async function adviseWorkload(input: AdviseInput): Promise<Advice> {
       measured.push({ ...(await withPlan(input, plan, () => measureRun(input, verdict.candidate, clock))), ...(verdict.plan === undefined ? {} : { plan: verdict.plan }) })
     }
   }
-  return { trace, costs, ...(plans ? { plans } : {}), verdicts, measured, roundAcceptance: roundAcceptanceByDraft(replayed) }
+  return { trace, costs, ...(plans ? { plans } : {}), verdicts, measured, roundAcceptance: roundAcceptanceByDraft(replayed), replayed }
 }

@@ -129,6 +129,8 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     expect(measured.length).toBeGreaterThanOrEqual(2)
     expect(measured.some((r) => /^\d+ar/.test(r))).toBe(true)
     for (const r of measured) expect(r).toMatch(/[\d.]+\s*\[[\d.]+, [\d.]+\]/) // the median, its interval below
+    // llama-server's arms (where it is built) are predicted with llama-server's own costs, and the row says so.
+    for (const r of await rows.allTextContents()) if (/^\d+llama-server:/.test(r)) expect(r).toMatch(/llama-server costs/)
     problems.push(...(await shot(page, 'advisor')))
     problems.push(...(await shot(page, 'advisor', 'dark')))
   }, 400_000)

@@ -39,7 +39,7 @@ export function startServe(dir: string): Promise<{ server: ChildProcess; url: UR
   const server = spawn(
     tsx,
     ['electron/serve.ts', '--port', '0', '--db', serveDatabase(dir), '--download-dir', path.join(dir, 'downloads')],
-    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SPECLAB_DB: '', SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'thread-calibration.json') } }
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SPECLAB_DB: '', SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'thread-calibration.json'), SPECLAB_SERVER_COST_CACHE: path.join(dir, 'server-costs.json') } }
   )
   let stderr = ''
   server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))

@@ -24,7 +24,7 @@ const cli = path.join(root, 'electron/cli.ts')
 let dir: string
 
 function speclab(...args: string[]) {
-  const env = { ...process.env, SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'calibration.json') }
+  const env = { ...process.env, SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'calibration.json'), SPECLAB_SERVER_COST_CACHE: path.join(dir, 'server-costs.json') }
   const result = spawnSync(tsx, [cli, ...args, '--db', path.join(dir, 'db.sqlite')], { cwd: root, encoding: 'utf8', env })
   return { code: result.status, stdout: result.stdout, stderr: result.stderr }
 }

@@ -51,6 +51,7 @@ withModels('Advisor channels on the engine host', () => {
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-advisor-'))
     process.env.SPECLAB_THREAD_CALIBRATION_CACHE = path.join(dir, 'thread-calibration.json')
+    process.env.SPECLAB_SERVER_COST_CACHE = path.join(dir, 'server-costs.json') // not the user's
     host = EngineHost.open(
       { databasePath: path.join(dir, 'db.sqlite'), nativeBinding: null, downloadDirectory: path.join(dir, 'downloads'), version: 'test', mode: 'browser' },
       (event) => events.push(event)

@@ -13,7 +13,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { UserInputError } from '../../electron/engine/errors'
 import type { RawParams } from '../../electron/engine/methods/param-spec'
 import { prepare } from '../../electron/engine/methods/prepare'
@@ -22,7 +22,8 @@ import { findLlamaServer } from '../../electron/engine/peers/llama-server-binary
 import { localServer, remoteServer, stopLocalServers } from '../../electron/engine/peers/llama-server-process'
 import { isProcessAlive } from '../../electron/store/owner'
 import { decode, makeRequest } from '../helpers/decode'
-import { copyingPrompt, describeWithModels, expectSameOrNearTie, GREEDY_64, modelPath } from '../helpers/gguf'
+import { copyingPrompt, expectSameOrNearTie, GREEDY_64, modelPath } from '../helpers/gguf'
+import { describeWithLlamaServer } from '../helpers/llama-server'
 import { until } from '../helpers/until'
 
 const TARGET = 'family/stories-target5M-f32.gguf'
@@ -46,19 +47,7 @@ const METHODS: { id: string; params: RawParams; drafts: boolean }[] = [
   { id: 'llama-server:ngram-cache', params: {}, drafts: true }
 ]
 
-/** `describe` when llama-server is there; skipped with a banner otherwise, or failing under SPECLAB_REQUIRE_LLAMA_SERVER. */
-function describeWithLlamaServer(): typeof describe | typeof describe.skip {
-  const found = findLlamaServer()
-  if (found.path !== null) return describeWithModels('test/integration/llama-server-gguf.test.ts', [TARGET, DRAFT])
-  if (process.env.SPECLAB_REQUIRE_LLAMA_SERVER === '1') {
-    it('llama-server is built (SPECLAB_REQUIRE_LLAMA_SERVER=1)', () => expect.fail(found.reason))
-    return describe.skip
-  }
-  console.warn(`\n${'!'.repeat(100)}\n!! SKIPPING test/integration/llama-server-gguf.test.ts: ${found.reason}\n${'!'.repeat(100)}\n`)
-  return describe.skip
-}
-
-describeWithLlamaServer()('llama-server peer methods on GGUF (target5M ← 260K)', () => {
+describeWithLlamaServer('test/integration/llama-server-gguf.test.ts', [TARGET, DRAFT])('llama-server peer methods on GGUF (target5M ← 260K)', () => {
   let target: LlamaCppModel
   let draft: LlamaCppModel
   const prompts: number[][] = []

@@ -49,6 +49,11 @@ export interface CompletionRequest {
   topK: number
   topP: number
   seed: number
+  /**
+   * Reuse the slot's cached prefix (`cache_prompt`); default false, so each prompt is timed from scratch. The cost
+   * measurement (llama-server-cost-table.ts) sets it to time k tokens after a cached prefix.
+   */
+  cachePrompt?: boolean
 }
 
 const START_TIMEOUT_MS = 120_000
@@ -197,6 +202,19 @@ export function localServer(spec: LocalServerSpec): Promise<PeerServer> {
 
 const startedServers = new Set<LocalServer>()
 
+/** Stops the pooled server of `spec`, if one was started (one that failed to start is gone already). */
+export async function stopLocalServer(spec: LocalServerSpec): Promise<void> {
+  const key = JSON.stringify(spec)
+  const server = pool.get(key)
+  if (!server) return
+  pool.delete(key)
+  const started = await server.catch(() => null)
+  if (started) {
+    started.stop()
+    startedServers.delete(started)
+  }
+}
+
 /** Stops every server started here (tests; the exit hook does it for runs). */
 export function stopLocalServers(): void {
   pool.clear()
@@ -242,7 +260,7 @@ async function postCompletion(base: string, request: CompletionRequest, signal?:
   const body = {
     prompt: request.prompt,
     n_predict: request.nPredict,
-    cache_prompt: false,
+    cache_prompt: request.cachePrompt ?? false,
     return_tokens: true,
     stream: false,
     temperature: request.temperature,

@@ -76,7 +76,7 @@ async function timeAppends(session: ModelSession, sequence: readonly number[], c
 }
 
 /** The prefix lengths: midpoints of `points` equal slices of the output that leave room for K more tokens. */
-function cuts(m: Required<Pick<CurveMeasurement, 'points'>> & CurveMeasurement, room: number): number[] {
+export function cuts(m: Required<Pick<CurveMeasurement, 'points'>> & CurveMeasurement, room: number): number[] {
   const generated = Math.max(0, m.sequence.length - m.promptLength - room)
   return Array.from({ length: m.points }, (_, i) => m.promptLength + Math.floor(((i + 0.5) / m.points) * generated))
 }
@@ -95,7 +95,8 @@ export async function measureDraftCost(draft: LanguageModel, measurement: CurveM
   return ms
 }
 
-function withDefaults(measurement: CurveMeasurement) {
+/** The measurement with its defaults filled in; refused when the sequence has fewer than K tokens after the prompt. */
+export function withDefaults(measurement: CurveMeasurement) {
   const m = { maxPositions: 16, points: 3, repeats: 3, clock: () => performance.now(), raw: false, ...measurement }
   if (m.sequence.length < m.promptLength + m.maxPositions) throw new RangeError(`the sequence needs at least ${m.maxPositions} tokens after the prompt`)
   return m

@@ -103,9 +103,15 @@ const ADVICE_COLUMNS: Column<StoredAdvice['candidates'][number]>[] = [
   [{ label: 'not replayable', format: 'text' }, (c) => c.error ?? '']
 ]
 
+/** Which cost curve priced the llama-server rows (experiments/advise-server-pricing.ts). */
+function pricingCaption(advice: StoredAdvice): string {
+  if (advice.llamaServerNote) return ` ${advice.llamaServerNote}.`
+  return advice.candidates.some((c) => c.pricedWith === 'llama-server') ? " llama-server rows predicted with llama-server's own measured costs (the same replayed rounds)." : ''
+}
+
 function adviceTable(advice: StoredAdvice): ReportTable {
   const trace = advice.mode === 'replayed' ? 'replayed (greedy)' : 'expected-value (sampling)'
-  const caption = `Predicted from one ${trace} trace of ${advice.prompts} prompts, ${advice.tokens} tokens; measured in this run, interleaved, ${advice.repeats} repeats.`
+  const caption = `Predicted from one ${trace} trace of ${advice.prompts} prompts, ${advice.tokens} tokens; measured in this run, interleaved, ${advice.repeats} repeats.${pricingCaption(advice)}`
   return itemTable('advice', 'Advice: predicted beside measured', ADVICE_COLUMNS, advice.candidates, caption)
 }
 

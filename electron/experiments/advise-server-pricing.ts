@@ -1,0 +1,85 @@
+/**
+ * The advice's `llama-server:*` arms priced with llama-server's OWN costs. Such an arm runs the rounds of a grid
+ * candidate (its basis: the same configuration, or SpecLab's sd at llama-server's default n_max), so its rounds are
+ * that candidate's replayed rounds; but llama.cpp's server evaluates them at its own speed, so pricing them with
+ * SpecLab's cost curve predicts SpecLab's speed of the configuration, not llama-server's. Here each distinct thread
+ * setting of the llama-server arms gets llama-server's cost table (llama-server-costs.ts: c_T(k), c_D, prompt
+ * processing, from the server's own timings), and the arm is priced with it by the same pricing as every candidate
+ * (replay/advise.ts price). Its speedup is against SpecLab's `ar` arm, as the verification run pairs it.
+ *
+ * When the costs cannot be measured (a server that does not start, a timing that cannot be read) the arms keep
+ * SpecLab's pricing and the advice says so in one line; the advice itself goes on.
+ */
+import type { ServerCosts, ServerPricingRecord } from '../api/advice'
+import { isLlamaServerMethod } from '../engine/methods/catalog'
+import { findMethod } from '../engine/methods/prepare'
+import { price, type CostTable } from '../engine/replay/advise'
+import type { Advice } from './advise'
+import type { VerifyArm } from './advise-verify'
+import type { MeasuredServerCosts } from './llama-server-costs'
+import type { ArmThreads } from './peer-bench'
+
+/** Whether llama-server runs the arm (a `llama-server:*` method). */
+export function isServerArm(arm: Pick<VerifyArm, 'candidate'>): boolean {
+  const definition = findMethod(arm.candidate.method)
+  return definition !== undefined && isLlamaServerMethod(definition)
+}
+
+const threadsKey = (t: ArmThreads) => `${t.threads}/${t.batchThreads}/${t.draftThreads}`
+
+/**
+ * `arm` predicted from its basis's replayed rounds with `costs`; the speedup against `arMs` (SpecLab's ar arm's
+ * predicted time on the same tokens) when given. Unchanged when the basis was not replayed or cannot be priced.
+ */
+export function priceServerArm(arm: VerifyArm, advice: Pick<Advice, 'trace' | 'replayed'>, costs: CostTable, arMs: number | null): VerifyArm {
+  const replayed = arm.basis === null ? undefined : advice.replayed.find((r) => r.candidate === arm.basis)
+  if (!replayed) return arm
+  const prediction = price(replayed, advice.trace, costs).prediction
+  if (!prediction) return arm
+  const speedup = arMs !== null && prediction.ms > 0 ? arMs / prediction.ms : prediction.speedup
+  return { ...arm, predicted: { tokensPerSecond: prediction.tokensPerSecond, speedup, ms: prediction.ms, pricedWith: 'llama-server' } }
+}
+
+/** Measures (or reads from the cache) llama-server's costs at `threads` for the arms' `drafts`. */
+export type MeasureServerCosts = (threads: ArmThreads, drafts: string[]) => Promise<MeasuredServerCosts>
+
+export interface PricedArms {
+  arms: VerifyArm[]
+  /** What the advice stores about llama-server's costs; undefined when no arm runs on llama-server. */
+  server: ServerPricingRecord | undefined
+}
+
+const summary = (threads: ArmThreads, { costs, source }: MeasuredServerCosts): ServerCosts => ({
+  threads: { ...threads },
+  targetMs: [...costs.targetMs],
+  draftMs: Object.fromEntries(Object.entries(costs.drafts).map(([name, d]) => [name, d.ms])),
+  source
+})
+
+/** Every llama-server arm priced with llama-server's costs at its threads; the rest as they are. */
+export async function priceServerArms(arms: readonly VerifyArm[], advice: Pick<Advice, 'trace' | 'replayed'>, measure: MeasureServerCosts, onMeasure?: () => void): Promise<PricedArms> {
+  const served = arms.filter((a) => isServerArm(a) && a.basis !== null)
+  if (served.length === 0) return { arms: [...arms], server: undefined }
+  onMeasure?.()
+  const tables = new Map<string, CostTable>()
+  const costs: ServerCosts[] = []
+  try {
+    for (const arm of served) {
+      const key = threadsKey(arm.threads)
+      if (tables.has(key)) continue
+      const drafts = [...new Set(served.filter((a) => threadsKey(a.threads) === key).flatMap((a) => (a.candidate.draft === null ? [] : [a.candidate.draft])))]
+      const measured = await measure(arm.threads, drafts)
+      tables.set(key, measured.costs)
+      costs.push(summary(arm.threads, measured))
+    }
+  } catch (error) {
+    const reason = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').trim()
+    return { arms: [...arms], server: { costs: [], note: `llama-server's own costs could not be measured (${reason}): its arms are priced with SpecLab's cost curve` } }
+  }
+  const arMs = arms.find((a) => a.candidate.method === 'ar')?.predicted?.ms ?? null
+  const priced = arms.map((arm) => {
+    const table = isServerArm(arm) ? tables.get(threadsKey(arm.threads)) : undefined
+    return table ? priceServerArm(arm, advice, table, arMs) : arm
+  })
+  return { arms: priced, server: { costs, note: null } }
+}

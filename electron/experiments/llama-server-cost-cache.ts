@@ -1,0 +1,111 @@
+/**
+ * llama-server cost tables (engine/peers/llama-server-cost-table.ts) cached per llama-server binary + models +
+ * threads + measurement, so a repeated advice on the same trio and workload does not start servers to measure them
+ * again. One JSON file in the user cache directory, kept like the thread calibrations
+ * (thread-calibration-cache.ts): a table is found again only when everything that changes it is the same — the
+ * binary (path, size, modification time), each model file's fingerprint, the threads and context, the sampling, the
+ * measured shape (K, prefixes, repeats, the prompts' lengths: the costs are taken at the workload's contexts), the
+ * CPU and the protocol version. The cache is only a shortcut: an unreadable or corrupt file reads as empty and a
+ * failed write costs the next advice a measurement — neither may fail an advice.
+ */
+import { createHash } from 'node:crypto'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { z } from 'zod'
+import type { CostTable } from '../engine/replay/advise'
+import { userCacheDir } from '../engine/peers/llama-server-binary'
+
+/** Bump when what measureServerCosts measures changes: older entries are then measured again. */
+const PROTOCOL_VERSION = 1
+const MAX_ENTRIES = 100
+
+const Table = z.object({
+  targetMs: z.array(z.number()),
+  drafts: z.record(z.string(), z.object({ ms: z.number(), fullEntropyMs: z.number().optional() })),
+  prefillMs: z.object({ target: z.number(), drafts: z.record(z.string(), z.number()) }).optional()
+})
+const Entry = z.object({ costs: Table, usedAt: z.string() })
+type Entry = z.infer<typeof Entry>
+const CacheFile = z.object({ version: z.literal(1), entries: z.record(z.string(), z.unknown()) })
+
+/** The cache file: SPECLAB_SERVER_COST_CACHE, else llama-server-costs.json in the user cache directory. */
+export function serverCostCachePath(): string {
+  return process.env.SPECLAB_SERVER_COST_CACHE || path.join(userCacheDir(), 'llama-server-costs.json')
+}
+
+/** What the binary is: a rebuild (another mtime or size) measures again. */
+function binaryIdentity(binary: string): string {
+  try {
+    const stat = fs.statSync(binary)
+    return `${path.resolve(binary)}:${stat.size}:${stat.mtimeMs}`
+  } catch {
+    return path.resolve(binary)
+  }
+}
+
+export interface ServerCostKeyParts {
+  binary: string
+  /** The target's fingerprint, and each draft's by name. */
+  target: string
+  drafts: Readonly<Record<string, string>>
+  threads: { threads: number; batchThreads: number; draftThreads: number }
+  contextSize: number
+  /** Everything else the measurement depends on (warp, K, prefixes, repeats, prompt lengths). */
+  measurement: unknown
+}
+
+export function serverCostKey(parts: ServerCostKeyParts): string {
+  const cpus = os.cpus()
+  const key = {
+    protocol: PROTOCOL_VERSION,
+    binary: binaryIdentity(parts.binary),
+    target: parts.target,
+    drafts: Object.entries(parts.drafts).sort(([a], [b]) => a.localeCompare(b)),
+    threads: [parts.threads.threads, parts.threads.batchThreads, parts.threads.draftThreads],
+    contextSize: parts.contextSize,
+    measurement: parts.measurement,
+    cpu: cpus[0]?.model ?? 'unknown',
+    cores: cpus.length,
+    platform: process.platform,
+    arch: process.arch
+  }
+  return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32)
+}
+
+function readEntries(file: string): Record<string, Entry> {
+  try {
+    const { entries } = CacheFile.parse(JSON.parse(fs.readFileSync(file, 'utf8')))
+    return Object.fromEntries(Object.entries(entries).flatMap(([key, entry]) => {
+      const parsed = Entry.safeParse(entry)
+      return parsed.success ? [[key, parsed.data] as const] : []
+    }))
+  } catch {
+    return {}
+  }
+}
+
+export function cachedServerCosts(key: string, file = serverCostCachePath()): CostTable | null {
+  return readEntries(file)[key]?.costs ?? null
+}
+
+/** Stores `costs` under `key` (temporary file + rename); false when the cache cannot be written. */
+export function storeServerCosts(key: string, costs: CostTable, file = serverCostCachePath()): boolean {
+  const entries = readEntries(file)
+  entries[key] = { costs, usedAt: new Date().toISOString() }
+  const newest = Object.entries(entries).sort(([, a], [, b]) => b.usedAt.localeCompare(a.usedAt)).slice(0, MAX_ENTRIES)
+  const temporary = `${file}.${process.pid}.tmp`
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true })
+    fs.writeFileSync(temporary, JSON.stringify({ version: 1, entries: Object.fromEntries(newest) }))
+    fs.renameSync(temporary, file)
+    return true
+  } catch {
+    try {
+      fs.rmSync(temporary, { force: true })
+    } catch {
+      // nothing was written
+    }
+    return false
+  }
+}
