@@ -1,7 +1,7 @@
 /**
  * `npm run bench:load-cycles`: resident memory of a model process over repeated load/unload cycles, to tell what
  * SpecLab keeps per load from what llama.cpp and the C allocator keep. Each variant runs in a fresh process with the
- * environment the engine host gets (model-process-env.ts), loads the pair and unloads it `--cycles` times, and
+ * environment the engine host gets (the caller's, as the app passes it on), loads the pair and unloads it `--cycles` times, and
  * reports after each unload: VmRSS, its anonymous part (RssAnon: the heap and malloc arenas — the model files are
  * mmapped and count as RssFile while loaded), V8's heap and external memory.
  *
@@ -15,7 +15,7 @@
  *   mmap-gc      speclab-gc with MALLOC_MMAP_THRESHOLD_=131072 (glibc: a fixed threshold, so blocks ≥ 128 KiB are
  *                mmapped and returned to the system on free, instead of glibc raising the threshold after the
  *                first free and serving later large blocks from the heap, where they fragment)
- *   mmap         the same threshold without forced GC — as the engine runs with it (model-process-env.ts)
+ *   mmap         the same threshold without forced GC — as the engine would run with it
  *   mmap1m       a fixed threshold of 1 MiB instead, without forced GC
  *
  * Usage: npm run bench:load-cycles -- [--cycles 30] [--variants speclab,raw-gc] [--target F] [--draft F]
@@ -27,7 +27,6 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Command, InvalidArgumentError } from 'commander'
 import type { ModelEntry } from '../electron/api/models'
-import { modelProcessEnv } from '../electron/engine/model/model-process-env'
 import { sharedModelsDirectory } from '../electron/experiments/shared-paths'
 
 const VARIANTS = {
@@ -128,7 +127,7 @@ function runVariant(variant: Variant): CycleSample[] {
   const { gc, env } = VARIANTS[variant]
   const args = [...(gc ? ['--expose-gc'] : []), '--import', 'tsx', fileURLToPath(import.meta.url), '--child', variant]
   args.push('--cycles', String(options.cycles), '--target', options.target, '--draft', options.draft)
-  const child = spawnSync(process.execPath, args, { env: { ...modelProcessEnv(process.env), ...env }, encoding: 'utf8', maxBuffer: 64 * MiB })
+  const child = spawnSync(process.execPath, args, { env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 64 * MiB })
   if (child.status !== 0) throw new Error(`${variant} failed (exit ${child.status}): ${child.stderr.trim().split('\n').slice(-5).join(' | ')}`)
   return child.stdout
     .split('\n')
