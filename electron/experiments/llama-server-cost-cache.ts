@@ -13,6 +13,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { z } from 'zod'
+import { readCacheEntries, writeCacheEntries } from './json-cache-file'
 import type { CostTable } from '../engine/replay/advise'
 import { userCacheDir } from '../engine/peers/llama-server-binary'
 
@@ -27,7 +28,6 @@ const Table = z.object({
 })
 const Entry = z.object({ costs: Table, usedAt: z.string() })
 type Entry = z.infer<typeof Entry>
-const CacheFile = z.object({ version: z.literal(1), entries: z.record(z.string(), z.unknown()) })
 
 /** The cache file: SPECLAB_SERVER_COST_CACHE, else llama-server-costs.json in the user cache directory. */
 export function serverCostCachePath(): string {
@@ -73,39 +73,14 @@ export function serverCostKey(parts: ServerCostKeyParts): string {
   return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32)
 }
 
-function readEntries(file: string): Record<string, Entry> {
-  try {
-    const { entries } = CacheFile.parse(JSON.parse(fs.readFileSync(file, 'utf8')))
-    return Object.fromEntries(Object.entries(entries).flatMap(([key, entry]) => {
-      const parsed = Entry.safeParse(entry)
-      return parsed.success ? [[key, parsed.data] as const] : []
-    }))
-  } catch {
-    return {}
-  }
-}
 
 export function cachedServerCosts(key: string, file = serverCostCachePath()): CostTable | null {
-  return readEntries(file)[key]?.costs ?? null
+  return readCacheEntries(file, Entry)[key]?.costs ?? null
 }
 
 /** Stores `costs` under `key` (temporary file + rename); false when the cache cannot be written. */
 export function storeServerCosts(key: string, costs: CostTable, file = serverCostCachePath()): boolean {
-  const entries = readEntries(file)
+  const entries = readCacheEntries(file, Entry)
   entries[key] = { costs, usedAt: new Date().toISOString() }
-  const newest = Object.entries(entries).sort(([, a], [, b]) => b.usedAt.localeCompare(a.usedAt)).slice(0, MAX_ENTRIES)
-  const temporary = `${file}.${process.pid}.tmp`
-  try {
-    fs.mkdirSync(path.dirname(file), { recursive: true })
-    fs.writeFileSync(temporary, JSON.stringify({ version: 1, entries: Object.fromEntries(newest) }))
-    fs.renameSync(temporary, file)
-    return true
-  } catch {
-    try {
-      fs.rmSync(temporary, { force: true })
-    } catch {
-      // nothing was written
-    }
-    return false
-  }
+  return writeCacheEntries(file, entries, MAX_ENTRIES)
 }

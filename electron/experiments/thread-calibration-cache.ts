@@ -9,10 +9,10 @@
  * write), and a failed write costs only the next load's measurement — neither may fail a load.
  */
 import { createHash } from 'node:crypto'
-import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { z } from 'zod'
+import { readCacheEntries, writeCacheEntries } from './json-cache-file'
 import { ModelThreadCalibration } from '../engine/model/thread-calibration'
 import { userCacheDir } from '../engine/peers/llama-server-binary'
 import type { NativeBackend } from '../engine/model/llama-cpp-model'
@@ -24,8 +24,6 @@ const MAX_ENTRIES = 200
 const CacheEntry = ModelThreadCalibration.extend({ usedAt: z.string() })
 type CacheEntry = z.infer<typeof CacheEntry>
 /** Entries are checked one by one: an entry another version wrote is dropped, the rest kept. */
-const CacheFile = z.object({ version: z.literal(1), entries: z.record(z.string(), z.unknown()) })
-type CacheFile = { version: 1; entries: Record<string, CacheEntry> }
 
 export interface CalibrationKeyParts {
   fingerprint: string
@@ -59,22 +57,10 @@ export function calibrationKey(parts: CalibrationKeyParts): string {
   return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32)
 }
 
-function readCache(file: string): CacheFile {
-  try {
-    const { entries } = CacheFile.parse(JSON.parse(fs.readFileSync(file, 'utf8')))
-    const valid = Object.entries(entries).flatMap(([key, entry]) => {
-      const parsed = CacheEntry.safeParse(entry)
-      return parsed.success ? [[key, parsed.data] as const] : []
-    })
-    return { version: 1, entries: Object.fromEntries(valid) }
-  } catch {
-    return { version: 1, entries: {} }
-  }
-}
 
 /** The cached calibration for `key` (source 'cached', path as given now), or null. */
 export function cachedCalibration(key: string, modelPath: string, file = calibrationCachePath()): ModelThreadCalibration | null {
-  const entry = readCache(file).entries[key]
+  const entry = readCacheEntries(file, CacheEntry)[key]
   if (!entry) return null
   const { usedAt: _usedAt, ...calibration } = entry
   return { ...calibration, path: modelPath, source: 'cached' }
@@ -86,23 +72,7 @@ export function cachedCalibration(key: string, modelPath: string, file = calibra
  * cache cannot be written (read-only home, full disk): the load goes on with the measured calibration.
  */
 export function storeCalibration(key: string, calibration: ModelThreadCalibration, file = calibrationCachePath()): boolean {
-  const cache = readCache(file)
-  cache.entries[key] = { ...calibration, usedAt: new Date().toISOString() }
-  const newest = Object.entries(cache.entries)
-    .sort(([, a], [, b]) => b.usedAt.localeCompare(a.usedAt))
-    .slice(0, MAX_ENTRIES)
-  const temporary = `${file}.${process.pid}.tmp`
-  try {
-    fs.mkdirSync(path.dirname(file), { recursive: true })
-    fs.writeFileSync(temporary, JSON.stringify({ version: 1, entries: Object.fromEntries(newest) }))
-    fs.renameSync(temporary, file)
-    return true
-  } catch {
-    try {
-      fs.rmSync(temporary, { force: true })
-    } catch {
-      // nothing was written
-    }
-    return false
-  }
+  const entries = readCacheEntries(file, CacheEntry)
+  entries[key] = { ...calibration, usedAt: new Date().toISOString() }
+  return writeCacheEntries(file, entries, MAX_ENTRIES)
 }

@@ -11,7 +11,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { missingForE2e, models, openBrowserApp, shot, waitForText, type BrowserApp } from '../helpers/browser-app'
+import { addModelFiles, missingForE2e, models, openBrowserApp, shot, waitForText, type BrowserApp } from '../helpers/browser-app'
 
 const target = path.join(models, 'family/stories-target5M-f32.gguf')
 const draft = path.join(models, 'stories260K-f32.gguf')
@@ -43,11 +43,7 @@ describe.skipIf(missing.length > 0)('Advisor on a chat conversation (browser mod
     const { page } = app
     await page.goto(app.url.toString())
     await page.getByTestId('nav-models').click()
-    for (const file of [target, draft]) {
-      await page.getByTestId('model-path').fill(file)
-      await page.getByTestId('model-add').click()
-      await waitForText(page.getByTestId('model-table'), new RegExp(escaped(path.basename(file))))
-    }
+    await addModelFiles(page, [target, draft])
     await page.getByTestId('trio-target').selectOption({ label: path.basename(target) })
     await page.getByTestId('trio-draft').selectOption({ label: path.basename(draft) })
     await page.getByTestId('context-size').fill('512')

@@ -12,7 +12,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CHROMIUM_ARGS, chromiumPath, inViewport, missingForE2e, models, shootScreen, shots, startServe, stopServe, waitForText } from '../helpers/browser-app'
+import { addModelFiles, CHROMIUM_ARGS, chromiumPath, inViewport, missingForE2e, models, shootScreen, shots, startServe, stopServe, waitForText } from '../helpers/browser-app'
 import { contrastProblems } from '../helpers/layout'
 
 const trio = {
@@ -98,11 +98,7 @@ describe.skipIf(missing.length > 0)('chat comfort and browser-mode tabs (Playwri
 
   it('Models: Inspect shows its result in view; a failed download keeps its badge and error inside the panel', async () => {
     await page.getByTestId('nav-models').click()
-    for (const file of Object.values(trio)) {
-      await page.getByTestId('model-path').fill(file)
-      await page.getByTestId('model-add').click()
-      await waitForText(page.getByTestId('model-table'), new RegExp(path.basename(file).replace(/\./g, '\\.')))
-    }
+    await addModelFiles(page, Object.values(trio))
     await page.getByTestId('trio-target').selectOption({ label: 'stories-target5M-f32.gguf' })
     await page.getByTestId('trio-mid').selectOption({ label: 'stories-mid1M-f32.gguf' })
     await page.getByTestId('trio-draft').selectOption({ label: 'stories260K-f32.gguf' })

@@ -80,6 +80,15 @@ export async function waitForText(locator: Locator, pattern: RegExp, timeout = 6
   throw new Error(`timed out waiting for ${pattern} (last text: ${JSON.stringify(last.slice(0, 300))})`)
 }
 
+/** Adds model files on the Models screen (which must be open), each awaited until the library lists it. */
+export async function addModelFiles(page: Page, files: readonly string[]): Promise<void> {
+  for (const file of files) {
+    await page.getByTestId('model-path').fill(file)
+    await page.getByTestId('model-add').click()
+    await waitForText(page.getByTestId('model-table'), new RegExp(path.basename(file).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+  }
+}
+
 /** A full-page screenshot into `shots`: the app scrolls inside <main>, so the page is let grow for the shot. */
 async function screenshotWholeScreen(page: Page, file: string): Promise<void> {
   const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
