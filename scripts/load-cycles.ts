@@ -12,6 +12,7 @@
  *   raw-gc       node-llama-cpp alone (loadModel + createContext, dispose), GC before each sample: SpecLab's
  *                layers left out
  *   arena2-gc    speclab-gc with MALLOC_ARENA_MAX=2 (glibc: fewer per-thread arenas)
+ *   arena2       the same without forced GC — as the engine would run with it
  *   mmap-gc      speclab-gc with MALLOC_MMAP_THRESHOLD_=131072 (glibc: a fixed threshold, so blocks ≥ 128 KiB are
  *                mmapped and returned to the system on free, instead of glibc raising the threshold after the
  *                first free and serving later large blocks from the heap, where they fragment)
@@ -34,6 +35,7 @@ const VARIANTS = {
   'speclab-gc': { gc: true, raw: false, env: {} },
   'raw-gc': { gc: true, raw: true, env: {} },
   'arena2-gc': { gc: true, raw: false, env: { MALLOC_ARENA_MAX: '2' } },
+  arena2: { gc: false, raw: false, env: { MALLOC_ARENA_MAX: '2' } },
   'mmap-gc': { gc: true, raw: false, env: { MALLOC_MMAP_THRESHOLD_: '131072' } },
   mmap: { gc: false, raw: false, env: { MALLOC_MMAP_THRESHOLD_: '131072' } },
   mmap1m: { gc: false, raw: false, env: { MALLOC_MMAP_THRESHOLD_: '1048576' } }
