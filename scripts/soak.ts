@@ -25,7 +25,7 @@ import type { WorkbenchProgress } from '../electron/api/workbench'
 import { connectCounted, type CountedClient } from './soak/counted-client'
 import { startFaultServer, type FaultMode } from './soak/fault-server'
 import { flatness, type Flatness } from './soak/flatness'
-import { databaseBytes, sampleProcess } from './soak/process-sample'
+import { databaseBytes, descriptorKinds, sampleProcess } from './soak/process-sample'
 import { soakFailures, type JobCounts, type SoakOutcome } from './soak/verdict'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -474,11 +474,13 @@ process.stderr.write(
 
 const samples: Sample[] = []
 let sampling = true
+let firstKinds: Record<string, number> = {}
 const sampler = (async () => {
   let lastLine = 0
   while (sampling) {
     const sample = await takeSample(api, served.child.pid!, db, startedAt, tally)
     samples.push(sample)
+    if (samples.length === 1 && sample.enginePid !== null) firstKinds = descriptorKinds(sample.enginePid)
     if (sample.t - lastLine >= 30) {
       lastLine = sample.t
       process.stderr.write(
@@ -500,6 +502,8 @@ sampling = false
 await sampler
 // A last sample once everything has settled: what the engine holds at rest after the load.
 const settled = await takeSample(api, served.child.pid!, db, startedAt, tally)
+const settledInfo = await api.call('app:info', {})
+const settledKinds = settledInfo ? descriptorKinds(settledInfo.enginePid) : {}
 const pids = new Set(samples.map((s) => s.enginePid).filter((pid) => pid !== null))
 const liveRows = rowsLeftRunning(db)
 const status = await api.call('workbench:status', {})
@@ -551,6 +555,7 @@ const report = [
   `  ${line('server open descriptors', serverFds, count)}  (not judged)`,
   `database: ${MiB((first?.dbBytes ?? 0) + (first?.walBytes ?? 0))} MiB at the start → ${MiB((last?.dbBytes ?? 0) + (last?.walBytes ?? 0))} MiB at the end (file ${MiB(last?.dbBytes ?? 0)} + wal ${MiB(last?.walBytes ?? 0)})`,
   `settled: engine ${MiB(settled.engineRssBytes ?? 0)} MiB, ${settled.engineFds} fds once the load stopped`,
+  `settled descriptors by kind: ${JSON.stringify(firstKinds)} at the first sample → ${JSON.stringify(settledKinds)}`,
   `rows left 'running': ${JSON.stringify(liveRows)} with the engine up, ${JSON.stringify(closedRows)} after it closed; engine pids seen: ${[...pids].join(', ')}`,
   ...(tally.surprises.length > 0 ? ['jobs that ended otherwise:', ...tally.surprises.map((s) => `  ${s}`)] : []),
   ...(api.problems.length > 0 ? ['requests that failed:', ...api.problems.map((s) => `  ${s}`)] : []),
@@ -561,7 +566,7 @@ process.stdout.write(`${report.join('\n')}\n`)
 if (options.out) {
   const prefix = path.resolve(options.out)
   fs.mkdirSync(path.dirname(prefix), { recursive: true })
-  const summary = { ...outcome, serverRss, serverFds, tally, downloadErrors: tally.downloadErrors, liveRows, closedRows, settled, failures, pass: failures.length === 0 }
+  const summary = { ...outcome, serverRss, serverFds, tally, downloadErrors: tally.downloadErrors, liveRows, closedRows, settled, descriptorKinds: { first: firstKinds, settled: settledKinds }, failures, pass: failures.length === 0 }
   fs.writeFileSync(`${prefix}.json`, `${JSON.stringify({ options: { ...options, db }, startedAt: new Date(startedAt).toISOString(), samples, summary }, null, 2)}\n`)
   const columns = Object.keys(samples[0] ?? settled) as (keyof Sample)[]
   fs.writeFileSync(`${prefix}.csv`, `${[columns.join(','), ...samples.map((s) => columns.map((c) => s[c] ?? '').join(','))].join('\n')}\n`)

@@ -20,6 +20,29 @@ export function sampleProcess(pid: number): ProcessSample | null {
   }
 }
 
+/**
+ * A process's open descriptors by kind (what /proc/<pid>/fd links to): sockets, pipes, anonymous inodes (eventfd,
+ * epoll, timerfd…) and files by folder — what tells a leak's source from descriptors that come and go. {} when gone.
+ */
+export function descriptorKinds(pid: number): Record<string, number> {
+  const kinds: Record<string, number> = {}
+  try {
+    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+      let target: string
+      try {
+        target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`)
+      } catch {
+        continue // closed between the listing and the read
+      }
+      const kind = /^(socket|pipe):/.exec(target)?.[1] ?? (target.startsWith('anon_inode:') ? target : target.replace(/\/[^/]*$/, '/…'))
+      kinds[kind] = (kinds[kind] ?? 0) + 1
+    }
+  } catch {
+    return {}
+  }
+  return kinds
+}
+
 const sizeOf = (file: string) => {
   try {
     return fs.statSync(file).size
