@@ -117,8 +117,6 @@ async function createLlama(): Promise<Llama> {
   return getLlama({ gpu: chosenBackend.gpu, logLevel: LlamaLogLevel.error, maxThreads: 0 })
 }
 
-/** Whether node-llama-cpp's CPU local-build folder holds a build (SpecLab's, or one made with its own CLI). */
-
 /** Why the runtime has the binary it has; null before the runtime is created. */
 export function llamaBackendChoice(): BackendChoice | null {
   return chosenBackend
@@ -136,9 +134,9 @@ export const inheritedOmpWaitPolicy = process.env.OMP_WAIT_POLICY
  * (1 thread: 107–111 in all three); an idle process still uses no CPU (3 s idle after a decode: 0.00 s of CPU).
  */
 function preferSpinningOpenMpThreads(): void {
-  // One libuv worker (UV_THREADPOOL_SIZE=1, libuv-workers.ts) means one OpenMP master: libgomp's default spinning is llama-server's
-  // there, and `active` would spin without end — an idle engine holding a core (measured: llama-server beside it
-  // fell from 124 to 35 tok/s).
+  // One libuv worker (UV_THREADPOOL_SIZE=1, libuv-workers.ts) means one OpenMP master: libgomp's default spinning
+  // is llama-server's there, and `active` would spin without end — an idle engine holding a core (measured:
+  // llama-server beside it fell from 124 to 35 tok/s).
   if (singleLibuvWorker()) return
   process.env.OMP_WAIT_POLICY ??= 'active'
 }

@@ -132,7 +132,10 @@ export function cpuBuildStatus(dir: string = nodeLlamaCppDir()): CpuBuildStatus 
   return { key, cacheDir, cached: isCompleteLocalBuild(path.join(cacheDir, 'build')), installed }
 }
 
-/** Whether a CPU build is installed where node-llama-cpp looks for local builds (false when its bundle is unreadable). */
+/**
+ * Whether node-llama-cpp's CPU local-build folder holds a build (SpecLab's, or one made with its own CLI); false when
+ * its bundle is unreadable.
+ */
 export function cpuBuildInstalled(): boolean {
   try {
     return cpuBuildStatus().installed !== null
