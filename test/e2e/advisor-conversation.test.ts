@@ -11,7 +11,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { addModelFiles, missingForE2e, models, openBrowserApp, shot, waitForText, type BrowserApp } from '../helpers/browser-app'
+import { escapeRegExp, loadTargetAndDraft, missingForE2e, models, openBrowserApp, shot, waitForText, type BrowserApp } from '../helpers/browser-app'
 
 const target = path.join(models, 'family/stories-target5M-f32.gguf')
 const draft = path.join(models, 'stories260K-f32.gguf')
@@ -27,8 +27,6 @@ let conversationId: number
 let runId: string
 const problems: string[] = []
 
-const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-
 describe.skipIf(missing.length > 0)('Advisor on a chat conversation (browser mode)', () => {
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-e2e-advisor-conversation-'))
@@ -43,13 +41,7 @@ describe.skipIf(missing.length > 0)('Advisor on a chat conversation (browser mod
     const { page } = app
     await page.goto(app.url.toString())
     await page.getByTestId('nav-models').click()
-    await addModelFiles(page, [target, draft])
-    await page.getByTestId('trio-target').selectOption({ label: path.basename(target) })
-    await page.getByTestId('trio-draft').selectOption({ label: path.basename(draft) })
-    await page.getByTestId('context-size').fill('512')
-    await page.getByTestId('threads').fill('1')
-    await page.getByTestId('trio-load').click()
-    await waitForText(page.getByTestId('trio-loaded'), /Loaded: stories-target5M-f32\.gguf · stories260K-f32\.gguf/)
+    await loadTargetAndDraft(page, target, draft)
 
     await page.getByTestId('nav-chat').click()
     await page.getByTestId('chat-method').selectOption('sd')
@@ -118,7 +110,7 @@ describe.skipIf(missing.length > 0)('Advisor on a chat conversation (browser mod
 
     await page.getByTestId('adv-open-run').click()
     await page.getByTestId(`run-open-${runId}`).waitFor()
-    await waitForText(page.getByTestId('run-prompts'), new RegExp(`^${escaped(file)}$`))
+    await waitForText(page.getByTestId('run-prompts'), new RegExp(`^${escapeRegExp(file)}$`))
     problems.push(...(await shot(page, 'advisor-conversation-run')))
     problems.push(...(await shot(page, 'advisor-conversation-run', 'dark')))
   }, 60_000)

@@ -11,7 +11,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { addModelFiles, missingForE2e, models, openBrowserApp, shot, waitForText, type BrowserApp } from '../helpers/browser-app'
+import { loadTargetAndDraft, missingForE2e, models, openBrowserApp, shot, waitForText, type BrowserApp } from '../helpers/browser-app'
 
 const target = path.join(models, 'family/stories-target5M-q8_0.gguf')
 const draft = path.join(models, 'stories260K-f32.gguf')
@@ -36,13 +36,7 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     const { page } = app
     await page.goto(app.url.toString())
     await page.getByTestId('nav-models').click()
-    await addModelFiles(page, [target, draft])
-    await page.getByTestId('trio-target').selectOption({ label: path.basename(target) })
-    await page.getByTestId('trio-draft').selectOption({ label: path.basename(draft) })
-    await page.getByTestId('context-size').fill('512')
-    await page.getByTestId('threads').fill('1')
-    await page.getByTestId('trio-load').click()
-    await waitForText(page.getByTestId('trio-loaded'), /Loaded: stories-target5M-q8_0\.gguf · stories260K-f32\.gguf/)
+    await loadTargetAndDraft(page, target, draft)
 
     await page.getByTestId('recommend-setup').click()
     await page.getByTestId('adv-run').waitFor()

@@ -80,13 +80,30 @@ export async function waitForText(locator: Locator, pattern: RegExp, timeout = 6
   throw new Error(`timed out waiting for ${pattern} (last text: ${JSON.stringify(last.slice(0, 300))})`)
 }
 
+/** `text` as a pattern that matches it literally. */
+export const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
 /** Adds model files on the Models screen (which must be open), each awaited until the library lists it. */
 export async function addModelFiles(page: Page, files: readonly string[]): Promise<void> {
   for (const file of files) {
     await page.getByTestId('model-path').fill(file)
     await page.getByTestId('model-add').click()
-    await waitForText(page.getByTestId('model-table'), new RegExp(path.basename(file).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    await waitForText(page.getByTestId('model-table'), new RegExp(escapeRegExp(path.basename(file))))
   }
+}
+
+/**
+ * On the Models screen (which must be open): adds `target` and `draft`, loads them as the trio with a 512-token
+ * context on one thread (small and quick), and waits until the screen says they are loaded.
+ */
+export async function loadTargetAndDraft(page: Page, target: string, draft: string): Promise<void> {
+  await addModelFiles(page, [target, draft])
+  await page.getByTestId('trio-target').selectOption({ label: path.basename(target) })
+  await page.getByTestId('trio-draft').selectOption({ label: path.basename(draft) })
+  await page.getByTestId('context-size').fill('512')
+  await page.getByTestId('threads').fill('1')
+  await page.getByTestId('trio-load').click()
+  await waitForText(page.getByTestId('trio-loaded'), new RegExp(escapeRegExp(`Loaded: ${path.basename(target)} · ${path.basename(draft)}`)))
 }
 
 /** A full-page screenshot into `shots`: the app scrolls inside <main>, so the page is let grow for the shot. */
