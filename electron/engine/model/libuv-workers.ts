@@ -8,7 +8,9 @@
  * a quiet machine (`ar` at two threads against llama-server's: 0.89–0.93× instead of 0.82–0.86×), but as fragile as
  * llama-server when two OpenMP processes share the cores: two SpecLab model processes at once ran 2.5 tok/s each
  * with one worker and 46.7 with four (docs/performance.md, "OpenMP builds and the second thread"). The default is the
- * robust one; one worker is a setting for a machine given over to one model process.
+ * robust one; one worker is a setting for a machine given over to one model process. With one worker two
+ * evaluations never overlap: `sd.parallel` runs its models one after the other, and `nlc-draft`'s node-llama-cpp
+ * predictor, which drafts beside the target, drafts nothing in time (outputs unchanged, no speedup).
  */
 
 /** libuv's workers: UV_THREADPOOL_SIZE as libuv reads it (unset 4; atoi, 0 → 1, over 1024 → 1024). */
