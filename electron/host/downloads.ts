@@ -8,7 +8,8 @@
  * signal: *Cancel* ends the job in any phase (state `cancelled`, the temporary file deleted), and a server that
  * sends nothing for `responseTimeoutMs` (no first byte, or a stall mid-way) fails the job with a clear message.
  * A server that answers with an error status (4xx, 5xx) fails the job at once with that status
- * (refuseServerErrorRetries); network errors are still retried by the downloader.
+ * (refuseServerErrorRetries); network errors are still retried by the downloader. Every connection a job opened is
+ * closed when it ends (withDownloadConnections).
  */
 import { randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
@@ -21,6 +22,7 @@ import type { HostEvent } from '../api/events'
 import { isModelUri, type DownloadState } from '../api/models'
 import type { ApiHandlers } from '../api/runs-service'
 import { UserInputError } from '../engine/errors'
+import { withDownloadConnections } from './download-connections'
 import type { ModelLibrary } from './model-library'
 
 /** The part of node-llama-cpp's ModelDownloader used here (tests substitute a fake). */
@@ -235,7 +237,7 @@ export class DownloadManager {
       state: { downloadId: randomUUID(), uri, state: 'downloading', downloadedBytes: 0, totalBytes: 0, error: null, modelId: null, fileName: null }
     }
     this.downloads.set(active.state.downloadId, active)
-    active.finished = this.run(active)
+    active.finished = withDownloadConnections(() => this.run(active))
     return active.state
   }
 

@@ -4,9 +4,10 @@
  * status (404, 500 — also for the parts after a good first answer) fails at once with that status, cancel ends a
  * job in any phase (state cancelled, nothing left in the download folder), and bad URIs are refused with one line.
  */
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
+import type { Socket } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -18,18 +19,25 @@ import { describeDownloadFailure, DownloadManager, isDownloaderError, KEPT_FINIS
 import { until } from '../helpers/until'
 
 const DATA = Buffer.alloc(12 << 20, 7) // 12 MiB (ipull writes 5 MiB chunks); the fake library does not read it
-type Mode = 'fast' | 'slow' | 'stall' | 'hang' | 'missing' | 'broken' | 'broken-parts'
+type Mode = 'fast' | 'slow' | 'stall' | 'hang' | 'missing' | 'broken' | 'broken-parts' | 'no-range'
 
 let server: http.Server
 let base: string
+/** The connections that have carried a request and are still open. */
+const requested = new Set<Socket>()
 
 beforeAll(async () => {
   server = http.createServer((request, response) => {
+    if (!requested.has(request.socket)) {
+      requested.add(request.socket)
+      request.socket.once('close', () => requested.delete(request.socket))
+    }
     const mode = (request.url?.split('/')[1] ?? 'fast') as Mode
     if (mode === 'hang') return // accepts the connection, never answers
     if (mode === 'missing') return void response.writeHead(404, 'Not Found').end()
     if (mode === 'broken') return void response.writeHead(500, 'Internal Server Error').end('boom\n')
-    const range = /bytes=(\d+)-(\d*)/.exec(request.headers.range ?? '')
+    // no-range: announces ranges but answers every request with the whole file and 200 (ipull's InvalidContentLengthError).
+    const range = mode === 'no-range' ? null : /bytes=(\d+)-(\d*)/.exec(request.headers.range ?? '')
     // The first request (the file's size) is answered well, the parts fetched in parallel after it are not.
     if (mode === 'broken-parts' && range) return void response.writeHead(500, 'Internal Server Error').end('boom\n')
     const start = range ? Number(range[1]) : 0
@@ -40,7 +48,7 @@ beforeAll(async () => {
       ...(range ? { 'Content-Range': `bytes ${start}-${end}/${DATA.length}` } : {})
     })
     if (request.method === 'HEAD') return void response.end()
-    if (mode === 'fast') return void response.end(DATA.subarray(start, end + 1))
+    if (mode === 'fast' || mode === 'no-range') return void response.end(DATA.subarray(start, end + 1))
     if (mode === 'stall') return void response.write(DATA.subarray(start, start + 16_384)) // then nothing
     let offset = start
     const timer = setInterval(() => {
@@ -50,6 +58,10 @@ beforeAll(async () => {
     }, 20)
     response.on('close', () => clearInterval(timer))
   })
+  // An idle keep-alive connection closes soon after its answer, so one still open a moment after the download ended
+  // is one the download left with a body unread. (Connections the client opened and never used are not counted: the
+  // client closes them after its own keep-alive time, 4 s.)
+  server.keepAliveTimeout = 300
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
   base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
 })
@@ -173,6 +185,38 @@ describe('downloads', { timeout: 15_000 }, () => {
     expect(failed.error).toMatch(/^127\.0\.0\.1:\d+ answered 500 Internal Server Error for http:\/\/.*\/broken-parts\/model\.gguf; the server failed/)
     expect(failed.ms).toBeLessThan(3000)
     expect(fs.readdirSync(partsDir)).toEqual([])
+  })
+
+  it('closes every connection a download opened when it ends: done, cancelled half-way, or failed', async () => {
+    /** How many connections that carried a request are still open once none are, or 3 s after the call. */
+    const stillOpen = async (from = performance.now()) => {
+      while (requested.size > 0 && performance.now() - from < 3000) await new Promise((resolve) => setTimeout(resolve, 50))
+      return requested.size
+    }
+    // Each download's size request is a GET whose body is never read; a cancel leaves it and its parts' open.
+    const { handlers, final, events } = setup()
+    const done = await handlers['models:download']({ uri: `${base}/fast/done.gguf` })
+    expect(await final(done.downloadId)).toMatchObject({ state: 'done' })
+    expect(await stillOpen()).toBe(0)
+    const cancelled = await handlers['models:download']({ uri: `${base}/slow/cancelled.gguf` })
+    await until(() => events.find((e) => e.type === 'download:progress' && e.download.downloadId === cancelled.downloadId && e.download.downloadedBytes > 0), 20_000)
+    expect(await handlers['models:download-cancel']({ downloadId: cancelled.downloadId })).toEqual({ cancelled: true })
+    expect(await stillOpen()).toBe(0)
+    // A server that ignores ranges fails one part and the other parts' bodies are left unread (in a process of its
+    // own for the stray rejections, as above; it stays a while after printing its result so its sockets are seen).
+    const partsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-downloads-'))
+    const fixture = path.join(__dirname, '../fixtures/download-once.ts')
+    const child = spawn(process.execPath, ['--import', 'tsx', fixture, `${base}/no-range/model.gguf`, partsDir, '8000', '4000'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        child.stdout.once('data', (data: Buffer) => resolve(data.toString()))
+        child.once('exit', () => reject(new Error('the fixture ended without a result')))
+      })
+      expect((JSON.parse(line) as DownloadState).error).toMatch(/^127\.0\.0\.1:\d+ sent 12582912 bytes where \d+ were asked for/)
+      expect(await stillOpen()).toBe(0)
+    } finally {
+      child.kill()
+    }
   })
 
   it('names the server and the cause where the fetch itself failed, never a bare "fetch failed"', () => {
