@@ -76,4 +76,22 @@ export const PROVENANCE_CODES: Record<string, keyof typeof PROVENANCE_LABELS> = 
 }
 
 /** Ten chart series colours that stay apart on either palette (app.css; Chart.svelte resolves the variables). */
+/**
+ * A chart's category label broken at spaces into lines of about `width` characters, at most `maxLines` (the last
+ * one ends with … when text is left over): a method with its settings ("llama-server:draft γ=6
+ * llamaserver.nMax=6 …") is longer than a bar is wide, and Chart.js draws an array as stacked lines.
+ */
+export function chartLabelLines(text: string, width = 16, maxLines = 3): string[] {
+  const lines: string[] = []
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    const last = lines.length - 1
+    if (last >= 0 && lines[last].length + 1 + word.length <= width) lines[last] += ` ${word}`
+    else lines.push(word)
+  }
+  if (lines.length <= maxLines) return lines
+  const kept = lines.slice(0, maxLines)
+  kept[maxLines - 1] += ' …'
+  return kept
+}
+
 export const SERIES_COLORS = Array.from({ length: 10 }, (_, i) => `var(--series-${i + 1})`)
