@@ -10,10 +10,11 @@
  * When the costs cannot be measured (a server that does not start, a timing that cannot be read) the arms keep
  * SpecLab's pricing and the advice says so in one line; the advice itself goes on.
  */
-import type { ServerCosts, ServerPricingRecord } from '../api/advice'
+import type { PricedWith, ServerCosts, ServerPricingRecord } from '../api/advice'
 import { isLlamaServerMethod } from '../engine/methods/catalog'
 import { findMethod } from '../engine/methods/prepare'
-import { price, type CostTable } from '../engine/replay/advise'
+import { price, sampledReplay, type CostTable, type Replayed } from '../engine/replay/advise'
+import { isGreedy } from '../engine/sampling/warp'
 import type { Advice } from './advise'
 import type { VerifyArm } from './advise-verify'
 import type { MeasuredServerCosts } from './llama-server-costs'
@@ -28,16 +29,36 @@ export function isServerArm(arm: Pick<VerifyArm, 'candidate'>): boolean {
 const threadsKey = (t: ArmThreads) => `${t.threads}/${t.batchThreads}/${t.draftThreads}`
 
 /**
- * `arm` predicted from its basis's replayed rounds with `costs`; the speedup against `arMs` (SpecLab's ar arm's
- * predicted time on the same tokens) when given. Unchanged when the basis was not replayed or cannot be priced.
+ * The rounds a llama-server arm runs. Under greedy decoding they are its basis's (llama.cpp's draft and verification
+ * make SpecLab's decisions). Under sampling a draft-model arm's are its own: llama.cpp drafts the draft's top token
+ * and keeps it while the target's sample equals it, which accepts less than SpecLab's rejection sampling
+ * (replay/llama-server-draft.ts).
  */
-export function priceServerArm(arm: VerifyArm, advice: Pick<Advice, 'trace' | 'replayed'>, costs: CostTable, arMs: number | null): VerifyArm {
-  const replayed = arm.basis === null ? undefined : advice.replayed.find((r) => r.candidate === arm.basis)
+function serverRounds(arm: VerifyArm, advice: Pick<Advice, 'trace' | 'replayed'>): Replayed | undefined {
+  if (!isGreedy(advice.trace.warp) && arm.candidate.method === 'llama-server:draft') {
+    const own = (() => {
+      try {
+        return sampledReplay(advice.trace, arm.candidate)
+      } catch {
+        return undefined
+      }
+    })()
+    if (own) return own
+  }
+  return arm.basis === null ? undefined : advice.replayed.find((r) => r.candidate === arm.basis)
+}
+
+/**
+ * `arm` predicted from the rounds it runs (serverRounds) with `costs`; the speedup against `arMs` (SpecLab's ar
+ * arm's predicted time on the same tokens) when given. Unchanged when its rounds were not replayed or cannot be priced.
+ */
+export function priceServerArm(arm: VerifyArm, advice: Pick<Advice, 'trace' | 'replayed'>, costs: CostTable, arMs: number | null, pricedWith: PricedWith = 'llama-server'): VerifyArm {
+  const replayed = serverRounds(arm, advice)
   if (!replayed) return arm
   const prediction = price(replayed, advice.trace, costs).prediction
   if (!prediction) return arm
   const speedup = arMs !== null && prediction.ms > 0 ? arMs / prediction.ms : prediction.speedup
-  return { ...arm, predicted: { tokensPerSecond: prediction.tokensPerSecond, speedup, ms: prediction.ms, pricedWith: 'llama-server' } }
+  return { ...arm, predicted: { tokensPerSecond: prediction.tokensPerSecond, speedup, ms: prediction.ms, pricedWith } }
 }
 
 /** Measures (or reads from the cache) llama-server's costs at `threads` for the arms' `drafts`. */
@@ -57,10 +78,11 @@ const summary = (threads: ArmThreads, { costs, source }: MeasuredServerCosts): S
 })
 
 /** Every llama-server arm priced with llama-server's costs at its threads; the rest as they are. */
-export async function priceServerArms(arms: readonly VerifyArm[], advice: Pick<Advice, 'trace' | 'replayed'>, measure: MeasureServerCosts, onMeasure?: () => void): Promise<PricedArms> {
+export async function priceServerArms(arms: readonly VerifyArm[], advice: Pick<Advice, 'trace' | 'replayed' | 'costs'>, measure: MeasureServerCosts, onMeasure?: () => void): Promise<PricedArms> {
   const served = arms.filter((a) => isServerArm(a) && a.basis !== null)
   if (served.length === 0) return { arms: [...arms], server: undefined }
   onMeasure?.()
+  const arMs = arms.find((a) => a.candidate.method === 'ar')?.predicted?.ms ?? null
   const tables = new Map<string, CostTable>()
   const costs: ServerCosts[] = []
   try {
@@ -74,9 +96,11 @@ export async function priceServerArms(arms: readonly VerifyArm[], advice: Pick<A
     }
   } catch (error) {
     const reason = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').trim()
-    return { arms: [...arms], server: { costs: [], note: `llama-server's own costs could not be measured (${reason}): its arms are priced with SpecLab's cost curve` } }
+    // Still the rounds llama-server runs (under sampling its own, not its basis's), at SpecLab's prices.
+    const sampled = !isGreedy(advice.trace.warp)
+    const onSpecLabCurve = arms.map((arm) => (sampled && isServerArm(arm) ? priceServerArm(arm, advice, advice.costs, arMs, 'speclab') : arm))
+    return { arms: onSpecLabCurve, server: { costs: [], note: `llama-server's own costs could not be measured (${reason}): its arms are priced with SpecLab's cost curve` } }
   }
-  const arMs = arms.find((a) => a.candidate.method === 'ar')?.predicted?.ms ?? null
   const priced = arms.map((arm) => {
     const table = isServerArm(arm) ? tables.get(threadsKey(arm.threads)) : undefined
     return table ? priceServerArm(arm, advice, table, arMs) : arm

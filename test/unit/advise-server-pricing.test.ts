@@ -1,7 +1,8 @@
 /**
  * The advice's llama-server arms priced with llama-server's own costs (experiments/advise-server-pricing.ts): with a
  * constructed llama-server cost table a `llama-server:*` arm is predicted from its basis's replayed rounds at
- * llama-server's costs (speedup against SpecLab's ar arm), SpecLab's arms keep SpecLab's prices, a failing
+ * llama-server's costs (speedup against SpecLab's ar arm) — under sampling from its own rounds (llama.cpp's match
+ * verification, replay/llama-server-draft.ts) —, SpecLab's arms keep SpecLab's prices, a failing
  * measurement leaves every arm on SpecLab's curve with one line; and the table itself is read from a server's
  * timings as engine/peers/llama-server-cost-table.ts says (a fake server with known costs).
  */
@@ -13,6 +14,8 @@ import { serverPrefillMs, serverStepMs, serverTargetCurve } from '../../electron
 import type { Completion, CompletionRequest, PeerServer } from '../../electron/engine/peers/llama-server-process'
 import { chooseArms, type ArmChoice } from '../../electron/experiments/advise-verify'
 import { priceServerArms, type MeasureServerCosts } from '../../electron/experiments/advise-server-pricing'
+import { sampledReplay } from '../../electron/engine/replay/advise'
+import type { WarpConfig } from '../../electron/engine/sampling/warp'
 import { toyDraftClose, toyTarget } from '../helpers/toy-models'
 
 const GREEDY = { temperature: 0, topK: 0, topP: 1 }
@@ -28,11 +31,11 @@ const SD3: Candidate = { method: 'sd', gamma: 3, params: {}, draft: 'd' }
 
 const choice: ArmChoice = { top: 2, deploy: 'any', serverAvailable: true, severalDrafts: false, threadsOf: () => ({ threads: 1, batchThreads: 2, draftThreads: 1 }) }
 
-async function advised() {
-  const trace = await recordTrace(toyTarget(), { d: toyDraftClose() }, PROMPTS, { warp: GREEDY, seed: 5, maxTokens: 30, batch: 4, rolloutLength: 6, fullEntropy: false })
+async function advised(warp: WarpConfig = GREEDY) {
+  const trace = await recordTrace(toyTarget(), { d: toyDraftClose() }, PROMPTS, { warp, seed: 5, maxTokens: 30, batch: 4, rolloutLength: 6, fullEntropy: false })
   const replayed = await replayAll(trace, [SD4, SD3])
   const verdicts = fastestFirst(replayed.map((r) => price(r, trace, SPECLAB)))
-  return { trace, replayed, arms: chooseArms(verdicts, choice) }
+  return { trace, replayed, costs: SPECLAB, arms: chooseArms(verdicts, choice) }
 }
 
 const serving = (costs: CostTable): MeasureServerCosts & { calls: { threads: unknown; drafts: string[] }[] } => {
@@ -66,6 +69,25 @@ describe('llama-server arms priced with llama-server costs', () => {
       expect(arm.predicted!.ms).toBeLessThan(price(basis, advice.trace, SPECLAB).prediction!.ms)
     }
     expect(server).toEqual({ costs: [{ threads: { threads: 1, batchThreads: 2, draftThreads: 1 }, targetMs: SERVER.targetMs, draftMs: { d: 0.4 }, source: 'measured' }], note: null })
+  })
+
+  it("under sampling a llama-server draft arm runs llama.cpp's rounds (the draft's top token, kept while the target's sample equals it), not its basis's", async () => {
+    const advice = await advised({ temperature: 1, topK: 0, topP: 1 })
+    const { arms } = await priceServerArms(advice.arms, advice, serving(SERVER))
+    const arMs = advice.arms.find((a) => a.candidate.method === 'ar')!.predicted!.ms
+    const served = arms.filter((a) => a.candidate.method === 'llama-server:draft')
+    expect(served.length).toBeGreaterThan(0)
+    for (const arm of served) {
+      const own = price(sampledReplay(advice.trace, arm.candidate), advice.trace, SERVER).prediction!
+      expect(arm.predicted).toEqual({ tokensPerSecond: own.tokensPerSecond, speedup: arMs / own.ms, ms: own.ms, pricedWith: 'llama-server' })
+      // The match rule accepts less than the basis's rejection sampling: more rounds, a slower prediction.
+      const basis = advice.replayed.find((r) => r.candidate === arm.basis)!
+      expect(own.ms).toBeGreaterThan(price(basis, advice.trace, SERVER).prediction!.ms)
+    }
+    // Where llama-server's costs cannot be measured, its rounds are still its own, at SpecLab's prices.
+    const failing: MeasureServerCosts = async () => Promise.reject(new Error('no server'))
+    const fallback = (await priceServerArms(advice.arms, advice, failing)).arms.filter((a) => a.candidate.method === 'llama-server:draft')
+    for (const arm of fallback) expect(arm.predicted!.ms).toBeCloseTo(price(sampledReplay(advice.trace, arm.candidate), advice.trace, SPECLAB).prediction!.ms, 9)
   })
 
   it("a failing measurement keeps SpecLab's pricing and says so in one line", async () => {

@@ -114,10 +114,15 @@ export async function replayCandidate(trace: Trace, candidate: Candidate, live?:
       const acceptance = foreign ? { acceptance: acceptanceOfRounds(steps, PROFILE_POSITIONS) } : {}
       return { candidate, mode, summary: summaryOfSteps(steps), draftFullEntropy: prompts.some((p) => p.draftFullEntropy), error: null, ...acceptance }
     }
-    return { candidate, mode, summary: summaryOfExpected(replayExpected(trace, candidate)), draftFullEntropy: readsFullEntropy(candidate), error: null }
+    return sampledReplay(trace, candidate)
   } catch (error) {
     return { candidate, mode, summary: null, draftFullEntropy: false, error: error instanceof Error ? error.message : String(error) }
   }
+}
+
+/** `candidate`'s expected rounds on a sampled trace (replay/expected-replay.ts); throws what that refuses. */
+export function sampledReplay(trace: Trace, candidate: Candidate): Replayed {
+  return { candidate, mode: 'expected', summary: summaryOfExpected(replayExpected(trace, candidate)), draftFullEntropy: readsFullEntropy(candidate), error: null }
 }
 
 /** A replayed candidate priced with one cost table. */

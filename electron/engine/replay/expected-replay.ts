@@ -2,7 +2,8 @@
  * A candidate configuration's expected rounds on a sampled trace (replay/expected.ts): the catalog method and its
  * resolved parameters (methods/prepare.ts) mapped to the real policy and lookup objects, then the renewal sums (replay/expected.ts) per
  * prompt. Covered: `sd` (fixed γ), `sd-pmin`, `svip`, `pld`, `ngram-simple`, `sd+ngram` — the chain methods whose
- * decisions depend on the current round alone. Any other method is refused by name.
+ * decisions depend on the current round alone — and `llama-server:draft`, whose verification under sampling is
+ * llama.cpp's own (replay/llama-server-draft.ts). Any other method is refused by name.
  */
 import { ngramSimpleState } from '../lookup/ngram-map'
 import { promptLookupState } from '../lookup/prompt-lookup'
@@ -10,11 +11,12 @@ import { prepare } from '../methods/prepare'
 import { fixedLengthPolicy } from '../policies/fixed'
 import { pMinPolicy } from '../policies/p-min'
 import { svipPolicy } from '../policies/svip'
+import { llamaServerDraftProposer } from './llama-server-draft'
 import { chainProposer, expectedRun, lookupProposer, modelProposer, type ExpectedRun, type Proposer, type RoundCost } from './expected'
 import type { Candidate } from './replay'
 import type { PromptTrace, Trace } from './trace'
 
-export const EXPECTED_METHODS = ['sd', 'sd-pmin', 'svip', 'pld', 'ngram-simple', 'sd+ngram'] as const
+export const EXPECTED_METHODS = ['sd', 'sd-pmin', 'svip', 'pld', 'ngram-simple', 'sd+ngram', 'llama-server:draft'] as const
 
 type Params = Readonly<Record<string, number | string | boolean>>
 
@@ -47,6 +49,8 @@ function proposerOf(trace: Trace, prompt: PromptTrace, candidate: Candidate, par
         model(fixedLengthPolicy(gamma))
       ])
     }
+    case 'llama-server:draft':
+      return llamaServerDraftProposer(prompt, draft(), { nMax: num('llamaserver.nMax'), nMin: num('llamaserver.nMin'), pMin: num('llamaserver.pMin') }, trace.maxTokens)
     default:
       throw new Error(`no expected-value replay for '${candidate.method}' (covered: ${EXPECTED_METHODS.join(', ')})`)
   }
