@@ -23,7 +23,7 @@ import type { RunStore } from '../store/run-store'
 import { adviseWorkload, measurementOf, type Advice, type ThreadChoice } from './advise'
 import { priceServerArms, type MeasureServerCosts } from './advise-server-pricing'
 import { llamaServerCosts } from './llama-server-costs'
-import { adviceRecord, armMethods, chooseArms, runnerArms, runVerification, servable, type Deploy, type VerifyArm } from './advise-verify'
+import { adviceRecord, armMethods, chooseArms, gridAsServed, runnerArms, runVerification, servable, type Deploy, type VerifyArm } from './advise-verify'
 import { adviceResult, type AdviceResult } from './advice-result'
 import type { LoadedTrio, TrioLoadOptions } from './models'
 import { loadPrompts, type PromptItem } from './prompts'
@@ -209,7 +209,8 @@ const cancelled = (signal: AbortSignal | undefined) => {
  */
 export async function runAdvice(prepared: PreparedAdvice, trio: Pick<LoadedTrio, 'models' | 'drafts' | 'fingerprints' | 'threadPlan'>, store: RunStore | null, hooks: AdviseHooks = {}): Promise<AdviceResult> {
   const { options, seed, names, prompts } = prepared
-  const grid = gridOf(options, names, foreignDraftsOf(trio, names))
+  const warp = warpOfSettings({ maxTokens: options.maxTokens, temperature: options.temperature, topK: options.topK, topP: options.topP })
+  const grid = gridAsServed(gridOf(options, names, foreignDraftsOf(trio, names)), options.deploy, warp)
   const drafts = Object.fromEntries(trio.drafts.map((draft, i) => [names[i], draft]))
   const draftFiles = Object.fromEntries(names.map((name, i) => [name, path.resolve(options.draft[i])]))
   const promptTokens = tokenizePrompts(trio.models, prompts, { maxTokens: options.maxTokens, contextSize: options.contextSize })
@@ -217,7 +218,7 @@ export async function runAdvice(prepared: PreparedAdvice, trio: Pick<LoadedTrio,
     target: trio.models.target,
     drafts,
     prompts: promptTokens,
-    warp: warpOfSettings({ maxTokens: options.maxTokens, temperature: options.temperature, topK: options.topK, topP: options.topP }),
+    warp,
     seed,
     maxTokens: options.maxTokens,
     candidates: grid,

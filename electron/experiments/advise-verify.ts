@@ -23,6 +23,7 @@ import type { Candidate } from '../engine/replay/replay'
 import type { RunStore } from '../store/run-store'
 import type { Advice } from './advise'
 import { withThreads, type ArmThreads } from './peer-bench'
+import { isGreedy, type WarpConfig } from '../engine/sampling/warp'
 import type { PromptItem } from './prompts'
 import { executeRun, type Arm, type RunOptions } from './runner'
 
@@ -80,6 +81,25 @@ function onLlamaServer(candidate: Candidate): Candidate | null {
 }
 
 /**
+ * The grid as llama-server runs it, for `--deploy llama-server` under sampling: each draft-model candidate becomes
+ * its `llama-server:draft` equivalent (once), whose rounds under sampling are llama.cpp's own — the draft's top
+ * token, kept while the target's sample equals it (replay/llama-server-draft.ts) — so the configurations are ranked
+ * by what llama-server will do with them, and its best n_max / p_min is the one measured. Under greedy decoding both
+ * engines make the same rounds and the grid is kept (its candidates replay with SpecLab's own decoders); the n-gram
+ * candidates are kept too (a looked-up token is accepted with p(x) by either engine).
+ */
+export function gridAsServed(grid: readonly Candidate[], deploy: Deploy, warp: WarpConfig): Candidate[] {
+  if (deploy !== 'llama-server' || isGreedy(warp)) return [...grid]
+  const served: Candidate[] = []
+  for (const candidate of grid) {
+    const onServer = candidate.draft === null ? null : onLlamaServer(candidate)
+    const next = onServer?.method === 'llama-server:draft' ? onServer : candidate
+    if (!served.some((c) => sameConfiguration(c, next))) served.push(next)
+  }
+  return served
+}
+
+/**
  * ar, the best `top` predicted candidates that `deploy` allows, and — where a llama-server binary exists and the
  * deployment may be llama-server — llama-server's runs of them:
  *  - `deploy` 'llama-server': each top candidate is measured AS llama-server runs it (its `llama-server:*`
@@ -116,7 +136,9 @@ export function chooseArms(verdicts: readonly Verdict[], choice: ArmChoice): Ver
     // Its rounds are SpecLab's sd at the same γ with the same draft: the same rounds, a different engine (priced
     // with llama-server's own costs where they were measured: advise-server-pricing.ts).
     const serverDefault: Candidate = { method: 'llama-server:draft', gamma: LLAMA_SERVER_DEFAULT_GAMMA, params: {}, draft: drafted.candidate.draft }
-    const twin = verdicts.find((v) => v.candidate.method === 'sd' && v.candidate.gamma === LLAMA_SERVER_DEFAULT_GAMMA && v.candidate.draft === serverDefault.draft)
+    const twin =
+      verdicts.find((v) => sameConfiguration(v.candidate, serverDefault)) ??
+      verdicts.find((v) => v.candidate.method === 'sd' && v.candidate.gamma === LLAMA_SERVER_DEFAULT_GAMMA && v.candidate.draft === serverDefault.draft)
     add(arm(twin, serverDefault))
   }
   return arms

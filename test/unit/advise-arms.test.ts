@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Verdict } from '../../electron/engine/replay/advise'
 import type { Candidate } from '../../electron/engine/replay/replay'
-import { chooseArms, type ArmChoice } from '../../electron/experiments/advise-verify'
+import { chooseArms, gridAsServed, type ArmChoice } from '../../electron/experiments/advise-verify'
 
 const verdict = (candidate: Candidate, tokensPerSecond: number): Verdict => ({
   candidate,
@@ -61,5 +61,33 @@ describe('the arms the advisor measures', () => {
   it('speclab, or no llama-server binary: SpecLab\'s own candidates only', () => {
     for (const c of [choice({ deploy: 'speclab' }), choice({ serverAvailable: false })])
       expect(chooseArms(VERDICTS, c).map((a) => a.candidate.method)).toEqual(['ar', 'sd', 'svip', 'sd'])
+  })
+})
+
+describe('the grid as llama-server runs it (gridAsServed)', () => {
+  const grid: Candidate[] = [
+    { method: 'sd', gamma: 3, params: {}, draft: 'd' },
+    { method: 'sd', gamma: 5, params: {}, draft: 'd' },
+    { method: 'sd-pmin', gamma: 5, params: { 'pmin.p': 0.5, 'pmin.max': 8 }, draft: 'd' },
+    { method: 'ngram-simple', gamma: 5, params: {}, draft: null }
+  ]
+  const SAMPLING = { temperature: 1, topK: 0, topP: 1 }
+
+  it("under sampling with --deploy llama-server, draft-model candidates become llama-server's own (its rounds differ)", () => {
+    const served = gridAsServed(grid, 'llama-server', SAMPLING)
+    expect(served.map((c) => [c.method, c.gamma, c.params])).toEqual([
+      ['llama-server:draft', 3, { 'llamaserver.nMax': 3, 'llamaserver.nMin': 0, 'llamaserver.pMin': 0 }],
+      ['llama-server:draft', 5, { 'llamaserver.nMax': 5, 'llamaserver.nMin': 0, 'llamaserver.pMin': 0 }],
+      ['llama-server:draft', 8, { 'llamaserver.nMax': 8, 'llamaserver.nMin': 0, 'llamaserver.pMin': 0.5 }],
+      ['ngram-simple', 5, {}]
+    ])
+    // Each configuration once: sd γ=5 and sd-pmin with p 0 and n_max 5 are the same llama-server command.
+    expect(gridAsServed([...grid, { method: 'sd-pmin', gamma: 5, params: { 'pmin.p': 0, 'pmin.max': 5 }, draft: 'd' }], 'llama-server', SAMPLING)).toHaveLength(4)
+  })
+
+  it('under greedy decoding, or deployed anywhere, the grid is kept', () => {
+    expect(gridAsServed(grid, 'llama-server', { temperature: 0, topK: 0, topP: 1 })).toEqual(grid)
+    expect(gridAsServed(grid, 'any', SAMPLING)).toEqual(grid)
+    expect(gridAsServed(grid, 'speclab', SAMPLING)).toEqual(grid)
   })
 })
