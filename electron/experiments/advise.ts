@@ -22,7 +22,8 @@ import { vocabularyMismatch } from '../engine/model/vocabulary-check'
 import { draftSequenceOf } from '../engine/replay/foreign-text'
 import type { PhaseThreads } from '../engine/model/thread-calibration'
 import { candidateGrid, rolloutLengthFor } from '../engine/replay/candidates'
-import { measureCostCurve, measureDraftCost, measurePrefill, type CurveMeasurement } from '../engine/replay/cost-curve'
+import { nonDecreasing } from '../engine/replay/isotonic'
+import { measureCostCurve, measureDraftCost, measurePrefill, measureRoundCosts, type CurveMeasurement } from '../engine/replay/cost-curve'
 import { readsFullEntropy } from '../engine/replay/expected-replay'
 import { recordTrace, type TraceProgress } from '../engine/replay/record'
 import type { Candidate } from '../engine/replay/replay'
@@ -127,12 +128,27 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
   for (const [name, draft] of Object.entries(input.drafts)) {
     const used = candidates.filter((c) => c.draft === name)
     if (used.length === 0) continue
-    const own = trace.drafts[name]?.foreign ? foreignMeasurement(input, trace, draft, measurement) : { measurement, prompts }
-    costs.drafts[name] = { ms: await measureDraftCost(draft, own.measurement) }
-    if (used.some(readsFullEntropy)) costs.drafts[name].fullEntropyMs = await measureDraftCost(draft, own.measurement, { fullEntropy: true })
+    const foreign = trace.drafts[name]?.foreign === true
+    const own = foreign ? foreignMeasurement(input, trace, draft, measurement) : { measurement, prompts }
+    costs.drafts[name] = foreign ? { ms: await measureDraftCost(draft, own.measurement) } : await inRounds(input.target, draft, measurement, curve.targetMs[0])
+    if (used.some(readsFullEntropy)) {
+      // Every logit transferred costs the same on top of a draft call timed apart as within a round.
+      const apart = foreign ? costs.drafts[name].ms : await measureDraftCost(draft, own.measurement)
+      costs.drafts[name].fullEntropyMs = (await measureDraftCost(draft, own.measurement, { fullEntropy: true })) + costs.drafts[name].ms - apart
+    }
     costs.prefillMs!.drafts[name] = await measurePrefill(draft, own.prompts, trace.warp, prefill)
   }
   return costs
+}
+
+/**
+ * A draft of the target's vocabulary priced as its rounds pay (cost-curve.ts measureRoundCosts): c_D and c_T(k ≥ 2)
+ * timed within rounds; c_T(1) stays the target's own (a target-only round follows no draft call). A foreign draft's
+ * rounds re-tokenise between the calls and are priced with the costs timed apart.
+ */
+async function inRounds(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, singleMs: number): Promise<DraftCost> {
+  const round = await measureRoundCosts(target, draft, measurement)
+  return { ms: round.draftMs, targetMs: nonDecreasing([singleMs, ...round.targetMs.slice(1)]) }
 }
 
 /** A foreign draft's contexts: the same prompts and output, tokenised by its own tokenizer (foreign-text.ts). */
@@ -169,7 +185,14 @@ async function measurePlans(input: AdviseInput, trace: Trace, candidates: readon
         const batch = byCount.get(t2)!
         const drafting = byCount.get(d)!
         const threads: ThreadPlan = { target: { threads: t1, batchThreads: t2 }, draft: d }
-        const drafts: Record<string, DraftCost> = drafting.drafts
+        // A draft's rounds: its calls at `d` threads; the verifications as timed within rounds at `t2` (where both
+        // models had t2 threads — the nearest measured), after the plan's own c_T(1).
+        const drafts: Record<string, DraftCost> = Object.fromEntries(
+          Object.entries(drafting.drafts).map(([name, cost]) => {
+            const verifying = batch.drafts[name]?.targetMs
+            return [name, { ...cost, ...(verifying ? { targetMs: nonDecreasing([single.targetMs[0], ...verifying.slice(1)]) } : { targetMs: undefined }) }]
+          })
+        )
         const costs: CostTable = {
           targetMs: [single.targetMs[0], ...batch.targetMs.slice(1)],
           drafts,

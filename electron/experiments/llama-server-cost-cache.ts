@@ -18,7 +18,7 @@ import type { CostTable } from '../engine/replay/advise'
 import { userCacheDir } from '../engine/peers/llama-server-binary'
 
 /** Bump when what measureServerCosts measures changes: older entries are then measured again. */
-const PROTOCOL_VERSION = 1
+const PROTOCOL_VERSION = 2 // 2: medians over the repeats (llama-server-cost-table.ts)
 const MAX_ENTRIES = 100
 
 const Table = z.object({

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { stepRecord } from '../../electron/engine/decoders/step-record'
-import { measureCostCurve, roundCost, targetCost, type CostCurve } from '../../electron/engine/replay/cost-curve'
+import { measureCostCurve, measureRoundCosts, roundCost, targetCost, type CostCurve } from '../../electron/engine/replay/cost-curve'
 import { expectedRun } from '../../electron/engine/replay/expected'
 import { predictFromExpected, predictFromSteps } from '../../electron/engine/replay/predict'
 import { nonDecreasing } from '../../electron/engine/replay/isotonic'
@@ -79,5 +79,52 @@ describe('prediction', () => {
     expect(p.rounds).toBe(2)
     expect(p.ms).toBe(2 * (3 + 13))
     expect(p.accepted).toBe(6)
+  })
+})
+
+describe('costs within rounds (measureRoundCosts)', () => {
+  /**
+   * Two models on one fake clock whose call costs `switching` ms more when the other model made the call before it —
+   * the hand-over a round makes between draft and target, which calls timed apart never pay.
+   */
+  function handingOver(switching: number) {
+    const clock = { ms: 0 }
+    let last: string | null = null
+    const model = (name: string, fixed: number, perToken: number) => {
+      const base = timed(clock, fixed, perToken)
+      return Object.assign(Object.create(base), {
+        async createSession(warp: typeof WARP) {
+          const session = await base.createSession(warp)
+          return {
+            get tokens() {
+              return session.tokens
+            },
+            async append(tokens: readonly number[], from: number) {
+              if (last !== null && last !== name) clock.ms += switching
+              last = name
+              return session.append(tokens, from)
+            },
+            truncate: (length: number) => session.truncate(length),
+            dispose: () => session.dispose()
+          }
+        }
+      })
+    }
+    return { clock, target: model('target', 4, 0.5), draft: model('draft', 1, 0.25) }
+  }
+  const measurement = (clock: { ms: number }) => ({ sequence: Array.from({ length: 60 }, (_, i) => 1 + (i % 5)), promptLength: 10, warp: WARP, maxPositions: 6, clock: () => clock.ms })
+
+  it('times each verification after its draft calls and the draft calls after a verification, as a round pays them', async () => {
+    const { clock, target, draft } = handingOver(3)
+    const round = await measureRoundCosts(target, draft, measurement(clock))
+    // k ≥ 2 follows its k − 1 draft calls: the hand-over is in; k = 1 follows the previous verification.
+    expect(round.targetMs).toEqual([4.5, ...Array.from({ length: 5 }, (_, i) => 4 + 0.5 * (i + 2) + 3)])
+    // The draft calls of k = 2 … 6 (15 in all) pay one hand-over per round (5): c_D = 1.25 + 3 · 5 / 15.
+    expect(round.draftMs).toBeCloseTo(1.25 + 1, 12)
+    // Timed apart, neither model pays it.
+    const { clock: apartClock, target: apartTarget, draft: apartDraft } = handingOver(3)
+    const apart = await measureCostCurve(apartTarget, apartDraft, measurement(apartClock))
+    expect(apart.targetMs[5]).toBe(7)
+    expect(apart.draftMs).toBe(1.25)
   })
 })

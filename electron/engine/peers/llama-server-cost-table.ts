@@ -1,7 +1,7 @@
 /**
  * llama-server's own cost table — what the advisor prices the `llama-server:*` arms with — measured the way
  * replay/cost-curve.ts measures SpecLab's (the same prefixes of the workload's longest output, k = 1 … K, one warm-up
- * round then `repeats` timed rounds, every k once per round), but through the server's HTTP timings instead of the
+ * round then `repeats` timed rounds, every k once per round, the median of the rounds), but through the server's HTTP timings instead of the
  * ModelSession seam, so it is llama-server's engine that is timed.
  *
  * What the `timings` of /completion mean (llama.cpp tools/server: server_slot_stats in server-common.h, set in
@@ -25,6 +25,7 @@
  *   server's request).
  */
 import { nonDecreasing } from '../replay/isotonic'
+import { median } from '../stats/bootstrap'
 import { cuts, withDefaults, type CurveMeasurement } from '../replay/cost-curve'
 import type { CostTable } from '../replay/advise'
 import type { CompletionRequest, PeerServer } from './llama-server-process'
@@ -55,33 +56,40 @@ const requestOf = (m: Pick<CurveMeasurement, 'warp'>, prompt: readonly number[],
   cachePrompt
 })
 
-/** prompt_ms of appending k = 1 … K tokens to the cached prefix `seq[0, cut)`, mean over `repeats` after a warm-up. */
+/**
+ * prompt_ms of appending k = 1 … K tokens to the cached prefix `seq[0, cut)`, the median over `repeats` after a
+ * warm-up (as replay/cost-curve.ts: one held-up request must not move the whole curve — every c_T(k) subtracts the
+ * same prompt_ms(1)).
+ */
 async function timeServerAppends(server: PeerServer, m: ReturnType<typeof withDefaults>, cut: number, signal?: AbortSignal): Promise<number[]> {
-  const totals = new Array<number>(m.maxPositions).fill(0)
+  const samples = Array.from({ length: m.maxPositions }, () => [] as number[])
   for (let round = 0; round <= m.repeats; round++)
     for (let k = 1; k <= m.maxPositions; k++) {
       await server.complete(requestOf(m, m.sequence.slice(0, cut), 1, true), signal)
       const { timings } = await server.complete(requestOf(m, m.sequence.slice(0, cut + k), 1, true), signal)
       if (timings.promptN !== k) throw new Error(`llama-server evaluated ${timings.promptN} prompt tokens after a cached prefix of ${cut}, expected ${k}: its prompt cache did not hold the prefix`)
-      if (round > 0) totals[k - 1] += timings.promptMs
+      if (round > 0) samples[k - 1].push(timings.promptMs)
     }
-  return totals.map((total) => total / m.repeats)
+  return samples.map(median)
 }
 
-/** Mean ms of one decode step of plain generation from the measurement's prefixes (one warm-up round, then `repeats`). */
+/**
+ * Ms of one decode step of plain generation from the measurement's prefixes: each request's mean step, one warm-up
+ * round then `repeats` per prefix; the median per prefix, then the mean over the prefixes.
+ */
 export async function serverStepMs(server: PeerServer, measurement: CurveMeasurement, signal?: AbortSignal): Promise<number> {
   const m = withDefaults(measurement)
-  let ms = 0
-  let steps = 0
-  for (const cut of cuts(m, m.maxPositions))
+  const perPrefix: number[] = []
+  for (const cut of cuts(m, m.maxPositions)) {
+    const steps: number[] = []
     for (let round = 0; round <= m.repeats; round++) {
       const { timings } = await server.complete(requestOf(m, m.sequence.slice(0, cut), STEP_TOKENS, true), signal)
-      if (round === 0 || timings.predictedN < 2) continue
-      ms += timings.predictedMs
-      steps += timings.predictedN - 1
+      if (round > 0 && timings.predictedN >= 2) steps.push(timings.predictedMs / (timings.predictedN - 1))
     }
-  if (steps === 0) throw new Error('llama-server generated fewer than two tokens from every prefix: no decode step to time')
-  return ms / steps
+    if (steps.length > 0) perPrefix.push(median(steps))
+  }
+  if (perPrefix.length === 0) throw new Error('llama-server generated fewer than two tokens from every prefix: no decode step to time')
+  return perPrefix.reduce((a, b) => a + b, 0) / perPrefix.length
 }
 
 /** c_T(k), k = 1 … K, of the target server (see the file comment). */

@@ -22,6 +22,11 @@ export interface DraftCost {
   ms: number
   /** ms per drafted token with every logit transferred; absent = unmeasured (then `ms`). */
   fullEntropyMs?: number
+  /**
+   * c_T(k), k = 1 … K, when this draft's rounds pay another verification cost than the target's curve alone
+   * (cost-curve.ts measureRoundCosts: each verification timed after its draft calls); absent: CostTable.targetMs.
+   */
+  targetMs?: number[]
 }
 
 export interface CostTable {
@@ -76,7 +81,7 @@ function curveFor(costs: CostTable, candidate: Candidate, fullEntropy: boolean):
   const draft = candidate.draft === null ? undefined : costs.drafts[candidate.draft]
   if (candidate.draft !== null && !draft) throw new Error(`no cost measured for the draft '${candidate.draft}'`)
   const draftMs = draft ? (fullEntropy ? (draft.fullEntropyMs ?? draft.ms) : draft.ms) : 0
-  return { targetMs: costs.targetMs, draftMs }
+  return { targetMs: draft?.targetMs ?? costs.targetMs, draftMs }
 }
 
 /**

@@ -3,7 +3,7 @@
  * (k = 1 … K; a verification of γ drafts is k = γ + 1, an `ar` step k = 1), and c_D, the draft model's time per
  * drafted token (one forward call each). Measured through the ModelSession seam the decoders use, so the top-k
  * transfer the engine pays is included; like experiments/raw-timings.ts, each cost is the mean over prefixes spread
- * across the decoded range (attention grows with the context) and over repeats after a warm-up.
+ * across the decoded range (attention grows with the context) of the median over repeats after a warm-up.
  *
  *   cost of a round = draftCalls · c_D + c_T(proposed + 1)
  *
@@ -15,6 +15,7 @@
 import type { LanguageModel, ModelSession, SessionOptions } from '../model/types'
 import type { WarpConfig } from '../sampling/warp'
 import type { RoundCost } from './expected'
+import { median } from '../stats/bootstrap'
 import { nonDecreasing } from './isotonic'
 
 export interface CostCurve {
@@ -45,7 +46,7 @@ export interface CurveMeasurement {
   warp: WarpConfig
   /** K: the largest k measured (default 16). */
   maxPositions?: number
-  /** Prefixes the costs are averaged over (default 3) and timed repeats per cost after one warm-up (default 3). */
+  /** Prefixes the costs are averaged over (default 3) and timed repeats per cost after one warm-up (default 5; their median). */
   points?: number
   repeats?: number
   /** The draft session's options (fullEntropy when the replayed policy reads it: it costs a full logit transfer). */
@@ -58,21 +59,24 @@ export interface CurveMeasurement {
 
 /**
  * Ms of appending `seq[cut, cut + k)` (every position's distribution) after the cached prefix `seq[0, cut)`, for
- * k = 1 … K: element k − 1 is the mean over `repeats` rounds after a warm-up round. Each round times every k once,
- * so drifting load on a shared machine shifts all k alike instead of bending the curve.
+ * k = 1 … K: element k − 1 is the median over `repeats` rounds after a warm-up round. Each round times every k once,
+ * so drifting load on a shared machine shifts all k alike instead of bending the curve; the median, not the mean,
+ * so that one call held up by the machine (a descheduled thread) does not move a cost that every round is priced
+ * with — measured on this project's 2-core VM, c_T(1) from means of 3 rounds moved 8.8–11.4 ms between advices
+ * while real `ar` tokens took 9.2–10.2 ms.
  */
 async function timeAppends(session: ModelSession, sequence: readonly number[], cut: number, maxK: number, repeats: number, clock: () => number): Promise<number[]> {
   await session.truncate(0)
   await session.append(sequence.slice(0, cut), cut)
-  const totals = new Array<number>(maxK).fill(0)
+  const samples = Array.from({ length: maxK }, () => [] as number[])
   for (let round = 0; round <= repeats; round++)
     for (let k = 1; k <= maxK; k++) {
       const started = clock()
       await session.append(sequence.slice(cut, cut + k), 0)
-      if (round > 0) totals[k - 1] += clock() - started
+      if (round > 0) samples[k - 1].push(clock() - started)
       await session.truncate(cut)
     }
-  return totals.map((total) => total / repeats)
+  return samples.map(median)
 }
 
 /** The prefix lengths: midpoints of `points` equal slices of the output that leave room for K more tokens. */
@@ -95,9 +99,73 @@ export async function measureDraftCost(draft: LanguageModel, measurement: CurveM
   return ms
 }
 
+/** A draft model's costs as its speculative rounds pay them (measureRoundCosts). */
+export interface RoundCosts {
+  /** c_T(k), k = 1 … K, each timed right after the k − 1 draft calls that proposed its tokens. */
+  targetMs: number[]
+  /** c_D: ms per draft call, timed between the target's verifications. */
+  draftMs: number
+}
+
+/**
+ * c_T(k) and c_D as a speculative round pays them: every timed target call of k positions comes right after the
+ * k − 1 draft calls (one token each, on the draft's own session) that proposed its tokens, as decoders/speculative.ts
+ * makes a round, and each draft call comes after a verification. Timed apart (measureCostCurve, measureDraftCost),
+ * both models keep their threads warm from one call of their own to the next; in a round each hands the cores to
+ * the other (with an OpenMP build the target's second thread sleeps while the draft runs, and is woken for the
+ * verification). Measured on this project's 2-core VM (the inflated stories target ← the 260K draft, greedy):
+ * real runs' c_T(6) 30.4 ms and c_D 0.70–0.76 ms against 25.9 and 0.48 timed apart, so rounds priced apart came out
+ * 10–15 % fast. Medians over the rounds per prefix (c_D: of each k's k − 1 calls together, over all the calls),
+ * then the mean over prefixes, as timeAppends.
+ */
+export async function measureRoundCosts(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement): Promise<RoundCosts> {
+  const m = withDefaults(measurement)
+  const at = cuts(m, m.maxPositions)
+  const targetMs = new Array<number>(m.maxPositions).fill(0)
+  let draftMs = 0
+  const verifier = await target.createSession(m.warp)
+  const drafter = await draft.createSession(m.warp, m.draftOptions)
+  try {
+    for (const cut of at) {
+      for (const session of [verifier, drafter]) {
+        await session.truncate(0)
+        await session.append(m.sequence.slice(0, cut), cut)
+      }
+      const verifications = Array.from({ length: m.maxPositions }, () => [] as number[])
+      // Per k, the time of the round's k − 1 draft calls together: the first call after a verification may cost
+      // more than the rest, and a round pays both.
+      const drafting = Array.from({ length: m.maxPositions }, () => [] as number[])
+      for (let round = 0; round <= m.repeats; round++)
+        for (let k = 1; k <= m.maxPositions; k++) {
+          let draftTotal = 0
+          for (let j = 0; j < k - 1; j++) {
+            const started = m.clock()
+            await drafter.append(m.sequence.slice(cut + j, cut + j + 1), 0)
+            draftTotal += m.clock() - started
+          }
+          const started = m.clock()
+          await verifier.append(m.sequence.slice(cut, cut + k), 0)
+          if (round > 0) {
+            verifications[k - 1].push(m.clock() - started)
+            drafting[k - 1].push(draftTotal)
+          }
+          await verifier.truncate(cut)
+          await drafter.truncate(cut)
+        }
+      verifications.forEach((samples, k) => (targetMs[k] += median(samples) / at.length))
+      const calls = (m.maxPositions * (m.maxPositions - 1)) / 2
+      if (calls > 0) draftMs += drafting.reduce((sum, samples) => sum + median(samples), 0) / calls / at.length
+    }
+  } finally {
+    await verifier.dispose()
+    await drafter.dispose()
+  }
+  return { targetMs: m.raw ? targetMs : nonDecreasing(targetMs), draftMs }
+}
+
 /** The measurement with its defaults filled in; refused when the sequence has fewer than K tokens after the prompt. */
 export function withDefaults(measurement: CurveMeasurement) {
-  const m = { maxPositions: 16, points: 3, repeats: 3, clock: () => performance.now(), raw: false, ...measurement }
+  const m = { maxPositions: 16, points: 3, repeats: 5, clock: () => performance.now(), raw: false, ...measurement }
   if (m.sequence.length < m.promptLength + m.maxPositions) throw new RangeError(`the sequence needs at least ${m.maxPositions} tokens after the prompt`)
   return m
 }
