@@ -357,7 +357,7 @@ const UNTESTED_HERE = 'needs a draft GGUF made for it (none of the models here i
 
 const PEER_METHODS: readonly MethodDefinition[] = [
   llamaServerMethod('llama-server:ar', 'none', "llama.cpp's llama-server without speculation (the peer's baseline)", 'llama-server decoding alone, no speculative type'),
-  llamaServerMethod('llama-server:draft', 'draft-simple', "llama.cpp's llama-server with the draft model (`--spec-type draft-simple`)", 'llama-server with the run\'s draft model, `--spec-type draft-simple`: drafts of up to n_max tokens, verified by sample-and-match'),
+  llamaServerMethod('llama-server:draft', 'draft-simple', "llama.cpp's llama-server with the draft model (`--spec-type draft-simple`)", 'llama-server with the run\'s draft model, `--spec-type draft-simple`: drafts of up to n_max tokens, verified by sample-and-match — the draft proposes its top token and the target keeps it while its own sample equals it, so under sampling a draft token is accepted with p(x̂) rather than rejection sampling\'s Σ min(p, q) (the advisor replays it so: replay/llama-server-draft.ts)'),
   llamaServerMethod('llama-server:ngram-simple', 'ngram-simple', "llama-server's `--spec-type ngram-simple` (no draft model)", "llama-server's ngram-simple lookup at its defaults (SpecLab's own port: `ngram-simple`)"),
   llamaServerMethod('llama-server:ngram-map-k', 'ngram-map-k', "llama-server's `--spec-type ngram-map-k` (no draft model)", "llama-server's ngram-map-k at its defaults (SpecLab's port: `ngram-map-k`)"),
   llamaServerMethod('llama-server:ngram-map-k4v', 'ngram-map-k4v', "llama-server's `--spec-type ngram-map-k4v` (no draft model)", "llama-server's ngram-map-k4v at its defaults (SpecLab's port: `ngram-map-k4v`)"),
