@@ -35,17 +35,17 @@ const threadsKey = (t: ArmThreads) => `${t.threads}/${t.batchThreads}/${t.draftT
  * (replay/llama-server-draft.ts).
  */
 function serverRounds(arm: VerifyArm, advice: Pick<Advice, 'trace' | 'replayed'>): Replayed | undefined {
-  if (!isGreedy(advice.trace.warp) && arm.candidate.method === 'llama-server:draft') {
-    const own = (() => {
-      try {
-        return sampledReplay(advice.trace, arm.candidate)
-      } catch {
-        return undefined
-      }
-    })()
-    if (own) return own
+  const own = !isGreedy(advice.trace.warp) && arm.candidate.method === 'llama-server:draft' ? ownRounds(arm, advice) : undefined
+  return own ?? (arm.basis === null ? undefined : advice.replayed.find((r) => r.candidate === arm.basis))
+}
+
+/** The arm's own expected rounds; undefined when the trace cannot replay them (then its basis's are used). */
+function ownRounds(arm: VerifyArm, advice: Pick<Advice, 'trace'>): Replayed | undefined {
+  try {
+    return sampledReplay(advice.trace, arm.candidate)
+  } catch {
+    return undefined
   }
-  return arm.basis === null ? undefined : advice.replayed.find((r) => r.candidate === arm.basis)
 }
 
 /**

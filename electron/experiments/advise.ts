@@ -188,9 +188,9 @@ async function measurePlans(input: AdviseInput, trace: Trace, candidates: readon
         // A draft's rounds: its calls at `d` threads; the verifications as timed within rounds at `t2` (where both
         // models had t2 threads — the nearest measured), after the plan's own c_T(1).
         const drafts: Record<string, DraftCost> = Object.fromEntries(
-          Object.entries(drafting.drafts).map(([name, cost]) => {
+          Object.entries(drafting.drafts).map(([name, { targetMs: _atD, ...cost }]) => {
             const verifying = batch.drafts[name]?.targetMs
-            return [name, { ...cost, ...(verifying ? { targetMs: nonDecreasing([single.targetMs[0], ...verifying.slice(1)]) } : { targetMs: undefined }) }]
+            return [name, verifying ? { ...cost, targetMs: nonDecreasing([single.targetMs[0], ...verifying.slice(1)]) } : cost]
           })
         )
         const costs: CostTable = {

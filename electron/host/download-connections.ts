@@ -4,9 +4,9 @@
  * node-llama-cpp's downloader (ipull) fetches with the global `fetch` and leaves some responses open with unread
  * bodies: the GET that asks for the file's size (its body is never read, on every download), the other parts of a
  * download when one part fails (a server that ignores `Range`), and the size request of a download cancelled while
- * it runs. Each such connection stays open for as long as the server keeps it (measured: 20 sockets after three
- * failed downloads from a server that ignores ranges, 7 after three cancelled slow ones), so a long session's
- * engine gathers open descriptors.
+ * it runs. Each such connection stays open for as long as the server keeps it (measured in one process, sockets of
+ * both ends: 20 more after three failed downloads from a server that ignores ranges, 7 after three cancelled slow
+ * ones), so a long session's engine gathers open descriptors.
  *
  * `withDownloadConnections(work)` runs a download's calls in an async scope (AsyncLocalStorage, which follows
  * promises and timers into the library); `fetch`, wrapped once per process, gives every call made in that scope an
