@@ -114,7 +114,8 @@ export interface RoundCosts {
  * each model's call follows one of its own; in a round each follows the other model's, and the draft pays for it.
  * Measured on this project's 2-core VM (the inflated stories target ← the 260K draft, greedy, one process): a draft
  * call 0.66 ms within rounds against 0.50–0.61 ms timed apart and 0.69–0.89 ms in real decodes; the verifications the
- * same either way (c_T(6) 26.1–28.4 ms, as in real decodes in the same process). Medians over the rounds per prefix
+ * same either way (c_T(6) 26.1–28.4 ms) — and below what real decodes paid in the same process (27.4–30.8 ms; not
+ * explained yet: docs/performance.md, the setup advisor). Medians over the rounds per prefix
  * (c_D: of each k's k − 1 calls together, over all the calls), then the mean over prefixes, as timeAppends.
  */
 export async function measureRoundCosts(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement): Promise<RoundCosts> {
