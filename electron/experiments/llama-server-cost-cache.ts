@@ -73,7 +73,7 @@ export function serverCostKey(parts: ServerCostKeyParts): string {
   return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32)
 }
 
-
+/** The table cached under `key`; null when there is none (or the file cannot be read). */
 export function cachedServerCosts(key: string, file = serverCostCachePath()): CostTable | null {
   return readCacheEntries(file, Entry)[key]?.costs ?? null
 }

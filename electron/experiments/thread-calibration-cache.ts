@@ -23,7 +23,6 @@ const MAX_ENTRIES = 200
 
 const CacheEntry = ModelThreadCalibration.extend({ usedAt: z.string() })
 type CacheEntry = z.infer<typeof CacheEntry>
-/** Entries are checked one by one: an entry another version wrote is dropped, the rest kept. */
 
 export interface CalibrationKeyParts {
   fingerprint: string

@@ -11,7 +11,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { escapeRegExp, loadTargetAndDraft, missingForE2e, models, openBrowserApp, shot, waitForText, type BrowserApp } from '../helpers/browser-app'
+import { adviceFinished, type BrowserApp, closeBrowserApp, escapeRegExp, fillSmallAdvice, loadTargetAndDraft, missingForE2e, models, openBrowserApp, shot, waitForText } from '../helpers/browser-app'
 
 const target = path.join(models, 'family/stories-target5M-f32.gguf')
 const draft = path.join(models, 'stories260K-f32.gguf')
@@ -32,10 +32,7 @@ describe.skipIf(missing.length > 0)('Advisor on a chat conversation (browser mod
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-e2e-advisor-conversation-'))
     app = await openBrowserApp(dir)
   }, 60_000)
-  afterAll(async () => {
-    await app?.close()
-    if (dir) fs.rmSync(dir, { recursive: true, force: true })
-  })
+  afterAll(() => closeBrowserApp(app, dir))
 
   it('holds a three-turn conversation in Chat on the loaded small models', async () => {
     const { page } = app
@@ -73,17 +70,10 @@ describe.skipIf(missing.length > 0)('Advisor on a chat conversation (browser mod
     await page.getByTestId('adv-dataset').selectOption(value)
     await waitForText(page.getByTestId('adv-dataset').locator('option:checked'), /· 6 messages$/)
 
-    await page.getByTestId('adv-limit').fill('')
-    await page.getByTestId('adv-maxTokens').fill('32')
-    await page.getByTestId('adv-temperature').fill('0')
-    await page.getByTestId('adv-seed').fill('4')
-    await page.getByTestId('adv-verify').selectOption('1')
-    await page.getByTestId('adv-repeats').fill('2')
-    // sd and pld only: the full grid's cost measurement takes minutes on a shared machine.
-    for (const m of ['sd-pmin', 'svip', 'sd+ngram', 'ngram-simple']) await page.getByTestId(`adv-method-${m}`).uncheck()
+    await fillSmallAdvice(page, '')
     await page.getByTestId('adv-run').click()
     await page.getByTestId('adv-progress').waitFor()
-    await page.waitForFunction(() => document.querySelector('[data-testid="adv-progress"]')?.getAttribute('data-phase') === 'finished', null, { timeout: 330_000 })
+    await adviceFinished(page, 330_000)
     expect(await page.getByTestId('adv-job-error').count()).toBe(0)
     expect(await page.getByTestId('adv-progress').getAttribute('data-status')).toBe('done')
 

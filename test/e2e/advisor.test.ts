@@ -11,7 +11,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { loadTargetAndDraft, missingForE2e, models, openBrowserApp, shot, waitForText, type BrowserApp } from '../helpers/browser-app'
+import { adviceFinished, type BrowserApp, closeBrowserApp, fillSmallAdvice, loadTargetAndDraft, missingForE2e, models, openBrowserApp, shot, waitForText } from '../helpers/browser-app'
 
 const target = path.join(models, 'family/stories-target5M-q8_0.gguf')
 const draft = path.join(models, 'stories260K-f32.gguf')
@@ -27,10 +27,7 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-e2e-advisor-'))
     app = await openBrowserApp(dir, { permissions: ['clipboard-read', 'clipboard-write'] })
   }, 60_000)
-  afterAll(async () => {
-    await app?.close()
-    if (dir) fs.rmSync(dir, { recursive: true, force: true })
-  })
+  afterAll(() => closeBrowserApp(app, dir))
 
   it('Models → Recommend a setup opens the Advisor with the loaded target and draft', async () => {
     const { page } = app
@@ -49,14 +46,7 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
 
   it('runs a small advice with progress per stage; the card, chart and table follow', async () => {
     const { page } = app
-    await page.getByTestId('adv-limit').fill('2')
-    await page.getByTestId('adv-maxTokens').fill('32')
-    await page.getByTestId('adv-temperature').fill('0')
-    await page.getByTestId('adv-seed').fill('4')
-    await page.getByTestId('adv-verify').selectOption('1')
-    await page.getByTestId('adv-repeats').fill('2')
-    // sd and pld only, as the CLI test: the full grid's cost measurement takes minutes on a shared machine.
-    for (const m of ['sd-pmin', 'svip', 'sd+ngram', 'ngram-simple']) await page.getByTestId(`adv-method-${m}`).uncheck()
+    await fillSmallAdvice(page, '2')
     // A prompt file joins the prompt sets and is chosen (the Workbench's import); a broken one says why.
     const prompts = path.join(dir, 'mine.jsonl')
     fs.writeFileSync(prompts, '{"text": "Once upon a time"}\n{"text": "The dog ran"}\n')
@@ -90,7 +80,7 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     await progress.waitFor()
     // The stages tick off in order; at the end every one is done.
     // The cost curve alone takes a minute or two on a busy 2-core machine.
-    await page.waitForFunction(() => document.querySelector('[data-testid="adv-progress"]')?.getAttribute('data-phase') === 'finished', null, { timeout: 330_000 })
+    await adviceFinished(page, 330_000)
     expect(await progress.getAttribute('data-status')).toBe('done')
     for (const stage of ['loading', 'trace', 'draft-pass', 'replay', 'costs', 'verify'])
       expect(await page.getByTestId(`adv-stage-${stage}`).getAttribute('data-state'), stage).toBe('done')
@@ -157,7 +147,7 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     await page.getByTestId('adv-run').click()
     await page.waitForFunction((previous) => document.querySelector('[data-testid="adv-progress"]')?.getAttribute('data-job') !== previous, before)
     await page.getByTestId('adv-cancel').click()
-    await page.waitForFunction(() => document.querySelector('[data-testid="adv-progress"]')?.getAttribute('data-phase') === 'finished', null, { timeout: 60_000 })
+    await adviceFinished(page, 60_000)
     expect(await page.getByTestId('adv-progress').getAttribute('data-status')).toBe('cancelled')
     expect(await page.getByTestId('adv-card').count()).toBe(0)
 

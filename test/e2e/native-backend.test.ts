@@ -12,7 +12,7 @@ import { getLlamaGpuTypes } from 'node-llama-cpp'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chooseLlamaBackend, requestedGpu, type GpuBackend } from '../../electron/engine/model/llama-backend-choice'
 import { cpuBuildStatus } from '../../electron/engine/model/native-cpu-build'
-import { missingForE2e, models, openBrowserApp, shotLightAndDark, type BrowserApp } from '../helpers/browser-app'
+import { type BrowserApp, closeBrowserApp, missingForE2e, models, openBrowserApp, shotLightAndDark } from '../helpers/browser-app'
 
 const draft = path.join(models, 'stories260K-f32.gguf')
 const missing = missingForE2e([draft])
@@ -28,10 +28,7 @@ describe.skipIf(missing.length > 0)('Models: the llama.cpp binary', () => {
     await app.page.goto(app.url.href)
   }, 60_000)
 
-  afterAll(async () => {
-    await app?.close()
-    if (dir) fs.rmSync(dir, { recursive: true, force: true })
-  })
+  afterAll(() => closeBrowserApp(app, dir))
 
   it('says which binary models load on, offers the build only over the prebuilt CPU binary, then names the binary in use', async () => {
     const { page } = app

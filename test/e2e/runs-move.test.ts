@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AppStore } from '../../electron/store/app-store'
 import { RunStore } from '../../electron/store/run-store'
 import { exportRuns, importRuns } from '../../electron/store/run-transfer'
-import { missingForE2e, models, openBrowserApp, serveDatabase, shotLightAndDark, type BrowserApp } from '../helpers/browser-app'
+import { type BrowserApp, closeBrowserApp, missingForE2e, models, openBrowserApp, serveDatabase, shotLightAndDark } from '../helpers/browser-app'
 import { addStoredRun, storedRunConfig } from '../helpers/stored-runs'
 
 const target = path.join(models, 'stories260K-f32.gguf')
@@ -75,10 +75,7 @@ describe.skipIf(missing.length > 0)('Runs screen: import, export, report, run ag
     await page.getByTestId('runs-table').waitFor()
   }, 90_000)
 
-  afterAll(async () => {
-    await app?.close()
-    if (dir) fs.rmSync(dir, { recursive: true, force: true })
-  })
+  afterAll(() => closeBrowserApp(app, dir))
 
   it('Import uploads a runs file: its runs get new ids here, a second import adds nothing, a foreign file is one line', async () => {
     await page.getByTestId('runs-import-file').setInputFiles(incoming)

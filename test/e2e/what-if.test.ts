@@ -13,7 +13,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { missingForE2e, models, openBrowserApp, root, serveDatabase, shotLightAndDark, tsx, type BrowserApp } from '../helpers/browser-app'
+import { type BrowserApp, closeBrowserApp, missingForE2e, models, openBrowserApp, root, serveDatabase, shotLightAndDark, tsx } from '../helpers/browser-app'
 
 const target = path.join(models, 'family/stories-target5M-q8_0.gguf')
 const draft = path.join(models, 'stories260K-f32.gguf')
@@ -40,10 +40,7 @@ describe.skipIf(missing.length > 0)('what if in the Theory panel (browser mode)'
     await app.page.goto(app.url.toString())
   }, 180_000)
 
-  afterAll(async () => {
-    await app?.close()
-    if (dir) fs.rmSync(dir, { recursive: true, force: true })
-  })
+  afterAll(() => closeBrowserApp(app, dir))
 
   it('a run opened in Runs shows its what-if: γ 1…8, the run’s own badged, unsupported ones greyed with the reason; the lookup too', async () => {
     const { page } = app

@@ -106,6 +106,26 @@ export async function loadTargetAndDraft(page: Page, target: string, draft: stri
   await waitForText(page.getByTestId('trio-loaded'), new RegExp(escapeRegExp(`Loaded: ${path.basename(target)} · ${path.basename(draft)}`)))
 }
 
+/**
+ * On the Advisor screen: the form set for the small advice the e2e tests run — `limit` prompts ('' = the whole set),
+ * 32 tokens, greedy, seed 4, the best candidate measured beside ar with 2 repeats, and only sd and pld in the grid
+ * (the full grid's cost measurement takes minutes on a shared machine).
+ */
+export async function fillSmallAdvice(page: Page, limit: string): Promise<void> {
+  await page.getByTestId('adv-limit').fill(limit)
+  await page.getByTestId('adv-maxTokens').fill('32')
+  await page.getByTestId('adv-temperature').fill('0')
+  await page.getByTestId('adv-seed').fill('4')
+  await page.getByTestId('adv-verify').selectOption('1')
+  await page.getByTestId('adv-repeats').fill('2')
+  for (const m of ['sd-pmin', 'svip', 'sd+ngram', 'ngram-simple']) await page.getByTestId(`adv-method-${m}`).uncheck()
+}
+
+/** Waits until the advice on the Advisor screen has finished, however it ended, within `timeout` ms. */
+export async function adviceFinished(page: Page, timeout: number): Promise<void> {
+  await page.waitForFunction(() => document.querySelector('[data-testid="adv-progress"]')?.getAttribute('data-phase') === 'finished', null, { timeout })
+}
+
 /** A full-page screenshot into `shots`: the app scrolls inside <main>, so the page is let grow for the shot. */
 async function screenshotWholeScreen(page: Page, file: string): Promise<void> {
   const style = await page.addStyleTag({ content: 'html, body, #app, .shell { height: auto !important } .content { overflow: visible !important }' })
@@ -145,6 +165,12 @@ export interface BrowserApp {
   /** Page errors and console errors seen so far. */
   pageErrors: string[]
   close(): Promise<void>
+}
+
+/** An afterAll's clean-up: closes `app` and removes its folder (either may be missing when the set-up failed). */
+export async function closeBrowserApp(app: BrowserApp | undefined, dir: string | undefined): Promise<void> {
+  await app?.close()
+  if (dir) fs.rmSync(dir, { recursive: true, force: true })
 }
 
 /** The server on a database in `dir`, and Chromium with one page at VIEWPORT. */
