@@ -83,6 +83,8 @@ describe("llama-server's draft rounds under sampling", () => {
     const propose = (nMax: number, nMin: number, pMin: number) => llamaServerDraftProposer(prompt, prompt.drafts.d, { nMax, nMin, pMin }, MAX_TOKENS)(0)
     expect(propose(4, 0, share + 0.01)).toEqual({ rates: [], draftCalls: 1 })
     expect(propose(4, 0, share - 0.01).rates).toHaveLength(4)
+    // llama.cpp stops below p_min (`cur_p->data[0].p < params.p_min`): a token exactly at it is drafted.
+    expect(propose(4, 0, share).rates).toHaveLength(4)
     expect(propose(4, 0, share - 0.01).draftCalls).toBe(4)
     expect(propose(4, 5, 0)).toEqual({ rates: [], draftCalls: 4 })
     // The budget cuts the draft like n_max does.
