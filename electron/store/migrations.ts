@@ -274,12 +274,26 @@ export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version
 export const SPECLAB_APPLICATION_ID = 0x53704c62
 
 /**
- * Applies every pending migration, each in its own transaction that also stamps the file (application_id, and
- * user_version = the migration's version), and returns how many it applied. A database already at the latest
+ * Applies every pending migration in one transaction that also stamps the file (application_id, and user_version =
+ * the latest version), and returns how many it applied. A database already at the latest
  * version but not stamped (made by an older build) is stamped; when that write fails (a full disk) it is left for
  * the next open, since nothing depends on it.
  */
 export function migrate(db: Database.Database): number {
+  // The app and the CLI may open one new file at the same moment: the version is read and the migrations applied
+  // under one write lock, so the second process finds the first one's schema instead of applying it again.
+  const applied = db.transaction(() => applyPending(db)).immediate()
+  if (applied === 0 && !isStamped(db)) {
+    try {
+      stamp(db, LATEST_VERSION)
+    } catch {
+      // read-only or full: the stamp is written by a later open
+    }
+  }
+  return applied
+}
+
+function applyPending(db: Database.Database): number {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
     name       TEXT NOT NULL,
@@ -291,18 +305,9 @@ export function migrate(db: Database.Database): number {
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
   const pending = MIGRATIONS.filter((m) => m.version > current)
   for (const migration of pending) {
-    db.transaction(() => {
-      db.exec(migration.sql)
-      record.run(migration.version, migration.name, new Date().toISOString())
-      stamp(db, migration.version)
-    })()
-  }
-  if (pending.length === 0 && !isStamped(db)) {
-    try {
-      stamp(db, LATEST_VERSION)
-    } catch {
-      // read-only or full: the stamp is written by a later open
-    }
+    db.exec(migration.sql)
+    record.run(migration.version, migration.name, new Date().toISOString())
+    stamp(db, migration.version)
   }
   return pending.length
 }

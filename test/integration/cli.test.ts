@@ -198,9 +198,11 @@ withModels('speclab CLI', () => {
     const termDb = path.join(dir, 'sigterm.sqlite')
     const child = spawn(process.execPath, ['--import', 'tsx', cli, 'run', '--target', target, '--draft', draft, '--methods', 'sd', '--limit', '4', '--max-tokens', '400', '--db', termDb], {
       cwd: root,
-      stdio: 'ignore'
+      stdio: ['ignore', 'ignore', 'pipe']
     })
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    let stderr = ''
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
     // Wait until a prompt is finished and the next one is early in its decoding (a few steps stored), then SIGTERM.
     const deadline = Date.now() + 60_000
     let finished = 0
@@ -221,7 +223,7 @@ withModels('speclab CLI', () => {
       }
     }
     child.kill('SIGTERM')
-    expect(await exited).toBe(143)
+    expect({ code: await exited, stderr }).toMatchObject({ code: 143 })
     expect(finished).toBeGreaterThan(0)
 
     const store = RunStore.open(termDb)

@@ -344,6 +344,27 @@ describe('RunStore', () => {
     expect(rows).toEqual(MIGRATIONS.map((m) => ({ version: m.version, name: m.name })))
   })
 
+  it('applies migrations once when several processes open one new file at the same moment', async () => {
+    // The app and the CLI may create the database together; each of 4 processes opens 6 fresh files in step.
+    const files = Array.from({ length: 6 }, (_, i) => path.join(dir, `together-${i}.sqlite`))
+    const start = Date.now() + 3000 // after every process has started (tsx takes about a second under load)
+    const fixture = path.resolve(__dirname, '../fixtures/open-store-at.ts')
+    const outputs = await Promise.all(
+      Array.from({ length: 4 }, () => {
+        const child = spawn(process.execPath, ['--import', 'tsx', fixture, String(start), ...files], { stdio: ['ignore', 'pipe', 'inherit'] })
+        let stdout = ''
+        child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+        return new Promise<string[]>((resolve) => child.once('close', () => resolve(stdout.trim().split('\n'))))
+      })
+    )
+    expect(outputs.flat()).toEqual(Array(4 * files.length).fill('ok'))
+    for (const each of files) {
+      const db = new Database(each, { readonly: true })
+      expect(db.prepare('SELECT version FROM schema_migrations ORDER BY version').all()).toEqual(MIGRATIONS.map((m) => ({ version: m.version })))
+      db.close()
+    }
+  }, 30_000)
+
   it('names the file when it is not a database', () => {
     const bogus = path.join(dir, 'notes.sqlite')
     fs.writeFileSync(bogus, 'these are some notes, certainly not a SQLite database\n'.repeat(40))
