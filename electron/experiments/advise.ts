@@ -24,6 +24,7 @@ import type { PhaseThreads } from '../engine/model/thread-calibration'
 import { candidateGrid, rolloutLengthFor } from '../engine/replay/candidates'
 import { nonDecreasing } from '../engine/replay/isotonic'
 import { measureCostCurve, measureDraftCost, measurePrefill, measureRoundCosts, type CurveMeasurement } from '../engine/replay/cost-curve'
+import { calibrated, calibrateRounds } from '../engine/replay/decode-calibration'
 import { readsFullEntropy } from '../engine/replay/expected-replay'
 import { recordTrace, type TraceProgress } from '../engine/replay/record'
 import type { Candidate } from '../engine/replay/replay'
@@ -143,12 +144,16 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
 
 /**
  * A draft of the target's vocabulary priced as its rounds pay (cost-curve.ts measureRoundCosts): c_D and c_T(k ≥ 2)
- * timed within rounds; c_T(1) stays the target's own (a target-only round follows no draft call). A foreign draft's
- * rounds re-tokenise between the calls and are priced with the costs timed apart.
+ * timed within rounds, then scaled to what a real decode's rounds cost (replay/decode-calibration.ts); c_T(1) stays
+ * the target's own (a target-only round follows no draft call). A foreign draft's rounds re-tokenise between the
+ * calls and are priced with the costs timed apart.
  */
 async function inRounds(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, singleMs: number): Promise<DraftCost> {
   const round = await measureRoundCosts(target, draft, measurement)
-  return { ms: round.draftMs, targetMs: nonDecreasing([singleMs, ...round.targetMs.slice(1)]) }
+  const timed = { draftMs: round.draftMs, targetMs: nonDecreasing([singleMs, ...round.targetMs.slice(1)]) }
+  const calibration = await calibrateRounds(target, draft, measurement, timed)
+  const costs = calibration ? calibrated(timed, calibration) : timed
+  return { ms: costs.draftMs, targetMs: costs.targetMs, ...(calibration ? { roundScale: calibration.scale } : {}) }
 }
 
 /** A foreign draft's contexts: the same prompts and output, tokenised by its own tokenizer (foreign-text.ts). */

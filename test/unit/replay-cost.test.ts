@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { stepRecord } from '../../electron/engine/decoders/step-record'
 import { measureCostCurve, measureRoundCosts, roundCost, targetCost, type CostCurve } from '../../electron/engine/replay/cost-curve'
+import { calibrated, calibrateRounds, calibrationOf } from '../../electron/engine/replay/decode-calibration'
 import { expectedRun } from '../../electron/engine/replay/expected'
 import { predictFromExpected, predictFromSteps } from '../../electron/engine/replay/predict'
 import { nonDecreasing } from '../../electron/engine/replay/isotonic'
@@ -126,5 +127,49 @@ describe('costs within rounds (measureRoundCosts)', () => {
     const apart = await measureCostCurve(apartTarget, apartDraft, measurement(apartClock))
     expect(apart.targetMs[5]).toBe(7)
     expect(apart.draftMs).toBe(1.25)
+  })
+})
+
+describe('round costs as a decode pays them (decode-calibration.ts)', () => {
+  const costs: CostCurve = { targetMs: [10, 14, 16, 18], draftMs: 2 }
+  const round = (index: number, proposed: number, draftCalls: number): StepRecord =>
+    stepRecord({ index, stage: 'sd', proposed, accepted: proposed, closing: 'bonus', emitted: proposed + 1, draftCalls, draftMs: 0, verifyMs: 0, draftEntropies: [], threshold: null, decision: null, totalMs: 0 })
+
+  it('s = measured round time over its price, leaving out each decode\'s first round and target-only rounds', () => {
+    const calibration = calibrationOf(
+      [
+        { record: round(0, 3, 3), ms: 500 }, // evaluates the prompt: prefill prices it
+        { record: round(1, 3, 3), ms: 22 }, // priced 3·2 + c_T(4) = 24
+        { record: round(2, 1, 1), ms: 18.4 }, // priced 2 + c_T(2) = 16
+        { record: round(3, 0, 0), ms: 99 } // drafted nothing: c_T(1) is the target's own
+      ],
+      costs
+    )
+    expect(calibration!.rounds).toBe(2)
+    expect(calibration!.scale).toBeCloseTo((22 + 18.4) / (24 + 16), 12)
+    expect(calibrationOf([{ record: round(0, 3, 3), ms: 500 }], costs)).toBeNull()
+  })
+
+  it('scales c_D and c_T(k ≥ 2), keeps c_T(1), and keeps the curve non-decreasing', () => {
+    expect(calibrated(costs, { scale: 1.5, rounds: 9 })).toEqual({ targetMs: [10, 21, 24, 27], draftMs: 3 })
+    const faster = calibrated(costs, { scale: 0.5, rounds: 9 }).targetMs
+    expect(faster[0]).toBeLessThanOrEqual(faster[1])
+    expect(faster.slice(2)).toEqual([8, 9].map((ms) => Math.max(ms, faster[1])))
+  })
+
+  it('is 1 when a decode pays exactly its calls, and above 1 when its drafter appends more than one token per call', async () => {
+    const sequence = Array.from({ length: 60 }, (_, i) => 1 + (i % 5))
+    const scaleWith = async (draftPerToken: number) => {
+      const clock = { ms: 0 }
+      const target = timed(clock, 4, 0.5)
+      const draft = timed(clock, 1, draftPerToken)
+      const m = { sequence, promptLength: 10, warp: WARP, maxPositions: 6, clock: () => clock.ms }
+      const measured = await measureRoundCosts(target, draft, m)
+      return (await calibrateRounds(target, draft, m, measured))!.scale
+    }
+    expect(await scaleWith(0)).toBeCloseTo(1, 12)
+    // After a fully accepted chain the drafter catches up two tokens in its first call (its last draft and the
+    // bonus), which calls of one token each never pay.
+    expect(await scaleWith(0.5)).toBeGreaterThan(1)
   })
 })

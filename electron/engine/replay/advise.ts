@@ -27,6 +27,11 @@ export interface DraftCost {
    * (cost-curve.ts measureRoundCosts: each verification timed after its draft calls); absent: CostTable.targetMs.
    */
   targetMs?: number[]
+  /**
+   * s: how much more than `ms` and `targetMs` (as timed within rounds) a real decode's rounds with this draft took;
+   * both are already scaled by it (decode-calibration.ts). Absent: not calibrated (a draft of another vocabulary).
+   */
+  roundScale?: number
 }
 
 export interface CostTable {

@@ -1,0 +1,89 @@
+/**
+ * A draft model's round costs as a real decode pays them. measureRoundCosts (cost-curve.ts) times the forward calls
+ * of a round — the target's verification and the draft's calls — and nothing between them; a decode also pays what
+ * the decoder does around each call (reading the k distributions, the draft's sampling and entropies, the commit),
+ * and its calls land where the decode leaves the machine, not in a loop of the same calls. So one short `sd`
+ * decode of the measured contexts, timed round by round with the costs' clock, is priced with the costs as measured:
+ *
+ *   s = Σ_rounds measured ms / Σ_rounds (draftCalls · c_D + c_T(proposed + 1))
+ *
+ * over its rounds after the first (the first one evaluates the prompt, which prefill prices), and the draft's round
+ * costs are scaled by s: c_D ← s · c_D, c_T(k) ← s · c_T(k) for k ≥ 2. c_T(1) keeps the target's own measurement (a
+ * target-only round follows no draft call; `ar` is predicted within a few per cent from it). One scale for both terms
+ * is a choice: a decode's wall time cannot tell them apart, and the decode's rounds (γ = 4, mostly k = 5) carry both
+ * in the proportion most candidates' rounds do.
+ *
+ * Measured on this project's 2-core VM (inflated stories target ← 260K draft, greedy, top-k 64, one process):
+ * real verifications of 5 positions 23.0–24.0 ms against 21.3–22.7 within rounds, draft calls 0.65–0.77 ms against
+ * 0.51–0.63; the decodes' rounds cost s ≈ 1.05–1.10 times their price.
+ */
+import { decodeOnce } from '../methods/decode-once'
+import { prepare } from '../methods/prepare'
+import type { LanguageModel } from '../model/types'
+import type { StepRecord } from '../decoders/types'
+import { nonDecreasing } from './isotonic'
+import { targetCost, withDefaults, type CostCurve, type CurveMeasurement } from './cost-curve'
+
+/** The draft length of the calibrating decode: the catalog's default γ, the rounds most candidates make. */
+export const CALIBRATION_GAMMA = 4
+
+/** Decodes of the measured contexts whose rounds are pooled, and their length at most (each ~1 s on the VM above). */
+export const CALIBRATION_DECODES = 2
+export const CALIBRATION_TOKENS = 128
+
+export interface RoundCalibration {
+  /** s: measured round time over its price. */
+  scale: number
+  /** Rounds it was measured on (after each decode's first). */
+  rounds: number
+}
+
+/** A decode's rounds with their measured ms (the clock between one round's step record and the next). */
+export interface TimedRound {
+  record: StepRecord
+  ms: number
+}
+
+/** s from timed rounds priced with `costs`; null without a round that drafted (nothing to scale by). */
+export function calibrationOf(rounds: readonly TimedRound[], costs: CostCurve): RoundCalibration | null {
+  const drafted = rounds.filter((r) => r.record.index > 0 && r.record.proposed > 0)
+  const priced = drafted.reduce((sum, r) => sum + r.record.draftCalls * costs.draftMs + targetCost(costs, r.record.proposed + 1), 0)
+  if (drafted.length === 0 || priced <= 0) return null
+  return { scale: drafted.reduce((sum, r) => sum + r.ms, 0) / priced, rounds: drafted.length }
+}
+
+/** The round costs scaled by s; c_T(1) is kept (and the curve kept non-decreasing: s may be below 1). */
+export function calibrated(costs: CostCurve, calibration: RoundCalibration): CostCurve {
+  const [single, ...rest] = costs.targetMs
+  return { targetMs: nonDecreasing([single, ...rest.map((ms) => ms * calibration.scale)]), draftMs: costs.draftMs * calibration.scale }
+}
+
+/**
+ * Runs CALIBRATION_DECODES `sd` decodes (γ = CALIBRATION_GAMMA) of the measurement's prompt, as long as its
+ * output up to CALIBRATION_TOKENS, timing every round with the measurement's clock, and returns s for `costs` (null
+ * when no round drafted).
+ */
+export async function calibrateRounds(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, costs: CostCurve): Promise<RoundCalibration | null> {
+  const m = withDefaults(measurement)
+  const decoder = prepare('sd', { gamma: CALIBRATION_GAMMA, params: {} }).newRun()
+  const rounds: TimedRound[] = []
+  for (let decode = 0; decode < CALIBRATION_DECODES; decode++) {
+    let last = m.clock()
+    await decodeOnce({
+      decoder: decoder(),
+      models: { target, draft },
+      promptTokens: m.sequence.slice(0, m.promptLength),
+      maxTokens: Math.min(CALIBRATION_TOKENS, m.sequence.length - m.promptLength),
+      warp: m.warp,
+      seed: 0,
+      stream: decode,
+      onEvent: (event) => {
+        if (event.type !== 'step') return
+        const now = m.clock()
+        rounds.push({ record: event.record, ms: now - last })
+        last = now
+      }
+    })
+  }
+  return calibrationOf(rounds, costs)
+}
