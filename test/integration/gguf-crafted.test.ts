@@ -17,7 +17,6 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const BASE = 'stories260K-f32.gguf'
 const withModels = describeWithModels('test/integration/gguf-crafted.test.ts', [BASE])
 
-const tsx = path.join(root, 'node_modules/.bin/tsx')
 const cli = path.join(root, 'electron/cli.ts')
 const haveModels = missingModels([BASE]).length === 0
 const dir = haveModels ? fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-gguf-crafted-')) : os.tmpdir()
@@ -25,8 +24,9 @@ const crafted = haveModels ? writeCraftedGgufs(modelPath(BASE), dir) : []
 const fileOf = (name: string) => crafted.find((c) => c.name === name)?.file ?? path.join(dir, `${name}.gguf`)
 
 function run(file: string) {
-  const args = [cli, 'run', '--target', file, '--methods', 'ar', '--limit', '1', '--max-tokens', '4', '--db', path.join(dir, 'runs.sqlite')]
-  const result = spawnSync(tsx, args, { cwd: root, encoding: 'utf8', timeout: 60_000 })
+  // node --import tsx: one process fewer than tsx's own wrapper (the CLI still supervises a child of its own).
+  const args = ['--import', 'tsx', cli, 'run', '--target', file, '--methods', 'ar', '--limit', '1', '--max-tokens', '4', '--db', path.join(dir, 'runs.sqlite')]
+  const result = spawnSync(process.execPath, args, { cwd: root, encoding: 'utf8', timeout: 60_000 })
   const lines = result.stderr.split('\n').filter((line) => line.startsWith('speclab:'))
   return { code: result.status, signal: result.signal, lines, stderr: result.stderr }
 }
