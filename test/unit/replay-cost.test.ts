@@ -133,7 +133,7 @@ describe('costs within rounds (measureRoundCosts)', () => {
 describe('round costs as a decode pays them (decode-calibration.ts)', () => {
   const costs: CostCurve = { targetMs: [10, 14, 16, 18], draftMs: 2 }
   const round = (index: number, proposed: number, draftCalls: number): StepRecord =>
-    stepRecord({ index, stage: 'sd', proposed, accepted: proposed, closing: 'bonus', emitted: proposed + 1, draftCalls, draftMs: 0, verifyMs: 0, draftEntropies: [], threshold: null, decision: null, totalMs: 0 })
+    stepRecord({ index, stage: 'sd', proposed, accepted: proposed, bonus: true, emitted: proposed + 1, draftCalls, draftMs: 0, verifyMs: 0, draftEntropies: [], threshold: null, decision: null, totalMs: 0 })
 
   it('s = measured round time over its price, leaving out each decode\'s first round and target-only rounds', () => {
     const calibration = calibrationOf(
