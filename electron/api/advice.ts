@@ -29,6 +29,11 @@ export const ServerCosts = z.object({
   targetMs: z.array(z.number()),
   /** ms per drafted token, by draft name. */
   draftMs: z.record(z.string(), z.number()),
+  /**
+   * By draft name, where one real request scaled that draft's costs (advise-server-pricing.ts serverCalibration):
+   * s, by which `draftMs` and the draft's c_T(k ≥ 2) were multiplied. Absent in advices stored before it existed.
+   */
+  roundScale: z.record(z.string(), z.number()).optional(),
   source: z.enum(['measured', 'cached'])
 })
 export type ServerCosts = z.infer<typeof ServerCosts>

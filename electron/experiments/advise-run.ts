@@ -13,7 +13,9 @@ import { workloadProfile } from '../engine/replay/profile'
 import { planVerification } from '../engine/replay/recommend'
 import type { TraceProgress } from '../engine/replay/record'
 import { findLlamaServer } from '../engine/peers/llama-server-binary'
-import { crossVocabularyMethods } from '../engine/methods/prepare'
+import { crossVocabularyMethods, prepare } from '../engine/methods/prepare'
+import { decodeOnce } from '../engine/methods/decode-once'
+import type { WarpConfig } from '../engine/sampling/warp'
 import { vocabularyMismatch } from '../engine/model/vocabulary-check'
 import { setThreads } from '../engine/model/thread-calibration'
 import type { LlamaCppModel } from '../engine/model/llama-cpp-model'
@@ -21,8 +23,9 @@ import type { RunSettingValues } from '../engine/settings/run-settings'
 import type { RunReport } from '../api/runs'
 import type { RunStore } from '../store/run-store'
 import { adviseWorkload, measurementOf, type Advice, type ThreadChoice } from './advise'
-import { priceServerArms, type MeasureServerCosts } from './advise-server-pricing'
+import { priceServerArms, type MeasureServerCosts, type RunServerArm } from './advise-server-pricing'
 import { llamaServerCosts } from './llama-server-costs'
+import { withThreads } from './peer-bench'
 import { adviceRecord, armMethods, chooseArms, gridAsServed, runnerArms, runVerification, servable, type Deploy, type VerifyArm } from './advise-verify'
 import { adviceResult, type AdviceResult } from './advice-result'
 import type { LoadedTrio, TrioLoadOptions } from './models'
@@ -171,6 +174,32 @@ function threadsFor(trio: Pick<LoadedTrio, 'models' | 'drafts'>, plans: Advice['
   }
 }
 
+/**
+ * One request of a llama-server arm on one prompt, as the verification runs it (the same decoder, threads and pooled
+ * server, which the verification then reuses): the server's own generation ms.
+ */
+function runServerArm(trio: Pick<LoadedTrio, 'models'>, drafts: Readonly<Record<string, LlamaCppModel>>, prompts: readonly (readonly number[])[], warp: WarpConfig, seed: number, maxTokens: number): RunServerArm {
+  return async (arm, prompt) => {
+    const draft = arm.candidate.draft === null ? undefined : drafts[arm.candidate.draft]
+    const method = withThreads(prepare(arm.candidate.method, { gamma: arm.candidate.gamma, params: arm.candidate.params }), arm.threads, draft)
+    let generationMs: number | null = null
+    await decodeOnce({
+      decoder: method.newRun()(),
+      models: trio.models,
+      promptTokens: prompts[prompt],
+      maxTokens,
+      warp,
+      seed,
+      stream: prompt,
+      onEvent: (event) => {
+        const ms = event.type === 'step' ? event.record.decision?.serverPredictedMs : undefined
+        if (typeof ms === 'number') generationMs = ms
+      }
+    })
+    return generationMs
+  }
+}
+
 /** The arms that fit --budget (ar always), and their repeats; one line when nothing fits. */
 function fitBudget(arms: VerifyArm[], options: AdviseOptions): { arms: VerifyArm[]; repeats: number; estimatedSeconds: number } {
   const [ar, ...rest] = arms
@@ -247,7 +276,13 @@ export async function runAdvice(prepared: PreparedAdvice, trio: Pick<LoadedTrio,
   const priced =
     binary === null
       ? { arms: chosen, server: undefined }
-      : await priceServerArms(chosen, advice, serverCostsOf(binary, advice, trio, { target: base.targetFile, drafts: draftFiles }, hooks.signal), () => hooks.onStage?.('costs'))
+      : await priceServerArms(
+          chosen,
+          advice,
+          serverCostsOf(binary, advice, trio, { target: base.targetFile, drafts: draftFiles }, hooks.signal),
+          () => hooks.onStage?.('costs'),
+          runServerArm(trio, drafts, promptTokens, warp, seed, options.maxTokens)
+        )
   cancelled(hooks.signal)
   const { arms, repeats, estimatedSeconds } = fitBudget(priced.arms, options)
   const built = buildRunRequest(requestOf(options, seed, armMethods(arms), repeats))

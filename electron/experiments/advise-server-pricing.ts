@@ -9,11 +9,21 @@
  *
  * When the costs cannot be measured (a server that does not start, a timing that cannot be read) the arms keep
  * SpecLab's pricing and the advice says so in one line; the advice itself goes on.
+ *
+ * Under greedy decoding a draft's costs in the table are then scaled as SpecLab's are (replay/decode-calibration.ts):
+ * one real request of a draft arm on the workload's longest prompt, s = the server's own generation time
+ * (`timings.predicted_ms`) over the same prompt's replayed rounds priced with the table (prompt processing left out on
+ * both sides; the server samples its first token from the prompt's evaluation, which the replay prices as a round —
+ * one round of ~35 on 128 tokens). The table's costs are timed on servers holding one model each and may come from
+ * the cache of an earlier advice; a speculative server's rounds pay more (measured: greedy draft arms predicted
+ * 10–18 % fast without it). Under sampling a request's rounds are one draw, too few to scale by; the arms there were
+ * predicted within 2–4 % without it.
  */
 import type { PricedWith, ServerCosts, ServerPricingRecord } from '../api/advice'
 import { isLlamaServerMethod } from '../engine/methods/catalog'
 import { findMethod } from '../engine/methods/prepare'
-import { price, sampledReplay, type CostTable, type Replayed } from '../engine/replay/advise'
+import { price, replayCandidate, sampledReplay, type CostTable, type Replayed } from '../engine/replay/advise'
+import { calibrated, type RoundCalibration } from '../engine/replay/decode-calibration'
 import { isGreedy } from '../engine/sampling/warp'
 import type { Advice } from './advise'
 import type { VerifyArm } from './advise-verify'
@@ -64,21 +74,62 @@ export function priceServerArm(arm: VerifyArm, advice: Pick<Advice, 'trace' | 'r
 /** Measures (or reads from the cache) llama-server's costs at `threads` for the arms' `drafts`. */
 export type MeasureServerCosts = (threads: ArmThreads, drafts: string[]) => Promise<MeasuredServerCosts>
 
+/** One real request of `arm` on the workload's prompt `prompt` (its index): the server's generation ms, or null. */
+export type RunServerArm = (arm: VerifyArm, prompt: number) => Promise<number | null>
+
+/** The index of the prompt with the longest traced output. */
+function longestPromptIndex(advice: Pick<Advice, 'trace'>): number {
+  const lengths = advice.trace.prompts.map((p) => p.tokens.length)
+  return lengths.indexOf(Math.max(...lengths))
+}
+
+/** s of `table` for `arm`'s draft from one real request (module comment); null when nothing can be compared. */
+export async function serverCalibration(arm: VerifyArm, advice: Pick<Advice, 'trace'>, table: CostTable, run: RunServerArm): Promise<RoundCalibration | null> {
+  if (arm.basis === null || arm.candidate.draft === null || !isGreedy(advice.trace.warp)) return null
+  const prompt = longestPromptIndex(advice)
+  const one = { ...advice.trace, prompts: [advice.trace.prompts[prompt]] }
+  const priced = price(await replayCandidate(one, arm.basis), one, { ...table, prefillMs: undefined }).prediction
+  const measured = await run(arm, prompt)
+  if (!priced || priced.ms <= 0 || measured === null || measured <= 0) return null
+  return { scale: measured / priced.ms, rounds: priced.rounds }
+}
+
+/** `table` with `draft`'s costs scaled by `calibration` (c_T(1) kept). */
+export function calibratedTable(table: CostTable, draft: string, calibration: RoundCalibration): CostTable {
+  const cost = table.drafts[draft]
+  if (!cost) return table
+  const scaled = calibrated({ targetMs: cost.targetMs ?? table.targetMs, draftMs: cost.ms }, calibration)
+  return { ...table, drafts: { ...table.drafts, [draft]: { ...cost, ms: scaled.draftMs, targetMs: scaled.targetMs, roundScale: calibration.scale } } }
+}
+
 export interface PricedArms {
   arms: VerifyArm[]
   /** What the advice stores about llama-server's costs; undefined when no arm runs on llama-server. */
   server: ServerPricingRecord | undefined
 }
 
-const summary = (threads: ArmThreads, { costs, source }: MeasuredServerCosts): ServerCosts => ({
-  threads: { ...threads },
-  targetMs: [...costs.targetMs],
-  draftMs: Object.fromEntries(Object.entries(costs.drafts).map(([name, d]) => [name, d.ms])),
-  source
-})
+const summary = (threads: ArmThreads, { costs, source }: MeasuredServerCosts): ServerCosts => {
+  const scales = Object.entries(costs.drafts).flatMap(([name, d]) => (d.roundScale === undefined ? [] : [[name, d.roundScale] as const]))
+  return {
+    threads: { ...threads },
+    targetMs: [...costs.targetMs],
+    draftMs: Object.fromEntries(Object.entries(costs.drafts).map(([name, d]) => [name, d.ms])),
+    ...(scales.length > 0 ? { roundScale: Object.fromEntries(scales) } : {}),
+    source
+  }
+}
 
-/** Every llama-server arm priced with llama-server's costs at its threads; the rest as they are. */
-export async function priceServerArms(arms: readonly VerifyArm[], advice: Pick<Advice, 'trace' | 'replayed' | 'costs'>, measure: MeasureServerCosts, onMeasure?: () => void): Promise<PricedArms> {
+/**
+ * Every llama-server arm priced with llama-server's costs at its threads, each table calibrated by one request of its
+ * first draft arm when `run` is given (serverCalibration); the rest as they are.
+ */
+export async function priceServerArms(
+  arms: readonly VerifyArm[],
+  advice: Pick<Advice, 'trace' | 'replayed' | 'costs'>,
+  measure: MeasureServerCosts,
+  onMeasure?: () => void,
+  run?: RunServerArm
+): Promise<PricedArms> {
   const served = arms.filter((a) => isServerArm(a) && a.basis !== null)
   if (served.length === 0) return { arms: [...arms], server: undefined }
   onMeasure?.()
@@ -91,8 +142,11 @@ export async function priceServerArms(arms: readonly VerifyArm[], advice: Pick<A
       if (tables.has(key)) continue
       const drafts = [...new Set(served.filter((a) => threadsKey(a.threads) === key).flatMap((a) => (a.candidate.draft === null ? [] : [a.candidate.draft])))]
       const measured = await measure(arm.threads, drafts)
-      tables.set(key, measured.costs)
-      costs.push(summary(arm.threads, measured))
+      const calibrating = served.find((a) => threadsKey(a.threads) === key && a.candidate.draft !== null)
+      const calibration = run && calibrating ? await serverCalibration(calibrating, advice, measured.costs, run) : null
+      const table = calibration ? calibratedTable(measured.costs, calibrating!.candidate.draft!, calibration) : measured.costs
+      tables.set(key, table)
+      costs.push(summary(arm.threads, { ...measured, costs: table }))
     }
   } catch (error) {
     const reason = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').trim()

@@ -71,6 +71,36 @@ describe('llama-server arms priced with llama-server costs', () => {
     expect(server).toEqual({ costs: [{ threads: { threads: 1, batchThreads: 2, draftThreads: 1 }, targetMs: SERVER.targetMs, draftMs: { d: 0.4 }, source: 'measured' }], note: null })
   })
 
+  it("greedy: one real request of a draft arm scales its draft's costs by the server's generation time over the same rounds' price", async () => {
+    const advice = await advised()
+    const requests: { label: string; prompt: number }[] = []
+    const longest = advice.trace.prompts.map((p) => p.tokens.length).indexOf(Math.max(...advice.trace.prompts.map((p) => p.tokens.length)))
+    // The server takes 1.2 times the price of the longest prompt's rounds on its own table, prompt processing left out.
+    const one = { ...advice.trace, prompts: [advice.trace.prompts[longest]] }
+    const firstDraftArm = advice.arms.find((a) => a.candidate.method === 'llama-server:draft')!
+    const [replayedOne] = await replayAll(one, [firstDraftArm.basis!]).then((all) => all.filter((r) => r.candidate === firstDraftArm.basis))
+    const roundsMs = price(replayedOne, one, { ...SERVER, prefillMs: undefined }).prediction!.ms
+    const run = async (arm: { label: string }, prompt: number) => {
+      requests.push({ label: arm.label, prompt })
+      return 1.2 * roundsMs
+    }
+    const { arms, server } = await priceServerArms(advice.arms, advice, serving(SERVER), undefined, run)
+    expect(requests).toEqual([{ label: firstDraftArm.label, prompt: longest }])
+    const scaled: CostTable = { ...SERVER, drafts: { d: { ms: 0.4 * 1.2, targetMs: [6, ...SERVER.targetMs.slice(1).map((ms) => ms * 1.2)], roundScale: 1.2 } } }
+    for (const arm of arms.filter((a) => a.candidate.method === 'llama-server:draft')) {
+      const basis = advice.replayed.find((r) => r.candidate === arm.basis)!
+      expect(arm.predicted!.ms).toBeCloseTo(price(basis, advice.trace, scaled).prediction!.ms, 9)
+      expect(arm.predicted!.ms).toBeGreaterThan(price(basis, advice.trace, SERVER).prediction!.ms)
+    }
+    expect(server!.costs[0].draftMs.d).toBeCloseTo(0.4 * 1.2, 12)
+    expect(server!.costs[0].roundScale!.d).toBeCloseTo(1.2, 12)
+    // Under sampling one request's rounds are one draw: no request is made.
+    const sampled = await advised({ temperature: 1, topK: 0, topP: 1 })
+    requests.length = 0
+    await priceServerArms(sampled.arms, sampled, serving(SERVER), undefined, run)
+    expect(requests).toEqual([])
+  })
+
   it("under sampling a llama-server draft arm runs llama.cpp's rounds (the draft's top token, kept while the target's sample equals it), not its basis's", async () => {
     const advice = await advised({ temperature: 1, topK: 0, topP: 1 })
     const { arms } = await priceServerArms(advice.arms, advice, serving(SERVER))
