@@ -58,6 +58,10 @@ describeWithLlamaServer('test/integration/advise-llama-server-cli.test.ts', [TAR
     expect(advice.llamaServerCosts).toHaveLength(1)
     expect(advice.llamaServerCosts[0].source).toBe('measured')
     expect(advice.llamaServerCosts[0].targetMs.every((ms: number) => ms > 0)).toBe(true)
+    // Greedy: one real request of the draft arm scaled the draft's costs (advise-server-pricing.ts serverCalibration).
+    const scale = advice.llamaServerCosts[0].roundScale?.[path.basename(modelPath(DRAFT), '.gguf')]
+    expect(scale, JSON.stringify(advice.llamaServerCosts[0])).toBeGreaterThan(0.2)
+    expect(scale).toBeLessThan(5)
 
     const shown = JSON.parse(speclab(['show', String(advice.runId), '--json']).stdout)
     expect(shown.config.advice.arms.filter((a: { method: string }) => a.method.startsWith('llama-server:')).map((a: { pricedWith: string }) => a.pricedWith)).toEqual(server.map(() => 'llama-server'))
