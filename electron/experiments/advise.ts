@@ -23,7 +23,7 @@ import { draftSequenceOf } from '../engine/replay/foreign-text'
 import type { PhaseThreads } from '../engine/model/thread-calibration'
 import { candidateGrid, rolloutLengthFor } from '../engine/replay/candidates'
 import { nonDecreasing } from '../engine/replay/isotonic'
-import { measureCostCurve, measureDraftCost, measurePrefill, measureRoundCosts, type CurveMeasurement } from '../engine/replay/cost-curve'
+import { measureCostCurve, measureDraftCost, measurePrefill, type CurveMeasurement } from '../engine/replay/cost-curve'
 import { calibrated, calibrateRounds } from '../engine/replay/decode-calibration'
 import { readsFullEntropy } from '../engine/replay/expected-replay'
 import { recordTrace, type TraceProgress } from '../engine/replay/record'
@@ -131,9 +131,9 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
     if (used.length === 0) continue
     const foreign = trace.drafts[name]?.foreign === true
     const own = foreign ? foreignMeasurement(input, trace, draft, measurement) : { measurement, prompts }
-    costs.drafts[name] = foreign ? { ms: await measureDraftCost(draft, own.measurement) } : await inRounds(input.target, draft, measurement, curve.targetMs[0])
+    costs.drafts[name] = foreign ? { ms: await measureDraftCost(draft, own.measurement) } : await calibratedDraft(input.target, draft, measurement, curve.targetMs)
     if (used.some(readsFullEntropy)) {
-      // Every logit transferred costs the same on top of a draft call timed apart as within a round.
+      // Every logit transferred costs the same on top of a draft call timed apart as in a decode's round.
       const apart = foreign ? costs.drafts[name].ms : await measureDraftCost(draft, own.measurement)
       costs.drafts[name].fullEntropyMs = (await measureDraftCost(draft, own.measurement, { fullEntropy: true })) + costs.drafts[name].ms - apart
     }
@@ -143,16 +143,16 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
 }
 
 /**
- * A draft of the target's vocabulary priced as its rounds pay (cost-curve.ts measureRoundCosts): c_D and c_T(k ≥ 2)
- * timed within rounds, then scaled to what a real decode's rounds cost (replay/decode-calibration.ts); c_T(1) stays
- * the target's own (a target-only round follows no draft call). A foreign draft's rounds re-tokenise between the
- * calls and are priced with the costs timed apart.
+ * A draft of the target's vocabulary priced as its rounds pay: c_D timed apart and the target's c_T(k ≥ 2), both
+ * scaled to what real decodes' rounds with this draft cost (replay/decode-calibration.ts), which takes in what each
+ * model pays for following the other's call as well as the decoder's own work; c_T(1) stays the target's own (a
+ * target-only round follows no draft call). A foreign draft's rounds re-tokenise between the calls and are priced
+ * with the costs timed apart.
  */
-async function inRounds(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, singleMs: number): Promise<DraftCost> {
-  const round = await measureRoundCosts(target, draft, measurement)
-  const timed = { draftMs: round.draftMs, targetMs: nonDecreasing([singleMs, ...round.targetMs.slice(1)]) }
-  const calibration = await calibrateRounds(target, draft, measurement, timed)
-  const costs = calibration ? calibrated(timed, calibration) : timed
+async function calibratedDraft(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, targetMs: number[]): Promise<DraftCost> {
+  const apart = { draftMs: await measureDraftCost(draft, measurement), targetMs }
+  const calibration = await calibrateRounds(target, draft, measurement, apart)
+  const costs = calibration ? calibrated(apart, calibration) : apart
   return { ms: costs.draftMs, targetMs: costs.targetMs, ...(calibration ? { roundScale: calibration.scale } : {}) }
 }
 

@@ -43,8 +43,7 @@ describe('adviseWorkload', () => {
     })
     expect(advice.costs.targetMs).toEqual(Array.from({ length: 8 }, (_, k) => 10 + 0.5 * (k + 1)))
     expect(advice.costs.prefillMs).toEqual({ target: 20 + 0.5 * 9, drafts: { close: 2 } })
-    // Within rounds (cost-curve.ts measureRoundCosts) the fake clock charges what it charges apart: the same curve;
-    // and a decode's rounds pay exactly their calls (decode-calibration.ts): scale 1.
+    // A decode's rounds pay exactly their calls on the fake clock (decode-calibration.ts): scale 1, the curve timed apart.
     expect(advice.costs.drafts.close).toEqual({ ms: 1, fullEntropyMs: 1, targetMs: advice.costs.targetMs, roundScale: 1 })
     expect(advice.verdicts).toHaveLength(5)
     expect(advice.verdicts.every((v) => v.error === null)).toBe(true)

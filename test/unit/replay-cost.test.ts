@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { stepRecord } from '../../electron/engine/decoders/step-record'
-import { measureCostCurve, measureRoundCosts, roundCost, targetCost, type CostCurve } from '../../electron/engine/replay/cost-curve'
+import { measureCostCurve, roundCost, targetCost, type CostCurve } from '../../electron/engine/replay/cost-curve'
 import { calibrated, calibrateRounds, calibrationOf } from '../../electron/engine/replay/decode-calibration'
 import { expectedRun } from '../../electron/engine/replay/expected'
 import { predictFromExpected, predictFromSteps } from '../../electron/engine/replay/predict'
@@ -83,7 +83,7 @@ describe('prediction', () => {
   })
 })
 
-describe('costs within rounds (measureRoundCosts)', () => {
+describe('round costs as a decode pays them (decode-calibration.ts)', () => {
   /**
    * Two models on one fake clock whose call costs `switching` ms more when the other model made the call before it —
    * the hand-over a round makes between draft and target, which calls timed apart never pay.
@@ -113,24 +113,6 @@ describe('costs within rounds (measureRoundCosts)', () => {
     }
     return { clock, target: model('target', 4, 0.5), draft: model('draft', 1, 0.25) }
   }
-  const measurement = (clock: { ms: number }) => ({ sequence: Array.from({ length: 60 }, (_, i) => 1 + (i % 5)), promptLength: 10, warp: WARP, maxPositions: 6, clock: () => clock.ms })
-
-  it('times each verification after its draft calls and the draft calls after a verification, as a round pays them', async () => {
-    const { clock, target, draft } = handingOver(3)
-    const round = await measureRoundCosts(target, draft, measurement(clock))
-    // k ≥ 2 follows its k − 1 draft calls: the hand-over is in; k = 1 follows the previous verification.
-    expect(round.targetMs).toEqual([4.5, ...Array.from({ length: 5 }, (_, i) => 4 + 0.5 * (i + 2) + 3)])
-    // The draft calls of k = 2 … 6 (15 in all) pay one hand-over per round (5): c_D = 1.25 + 3 · 5 / 15.
-    expect(round.draftMs).toBeCloseTo(1.25 + 1, 12)
-    // Timed apart, neither model pays it.
-    const { clock: apartClock, target: apartTarget, draft: apartDraft } = handingOver(3)
-    const apart = await measureCostCurve(apartTarget, apartDraft, measurement(apartClock))
-    expect(apart.targetMs[5]).toBe(7)
-    expect(apart.draftMs).toBe(1.25)
-  })
-})
-
-describe('round costs as a decode pays them (decode-calibration.ts)', () => {
   const costs: CostCurve = { targetMs: [10, 14, 16, 18], draftMs: 2 }
   const round = (index: number, proposed: number, draftCalls: number): StepRecord =>
     stepRecord({ index, stage: 'sd', proposed, accepted: proposed, bonus: true, emitted: proposed + 1, draftCalls, draftMs: 0, verifyMs: 0, draftEntropies: [], threshold: null, decision: null, totalMs: 0 })
@@ -164,12 +146,30 @@ describe('round costs as a decode pays them (decode-calibration.ts)', () => {
       const target = timed(clock, 4, 0.5)
       const draft = timed(clock, 1, draftPerToken)
       const m = { sequence, promptLength: 10, warp: WARP, maxPositions: 6, clock: () => clock.ms }
-      const measured = await measureRoundCosts(target, draft, m)
+      const measured = await measureCostCurve(target, draft, m)
       return (await calibrateRounds(target, draft, m, measured))!.scale
     }
     expect(await scaleWith(0)).toBeCloseTo(1, 12)
     // After a fully accepted chain the drafter catches up two tokens in its first call (its last draft and the
     // bonus), which calls of one token each never pay.
     expect(await scaleWith(0.5)).toBeGreaterThan(1)
+  })
+
+  it('takes in what each model pays for following the other, which calls timed apart never pay', async () => {
+    const scaleWith = async (switching: number) => {
+      const { clock, target, draft } = handingOver(switching)
+      const m = { sequence: Array.from({ length: 60 }, (_, i) => 1 + (i % 5)), promptLength: 10, warp: WARP, maxPositions: 6, clock: () => clock.ms }
+      const apart = await measureCostCurve(target, draft, m)
+      expect(apart.targetMs[5]).toBe(4 + 0.5 * 6) // timed apart: no hand-over in any cost
+      expect(apart.draftMs).toBe(1.25)
+      return (await calibrateRounds(target, draft, m, apart))!.scale
+    }
+    const without = await scaleWith(0)
+    const withHandOver = await scaleWith(3)
+    // Without hand-overs only the drafter's two-token catch-ups cost more than priced (1.02 here); a hand-over of 3 ms
+    // on rounds of about 11 ms priced lifts s to about 1.5.
+    expect(without).toBeGreaterThan(1)
+    expect(without).toBeLessThan(1.05)
+    expect(withHandOver).toBeGreaterThan(1.4)
   })
 })

@@ -24,12 +24,13 @@ export interface DraftCost {
   fullEntropyMs?: number
   /**
    * c_T(k), k = 1 … K, when this draft's rounds pay another verification cost than the target's curve alone
-   * (cost-curve.ts measureRoundCosts: each verification timed after its draft calls); absent: CostTable.targetMs.
+   * (decode-calibration.ts: scaled to what real decodes with this draft paid); absent: CostTable.targetMs.
    */
   targetMs?: number[]
   /**
-   * s: how much more than `ms` and `targetMs` (as timed within rounds) a real decode's rounds with this draft took;
-   * both are already scaled by it (decode-calibration.ts). Absent: not calibrated (a draft of another vocabulary).
+   * s: how much more than c_D and c_T(k ≥ 2) timed apart a real decode's rounds with this draft took; `ms` and
+   * `targetMs` are already scaled by it (decode-calibration.ts). Absent: not calibrated (a draft of another
+   * vocabulary, or a decode that drafted nothing).
    */
   roundScale?: number
 }

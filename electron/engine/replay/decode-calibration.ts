@@ -1,9 +1,9 @@
 /**
- * A draft model's round costs as a real decode pays them. measureRoundCosts (cost-curve.ts) times the forward calls
- * of a round — the target's verification and the draft's calls — and nothing between them; a decode also pays what
- * the decoder does around each call (reading the k distributions, the draft's sampling and entropies, the commit),
- * and its calls land where the decode leaves the machine, not in a loop of the same calls. So one short `sd`
- * decode of the measured contexts, timed round by round with the costs' clock, is priced with the costs as measured:
+ * A draft model's round costs as a real decode pays them. The cost curve (cost-curve.ts) times the target's calls one
+ * after another and the draft's apart; a decode makes them in turn — each model's call follows the other's, which
+ * costs it more (caches, the other's idle threads) — and also pays what the decoder does around each call (reading
+ * the k distributions, the draft's sampling and entropies, the commit). So one short `sd` decode of the measured
+ * contexts, timed round by round with the costs' clock, is priced with the costs as measured:
  *
  *   s = Σ_rounds measured ms / Σ_rounds (draftCalls · c_D + c_T(proposed + 1))
  *
@@ -11,11 +11,12 @@
  * costs are scaled by s: c_D ← s · c_D, c_T(k) ← s · c_T(k) for k ≥ 2. c_T(1) keeps the target's own measurement (a
  * target-only round follows no draft call; `ar` is predicted within a few per cent from it). One scale for both terms
  * is a choice: a decode's wall time cannot tell them apart, and the decode's rounds (γ = 4, mostly k = 5) carry both
- * in the proportion most candidates' rounds do.
+ * in the proportion most candidates' rounds do; a draft call is a tenth of such a round here, so what one scale
+ * misattributes between the terms moves another γ's price by a per cent or two.
  *
- * Measured on this project's 2-core VM (inflated stories target ← 260K draft, greedy, top-k 64, one process):
- * real verifications of 5 positions 23.0–24.0 ms against 21.3–22.7 within rounds, draft calls 0.65–0.77 ms against
- * 0.51–0.63; the decodes' rounds cost s ≈ 1.05–1.10 times their price.
+ * Measured on this project's 2-core VM (inflated stories target ← 260K draft, greedy, top-k 64, one process): real
+ * verifications of 5 positions 23.0–24.0 ms against 21.3–22.7 ms timed after draft calls, draft calls 0.65–0.77 ms
+ * against 0.51–0.63 ms timed after verifications and 0.44–0.57 ms timed apart.
  */
 import { decodeOnce } from '../methods/decode-once'
 import { prepare } from '../methods/prepare'
