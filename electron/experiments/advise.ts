@@ -190,8 +190,8 @@ async function measurePlans(input: AdviseInput, trace: Trace, candidates: readon
         const batch = byCount.get(t2)!
         const drafting = byCount.get(d)!
         const threads: ThreadPlan = { target: { threads: t1, batchThreads: t2 }, draft: d }
-        // A draft's rounds: its calls at `d` threads; the verifications as timed within rounds at `t2` (where both
-        // models had t2 threads — the nearest measured), after the plan's own c_T(1).
+        // A draft's rounds: its calls at `d` threads; the verifications as calibrated with that draft at `t2` (where
+        // both models had t2 threads — the nearest measured), after the plan's own c_T(1).
         const drafts: Record<string, DraftCost> = Object.fromEntries(
           Object.entries(drafting.drafts).map(([name, { targetMs: _atD, ...cost }]) => {
             const verifying = batch.drafts[name]?.targetMs
