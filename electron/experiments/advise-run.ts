@@ -178,7 +178,12 @@ function threadsFor(trio: Pick<LoadedTrio, 'models' | 'drafts'>, plans: Advice['
  * One request of a llama-server arm on one prompt, as the verification runs it (the same decoder, threads and pooled
  * server, which the verification then reuses): the server's own generation ms.
  */
-function runServerArm(trio: Pick<LoadedTrio, 'models'>, drafts: Readonly<Record<string, LlamaCppModel>>, prompts: readonly (readonly number[])[], warp: WarpConfig, seed: number, maxTokens: number): RunServerArm {
+function runServerArm(
+  trio: Pick<LoadedTrio, 'models'>,
+  drafts: Readonly<Record<string, LlamaCppModel>>,
+  prompts: readonly (readonly number[])[],
+  settings: { warp: WarpConfig; seed: number; maxTokens: number; signal: AbortSignal | undefined }
+): RunServerArm {
   return async (arm, prompt) => {
     const draft = arm.candidate.draft === null ? undefined : drafts[arm.candidate.draft]
     const method = withThreads(prepare(arm.candidate.method, { gamma: arm.candidate.gamma, params: arm.candidate.params }), arm.threads, draft)
@@ -187,10 +192,11 @@ function runServerArm(trio: Pick<LoadedTrio, 'models'>, drafts: Readonly<Record<
       decoder: method.newRun()(),
       models: trio.models,
       promptTokens: prompts[prompt],
-      maxTokens,
-      warp,
-      seed,
+      maxTokens: settings.maxTokens,
+      warp: settings.warp,
+      seed: settings.seed,
       stream: prompt,
+      signal: settings.signal,
       onEvent: (event) => {
         const ms = event.type === 'step' ? event.record.decision?.serverPredictedMs : undefined
         if (typeof ms === 'number') generationMs = ms
@@ -281,7 +287,7 @@ export async function runAdvice(prepared: PreparedAdvice, trio: Pick<LoadedTrio,
           advice,
           serverCostsOf(binary, advice, trio, { target: base.targetFile, drafts: draftFiles }, hooks.signal),
           () => hooks.onStage?.('costs'),
-          runServerArm(trio, drafts, promptTokens, warp, seed, options.maxTokens)
+          runServerArm(trio, drafts, promptTokens, { warp, seed, maxTokens: options.maxTokens, signal: hooks.signal })
         )
   cancelled(hooks.signal)
   const { arms, repeats, estimatedSeconds } = fitBudget(priced.arms, options)

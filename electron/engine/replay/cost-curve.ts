@@ -7,6 +7,9 @@
  *
  *   cost of a round = draftCalls · c_D + c_T(proposed + 1)
  *
+ * A draft's c_D and the c_T(k ≥ 2) its rounds pay are then scaled to what real decodes' rounds cost
+ * (decode-calibration.ts): timed calls leave out what a decode does between them.
+ *
  * Prompt processing (`measurePrefill`): a run's first call evaluates the whole prompt with the round's tokens, so
  * it adds c(prompt) − c(1) to the target's first call and to the draft's (replay/predict.ts `withPrefill`); exact
  * when a call's cost is affine in its tokens. The measured c_T is made
