@@ -23,7 +23,7 @@ import { draftSequenceOf } from '../engine/replay/foreign-text'
 import type { PhaseThreads } from '../engine/model/thread-calibration'
 import { candidateGrid, rolloutLengthFor } from '../engine/replay/candidates'
 import { nonDecreasing } from '../engine/replay/isotonic'
-import { measureCostCurve, measureDraftCost, measurePrefill, type CurveMeasurement } from '../engine/replay/cost-curve'
+import { measureCostCurve, measureDraftCost, measurePrefill, type CostCurve, type CurveMeasurement } from '../engine/replay/cost-curve'
 import { calibrated, calibrateRounds } from '../engine/replay/decode-calibration'
 import { readsFullEntropy } from '../engine/replay/expected-replay'
 import { recordTrace, type TraceProgress } from '../engine/replay/record'
@@ -109,7 +109,7 @@ export function foreignDrafts(target: LanguageModel, drafts: Readonly<Record<str
 }
 
 /** The prompt with the longest output, whose contexts the costs are measured at. */
-const longestPrompt = (trace: Trace) => trace.prompts.reduce((a, b) => (b.tokens.length > a.tokens.length ? b : a))
+export const longestPrompt = (trace: Trace) => trace.prompts.reduce((a, b) => (b.tokens.length > a.tokens.length ? b : a))
 
 /** The contexts (longest prompt's output) and K every cost of the advice is measured at. */
 export function measurementOf(trace: Trace, maxPositions: number, clock: (() => number) | undefined): CurveMeasurement {
@@ -131,10 +131,10 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
     if (used.length === 0) continue
     const foreign = trace.drafts[name]?.foreign === true
     const own = foreign ? foreignMeasurement(input, trace, draft, measurement) : { measurement, prompts }
-    costs.drafts[name] = foreign ? { ms: await measureDraftCost(draft, own.measurement) } : await calibratedDraft(input.target, draft, measurement, curve.targetMs)
+    const apart = await measureDraftCost(draft, own.measurement)
+    costs.drafts[name] = foreign ? { ms: apart } : await calibratedDraft(input.target, draft, measurement, { draftMs: apart, targetMs: curve.targetMs })
     if (used.some(readsFullEntropy)) {
       // Every logit transferred costs the same on top of a draft call timed apart as in a decode's round.
-      const apart = foreign ? costs.drafts[name].ms : await measureDraftCost(draft, own.measurement)
       costs.drafts[name].fullEntropyMs = (await measureDraftCost(draft, own.measurement, { fullEntropy: true })) + costs.drafts[name].ms - apart
     }
     costs.prefillMs!.drafts[name] = await measurePrefill(draft, own.prompts, trace.warp, prefill)
@@ -149,8 +149,7 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
  * target-only round follows no draft call). A foreign draft's rounds re-tokenise between the calls and are priced
  * with the costs timed apart.
  */
-async function calibratedDraft(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, targetMs: number[]): Promise<DraftCost> {
-  const apart = { draftMs: await measureDraftCost(draft, measurement), targetMs }
+async function calibratedDraft(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, apart: CostCurve): Promise<DraftCost> {
   const calibration = await calibrateRounds(target, draft, measurement, apart)
   const costs = calibration ? calibrated(apart, calibration) : apart
   return { ms: costs.draftMs, targetMs: costs.targetMs, ...(calibration ? { roundScale: calibration.scale } : {}) }
