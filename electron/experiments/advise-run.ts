@@ -13,7 +13,7 @@ import { workloadProfile } from '../engine/replay/profile'
 import { planVerification } from '../engine/replay/recommend'
 import type { TraceProgress } from '../engine/replay/record'
 import { findLlamaServer } from '../engine/peers/llama-server-binary'
-import { crossVocabularyMethods, prepare } from '../engine/methods/prepare'
+import { crossVocabularyMethods } from '../engine/methods/prepare'
 import { decodeOnce } from '../engine/methods/decode-once'
 import type { WarpConfig } from '../engine/sampling/warp'
 import { vocabularyMismatch } from '../engine/model/vocabulary-check'
@@ -25,7 +25,6 @@ import type { RunStore } from '../store/run-store'
 import { adviseWorkload, measurementOf, type Advice, type ThreadChoice } from './advise'
 import { priceServerArms, type MeasureServerCosts, type RunServerArm } from './advise-server-pricing'
 import { llamaServerCosts } from './llama-server-costs'
-import { withThreads } from './peer-bench'
 import { adviceRecord, armMethods, chooseArms, gridAsServed, runnerArms, runVerification, servable, type Deploy, type VerifyArm } from './advise-verify'
 import { adviceResult, type AdviceResult } from './advice-result'
 import type { LoadedTrio, TrioLoadOptions } from './models'
@@ -185,8 +184,7 @@ function runServerArm(
   settings: { warp: WarpConfig; seed: number; maxTokens: number; signal: AbortSignal | undefined }
 ): RunServerArm {
   return async (arm, prompt) => {
-    const draft = arm.candidate.draft === null ? undefined : drafts[arm.candidate.draft]
-    const method = withThreads(prepare(arm.candidate.method, { gamma: arm.candidate.gamma, params: arm.candidate.params }), arm.threads, draft)
+    const [{ method }] = runnerArms([arm], drafts)
     let generationMs: number | null = null
     await decodeOnce({
       decoder: method.newRun()(),

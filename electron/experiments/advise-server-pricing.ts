@@ -25,7 +25,7 @@ import { findMethod } from '../engine/methods/prepare'
 import { price, replayCandidate, sampledReplay, type CostTable, type Replayed } from '../engine/replay/advise'
 import { calibrated, type RoundCalibration } from '../engine/replay/decode-calibration'
 import { isGreedy } from '../engine/sampling/warp'
-import type { Advice } from './advise'
+import { longestPrompt, type Advice } from './advise'
 import type { VerifyArm } from './advise-verify'
 import type { MeasuredServerCosts } from './llama-server-costs'
 import type { ArmThreads } from './peer-bench'
@@ -77,17 +77,12 @@ export type MeasureServerCosts = (threads: ArmThreads, drafts: string[]) => Prom
 /** One real request of `arm` on the workload's prompt `prompt` (its index): the server's generation ms, or null. */
 export type RunServerArm = (arm: VerifyArm, prompt: number) => Promise<number | null>
 
-/** The index of the prompt with the longest traced output. */
-function longestPromptIndex(advice: Pick<Advice, 'trace'>): number {
-  const lengths = advice.trace.prompts.map((p) => p.tokens.length)
-  return lengths.indexOf(Math.max(...lengths))
-}
-
 /** s of `table` for `arm`'s draft from one real request (module comment); null when nothing can be compared. */
 export async function serverCalibration(arm: VerifyArm, advice: Pick<Advice, 'trace'>, table: CostTable, run: RunServerArm): Promise<RoundCalibration | null> {
   if (arm.basis === null || arm.candidate.draft === null || !isGreedy(advice.trace.warp)) return null
-  const prompt = longestPromptIndex(advice)
-  const one = { ...advice.trace, prompts: [advice.trace.prompts[prompt]] }
+  const longest = longestPrompt(advice.trace)
+  const prompt = advice.trace.prompts.indexOf(longest)
+  const one = { ...advice.trace, prompts: [longest] }
   const priced = price(await replayCandidate(one, arm.basis), one, { ...table, prefillMs: undefined }).prediction
   const measured = await run(arm, prompt)
   if (!priced || priced.ms <= 0 || measured === null || measured <= 0) return null
