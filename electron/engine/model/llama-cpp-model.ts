@@ -49,6 +49,7 @@ import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
 import { chooseLlamaBackend, requestedGpu, type BackendChoice, type GpuBackend } from './llama-backend-choice'
 import { cpuBuildInstalled } from './native-cpu-build'
+import { DirectEvaluation, type LogitsRequest, type PositionLogits } from './direct-evaluation'
 import { libuvWorkers, singleLibuvWorker } from './libuv-workers'
 import { modelDisposed, modelLoadEnded, modelLoadStarted } from './model-activity'
 import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
@@ -269,6 +270,8 @@ export class LlamaCppModel implements LanguageModel {
   private readonly tokenTypes: ArrayLike<number>
   /** What an id beyond this vocabulary is evaluated as (see the file comment). */
   private readonly standIn: number
+  /** Sessions evaluate through the addon where they can (direct-evaluation.ts); null: node-llama-cpp lacks its internals. */
+  readonly direct: DirectEvaluation | null
 
   constructor(
     readonly model: LlamaModel,
@@ -285,6 +288,7 @@ export class LlamaCppModel implements LanguageModel {
     this.tokenTypes = (tokenizer?.token_type as ArrayLike<number> | undefined) ?? []
     const standIn = tokenizer?.unknown_token_id ?? tokenizer?.padding_token_id ?? model.tokens.eos ?? 0
     this.standIn = standIn >= 0 && standIn < this.vocabulary.length ? standIn : 0
+    this.direct = DirectEvaluation.of(context, model)
     this.info = {
       path: modelPath,
       name: metadata.general?.name ?? path.basename(modelPath),
@@ -335,7 +339,9 @@ export class LlamaCppModel implements LanguageModel {
   async createSession(warpConfig: WarpConfig, options: SessionOptions = {}): Promise<ModelSession> {
     const fullEntropy = options.fullEntropy ?? false
     const generateNext: GenerateNext = fullEntropy ? { logits: true } : this.generateNextFor(warpConfig)
-    return new LlamaCppSession(this.context.getSequence(), warpConfig, generateNext, this.info.path, fullEntropy, (token) => this.evaluable(token), this.phases)
+    const sequence = this.context.getSequence()
+    const direct = this.direct ? { evaluation: this.direct, request: logitsRequestOf(generateNext) } : null
+    return new LlamaCppSession(sequence, warpConfig, generateNext, this.info.path, fullEntropy, (token) => this.evaluable(token), this.phases, direct)
   }
 
   /** Runs `evaluate` (an evaluation of `tokens` tokens on this context) with its phase's threads (raw timings). */
@@ -364,8 +370,11 @@ export class LlamaCppModel implements LanguageModel {
     starting: (tokens) => {
       this.inFlight++
       const batched = tokens > 1 || this.inFlight > 1
-      this.setPhaseThreads(batched ? this.phaseThreads.batchThreads : this.phaseThreads.threads)
+      const threads = batched ? this.phaseThreads.batchThreads : this.phaseThreads.threads
+      this.setPhaseThreads(threads)
+      return threads
     },
+    alone: () => this.inFlight === 1,
     finished: () => {
       this.inFlight--
     }
@@ -457,8 +466,17 @@ type GenerateNext = {
 }
 /** A session's evaluation starts (with this many tokens) / finishes: the model picks the phase's threads. */
 interface EvaluationPhases {
-  starting(tokens: number): void
+  /** Returns the threads the evaluation runs with. */
+  starting(tokens: number): number
+  /** Whether the evaluation that asks is the only one in flight on the context. */
+  alone(): boolean
   finished(): void
+}
+
+/** The direct path's request for what `generateNext` asks node-llama-cpp for (the same logits, the same sampler). */
+function logitsRequestOf(generateNext: GenerateNext): LogitsRequest {
+  if (generateNext.logits === true) return { all: true }
+  return { includeTop: generateNext.logits.filter.includeTop, options: generateNext.options ?? {} }
 }
 type InternalSequenceCopy = (other: LlamaContextSequence, upToTokenIndex: number) => Promise<boolean>
 
@@ -473,8 +491,13 @@ class LlamaCppSession implements ModelSession {
     private readonly fullEntropy: boolean,
     /** The id llama.cpp evaluates for a token (a stand-in for ids beyond this model's vocabulary). */
     private readonly evaluable: (token: number) => number,
-    private readonly phases: EvaluationPhases
+    private readonly phases: EvaluationPhases,
+    /** The addon path (direct-evaluation.ts) and what it reads per position; null: node-llama-cpp's path only. */
+    private readonly direct: { evaluation: DirectEvaluation; request: LogitsRequest } | null = null
   ) {}
+
+  /** The direct path's sampler, made at the first evaluation that takes the path. */
+  private sampler: ReturnType<DirectEvaluation['sampler']> | null = null
 
   get tokens(): readonly number[] {
     return this.mirror
@@ -487,24 +510,19 @@ class LlamaCppSession implements ModelSession {
   }
 
   async append(tokens: readonly number[], distributionsFrom: number): Promise<Distribution[]> {
-    const input: ControlledEvaluateInputItem[] = tokens.map((given, i) => {
-      const token = this.evaluable(given) as Token
-      return i >= distributionsFrom ? [token, { generateNext: this.generateNext }] : token
-    })
-    this.phases.starting(tokens.length)
-    let output: Awaited<ReturnType<LlamaContextSequence['controlledEvaluate']>>
+    const threads = this.phases.starting(tokens.length)
+    let logits: (PositionLogits | null)[]
     try {
-      output = await this.sequence.controlledEvaluate(input)
+      logits = await this.evaluate(tokens, distributionsFrom, threads)
     } finally {
       this.phases.finished()
     }
     this.mirror.push(...tokens)
     const distributions: Distribution[] = []
     for (let i = distributionsFrom; i < tokens.length; i++) {
-      const logits = output[i]?.next.logits
-      if (!logits) throw new Error(`node-llama-cpp returned no logits at position ${i}`)
-      const ids = Int32Array.from(logits.keys())
-      const values = Float64Array.from(logits.values())
+      const position = logits[i - distributionsFrom]
+      if (!position) throw new Error(`node-llama-cpp returned no logits at position ${i}`)
+      const { ids, values } = position
       if (!this.fullEntropy) {
         distributions.push(this.warpChecked(ids, values, i))
         continue
@@ -518,6 +536,28 @@ class LlamaCppSession implements ModelSession {
       distributions.push(distribution)
     }
     return distributions
+  }
+
+  /**
+   * The logits of positions `from`… after evaluating `tokens`: through the addon when this evaluation is alone on
+   * the context (direct-evaluation.ts), else through `controlledEvaluate`, which decodes concurrent evaluations as one
+   * batch. Evaluations issued together (Promise.all) have all started before the check, one microtask later.
+   */
+  private async evaluate(tokens: readonly number[], from: number, threads: number): Promise<(PositionLogits | null)[]> {
+    const evaluable = tokens.map(this.evaluable)
+    if (this.direct) {
+      await null
+      if (this.phases.alone() && this.direct.evaluation.usable(this.sequence, tokens.length)) {
+        this.sampler ??= this.direct.evaluation.sampler(this.sequence, this.direct.request)
+        return this.direct.evaluation.evaluate(this.sequence, evaluable, from, this.sampler, this.direct.request, threads)
+      }
+    }
+    const input: ControlledEvaluateInputItem[] = evaluable.map((token, i) => (i >= from ? [token as Token, { generateNext: this.generateNext }] : (token as Token)))
+    const output = await this.sequence.controlledEvaluate(input)
+    return input.slice(from).map((_, i) => {
+      const logits = output[from + i]?.next.logits
+      return logits ? { ids: Int32Array.from(logits.keys()), values: Float64Array.from(logits.values()) } : null
+    })
   }
 
   /** NaN logits (corrupt weights) or no mass after warping end the decode with an error naming the model file. */
@@ -560,6 +600,8 @@ class LlamaCppSession implements ModelSession {
   }
 
   async dispose(): Promise<void> {
+    this.sampler?.dispose()
+    this.sampler = null
     this.sequence.dispose()
   }
 }
