@@ -50,5 +50,6 @@ function binaryText(native: MachineState['native']): string {
   if (!native) return ''
   const openmp = native.openmp === null ? '' : native.openmp ? ' with OpenMP' : ' without OpenMP'
   const workers = native.openmp && native.libuvWorkers ? `, ${native.libuvWorkers} libuv worker${native.libuvWorkers === 1 ? '' : 's'}` : ''
-  return `, llama.cpp ${native.build} ${native.gpu}${openmp}${workers}`
+  const path = native.directEvaluation === false ? ', every evaluation through controlledEvaluate' : ''
+  return `, llama.cpp ${native.build} ${native.gpu}${openmp}${workers}${path}`
 }

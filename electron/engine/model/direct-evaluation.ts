@@ -19,6 +19,9 @@
  * another evaluation is in flight on the context — node-llama-cpp then decodes them together as one batch, which is
  * what the caller's concurrency asks for.
  *
+ * `SPECLAB_DIRECT_EVALUATION=0` turns the path off (every evaluation through `controlledEvaluate`): a switch for
+ * comparing the two paths and a way out should a node-llama-cpp build behave differently.
+ *
  * The sampler: one per session, configured once with what `controlledEvaluate` resolves for the same request
  * (`_resolveSamplerConfig`). Its chain returns the same logits whether fresh or reused: top-k and temperature 1 keep
  * no state, and the seeded `dist` at the end only picks the token this path ignores.
@@ -83,8 +86,9 @@ export class DirectEvaluation {
     private readonly needsCheckpoints: boolean
   ) {}
 
-  /** The direct path for `context`, or null where node-llama-cpp lacks the internals it uses. */
-  static of(context: LlamaContext, model: LlamaModel): DirectEvaluation | null {
+  /** The direct path for `context`, or null where node-llama-cpp lacks the internals it uses or it is turned off. */
+  static of(context: LlamaContext, model: LlamaModel, env: NodeJS.ProcessEnv = process.env): DirectEvaluation | null {
+    if (!directEvaluationEnabled(env)) return null
     const addon = (context as unknown as Partial<ContextInternals>)._ctx
     const internals = model as unknown as Partial<ModelInternals>
     const samplerClass = internals._llama?._bindings?.AddonSampler
@@ -152,6 +156,11 @@ export class DirectEvaluation {
       return out
     })
   }
+}
+
+/** Whether `SPECLAB_DIRECT_EVALUATION=0` leaves every evaluation to `controlledEvaluate` (recorded with every run). */
+export function directEvaluationEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.SPECLAB_DIRECT_EVALUATION !== '0'
 }
 
 /** The addon's flat [id, logit, id, logit, …] list as ids and values, in its order. */

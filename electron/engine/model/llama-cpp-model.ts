@@ -49,7 +49,7 @@ import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
 import { chooseLlamaBackend, requestedGpu, type BackendChoice, type GpuBackend } from './llama-backend-choice'
 import { cpuBuildInstalled } from './native-cpu-build'
-import { DirectEvaluation, type LogitsRequest, type PositionLogits } from './direct-evaluation'
+import { DirectEvaluation, directEvaluationEnabled, type LogitsRequest, type PositionLogits } from './direct-evaluation'
 import { libuvWorkers, singleLibuvWorker } from './libuv-workers'
 import { modelDisposed, modelLoadEnded, modelLoadStarted } from './model-activity'
 import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
@@ -176,7 +176,8 @@ async function detectNativeBackend(): Promise<NativeBackend> {
     openmp,
     release: llama.llamaCppRelease.release,
     gpu: llama.gpu === false ? 'cpu' : llama.gpu,
-    libuvWorkers: libuvWorkers()
+    libuvWorkers: libuvWorkers(),
+    directEvaluation: directEvaluationEnabled()
   }
   return nativeBackendKnown
 }
@@ -192,6 +193,8 @@ export interface NativeBackend {
   gpu: string
   /** libuv's workers in this process, on which node-llama-cpp evaluates (libuv-workers.ts). */
   libuvWorkers?: number
+  /** Whether sessions alone on a context evaluate through the addon (direct-evaluation.ts) or all through controlledEvaluate. */
+  directEvaluation?: boolean
 }
 
 /**
