@@ -8,7 +8,9 @@
  * docs/performance.md, "Where a token's time goes"). That is 3–6 % of a target token and a third of a draft token,
  * paid once per draft token and once per verification. This path makes the same addon calls node-llama-cpp makes
  * for one sequence's batch (`initBatch`, `addToBatch`, `setThreads`, `decodeBatch`, then `sampleToken` per requested
- * position with the same sampler configuration), under the same context lock, and keeps the sequence's own
+ * position with the same sampler configuration), under the same context lock (lifecycle-utils' `withLock` on
+ * `[context, 'context']`: one copy of lifecycle-utils serves SpecLab and node-llama-cpp — a direct dependency, kept
+ * external by the Electron build — and a second copy would show as the interleaving test failing), and keeps the sequence's own
  * bookkeeping (`_nextTokenIndex`, `_contextTokens`) as node-llama-cpp's `_decodeTokens` does, so its erase, copy and
  * every later `controlledEvaluate` see the same state.
  *
@@ -22,8 +24,8 @@
  * `SPECLAB_DIRECT_EVALUATION=0` turns the path off (every evaluation through `controlledEvaluate`): a switch for
  * comparing the two paths and a way out should a node-llama-cpp build behave differently.
  *
- * The sampler: one per session, configured once with what `controlledEvaluate` resolves for the same request
- * (`_resolveSamplerConfig`). Its chain returns the same logits whether fresh or reused: top-k and temperature 1 keep
+ * The samplers: configured once per session with what `controlledEvaluate` resolves for the same request
+ * (`_resolveSamplerConfig`). A chain returns the same logits whether fresh or reused: top-k and temperature 1 keep
  * no state, and the seeded `dist` at the end only picks the token this path ignores.
  */
 import { withLock } from 'lifecycle-utils'
@@ -115,12 +117,14 @@ export class DirectEvaluation {
     )
   }
 
-  /** A sampler configured as `controlledEvaluate` would configure it for `request` on `sequence`. */
-  sampler(sequence: LlamaContextSequence, request: LogitsRequest): AddonSampler {
-    const sampler = new this.samplerClass(this.nativeModel)
-    const options = 'all' in request ? {} : request.options
-    sampler.applyConfig((sequence as unknown as SequenceInternals)._resolveSamplerConfig(options))
-    return sampler
+  /** The samplers of one session (see SessionSamplers). */
+  samplers(sequence: LlamaContextSequence, request: LogitsRequest): SessionSamplers {
+    const config = (sequence as unknown as SequenceInternals)._resolveSamplerConfig('all' in request ? {} : request.options)
+    return new SessionSamplers(() => {
+      const sampler = new this.samplerClass(this.nativeModel)
+      sampler.applyConfig(config)
+      return sampler
+    })
   }
 
   /**
@@ -131,7 +135,7 @@ export class DirectEvaluation {
     sequence: LlamaContextSequence,
     tokens: readonly number[],
     from: number,
-    sampler: AddonSampler,
+    samplers: SessionSamplers,
     request: LogitsRequest,
     threads: number
   ): Promise<(PositionLogits | null)[]> {
@@ -148,13 +152,35 @@ export class DirectEvaluation {
       // The sequence now holds the tokens (node-llama-cpp's _decodeTokens keeps the same two fields).
       internals._nextTokenIndex += tokens.length
       internals._contextTokens = internals._contextTokens.concat(tokens)
-      const out: (PositionLogits | null)[] = []
-      for (const batchIndex of batchIndexes) {
-        const [, , , pairs] = await this.addon.sampleToken(batchIndex, sampler, false, false, logits, false)
-        out.push(pairs ? unpair(pairs) : null)
-      }
-      return out
+      // Every position is read at once, each with a sampler of its own (SessionSamplers).
+      const positions = samplers.take(batchIndexes.length)
+      const read = await Promise.all([...batchIndexes].map((batchIndex, i) => this.addon.sampleToken(batchIndex, positions[i]!, false, false, logits, false)))
+      return read.map(([, , , pairs]) => (pairs ? unpair(pairs) : null))
     })
+  }
+}
+
+/**
+ * A session's samplers, one per position of its largest evaluation so far, all configured alike. node-llama-cpp reads
+ * a batch's positions one after the other with one sampler (each read a hand-off to a libuv worker and back); the
+ * addon copies a position's logits into the sampler's own buffer under the context's sampling mutex and runs the chain
+ * outside it, so reads with distinct samplers may run at once on libuv's workers — a verification of γ + 1 positions
+ * then waits for about one read instead of γ + 1.
+ */
+export class SessionSamplers {
+  private readonly samplers: AddonSampler[] = []
+
+  constructor(private readonly make: () => AddonSampler) {}
+
+  /** `count` samplers, made as needed. */
+  take(count: number): AddonSampler[] {
+    while (this.samplers.length < count) this.samplers.push(this.make())
+    return this.samplers.slice(0, count)
+  }
+
+  dispose(): void {
+    for (const sampler of this.samplers) sampler.dispose()
+    this.samplers.length = 0
   }
 }
 

@@ -49,7 +49,7 @@ import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
 import { chooseLlamaBackend, requestedGpu, type BackendChoice, type GpuBackend } from './llama-backend-choice'
 import { cpuBuildInstalled } from './native-cpu-build'
-import { DirectEvaluation, directEvaluationEnabled, type LogitsRequest, type PositionLogits } from './direct-evaluation'
+import { DirectEvaluation, directEvaluationEnabled, type LogitsRequest, type PositionLogits, type SessionSamplers } from './direct-evaluation'
 import { libuvWorkers, singleLibuvWorker } from './libuv-workers'
 import { modelDisposed, modelLoadEnded, modelLoadStarted } from './model-activity'
 import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
@@ -499,8 +499,8 @@ class LlamaCppSession implements ModelSession {
     private readonly direct: { evaluation: DirectEvaluation; request: LogitsRequest } | null = null
   ) {}
 
-  /** The direct path's sampler, made at the first evaluation that takes the path. */
-  private sampler: ReturnType<DirectEvaluation['sampler']> | null = null
+  /** The direct path's samplers, made at the first evaluation that takes the path. */
+  private samplers: SessionSamplers | null = null
 
   get tokens(): readonly number[] {
     return this.mirror
@@ -551,8 +551,8 @@ class LlamaCppSession implements ModelSession {
     if (this.direct) {
       await null
       if (this.phases.alone() && this.direct.evaluation.usable(this.sequence, tokens.length)) {
-        this.sampler ??= this.direct.evaluation.sampler(this.sequence, this.direct.request)
-        return this.direct.evaluation.evaluate(this.sequence, evaluable, from, this.sampler, this.direct.request, threads)
+        this.samplers ??= this.direct.evaluation.samplers(this.sequence, this.direct.request)
+        return this.direct.evaluation.evaluate(this.sequence, evaluable, from, this.samplers, this.direct.request, threads)
       }
     }
     const input: ControlledEvaluateInputItem[] = evaluable.map((token, i) => (i >= from ? [token as Token, { generateNext: this.generateNext }] : (token as Token)))
@@ -603,8 +603,8 @@ class LlamaCppSession implements ModelSession {
   }
 
   async dispose(): Promise<void> {
-    this.sampler?.dispose()
-    this.sampler = null
+    this.samplers?.dispose()
+    this.samplers = null
     this.sequence.dispose()
   }
 }
