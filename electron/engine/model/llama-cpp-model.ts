@@ -11,9 +11,10 @@
  *   splitter), so the runtime is created with `maxThreads: 0` (no splitting between contexts, no async allocation per
  *   decode) and the wanted count is set on the context per evaluation (`setPhaseThreads`: node-llama-cpp 3.22.1
  *   internals, pinned; test/integration/threads-gguf.test.ts fails if they change).
- * - `append` is ONE `controlledEvaluate` call; for every requested position it asks for the raw logits of the
- *   top-k tokens (or the whole vocabulary) and warps them in JS (sampling/warp.ts), so draft and target are warped
- *   by the same code. (node-llama-cpp's own `probabilities` output is taken after its sampler picked a token and
+ * - `append` is ONE evaluation — through node-llama-cpp's addon when it is alone on the context (direct-evaluation.ts),
+ *   else one `controlledEvaluate` call, which batches it with the others; for every requested position it asks for
+ *   the raw logits of the top-k tokens (or the whole vocabulary) and warps them in JS (sampling/warp.ts), so draft and
+ *   target are warped by the same code. (node-llama-cpp's own `probabilities` output is taken after its sampler picked a token and
  *   collapses to that token at temperature > 0, so it cannot serve as q or p.)
  * - A session created with `{ fullEntropy: true }` (the draft of svip / self-verify) transfers every logit: the
  *   entropy of the whole-vocabulary softmax needs Σ p·log p over the tail too, and node-llama-cpp offers only
@@ -547,7 +548,7 @@ class LlamaCppSession implements ModelSession {
    * batch. Evaluations issued together (Promise.all) have all started before the check, one microtask later.
    */
   private async evaluate(tokens: readonly number[], from: number, threads: number): Promise<(PositionLogits | null)[]> {
-    const evaluable = tokens.map(this.evaluable)
+    const evaluable = tokens.map((token) => this.evaluable(token))
     if (this.direct) {
       await null
       if (this.phases.alone() && this.direct.evaluation.usable(this.sequence, tokens.length)) {
