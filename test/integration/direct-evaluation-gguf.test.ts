@@ -90,6 +90,17 @@ withModels('direct evaluation through the addon = controlledEvaluate', () => {
     }
   })
 
+  it('an empty append returns nothing and changes nothing, as through controlledEvaluate', async () => {
+    const session = await model.createSession(GREEDY_TOP64)
+    try {
+      await session.append(prompt, prompt.length - 1)
+      expect(await session.append([], 0)).toEqual([])
+      expect(session.tokens).toEqual(prompt)
+    } finally {
+      await session.dispose()
+    }
+  })
+
   it('evaluations issued together skip the path and stay one batch; their results are the lone ones', async () => {
     const a = await model.createSession(GREEDY_TOP64)
     const b = await model.createSession(GREEDY_TOP64)
@@ -99,8 +110,9 @@ withModels('direct evaluation through the addon = controlledEvaluate', () => {
       const before = model.direct!.evaluations
       const [fromA, fromB] = await Promise.all([a.append(prompt, prompt.length - 1), b.append(prompt, prompt.length - 1)])
       expect(model.direct!.evaluations, 'concurrent evaluations went through node-llama-cpp').toBe(before)
-      expectSame(fromA, alone)
-      expectSame(fromB, alone)
+      // A batch of two sequences is other arithmetic than one sequence alone (and other KV cells): equal to rounding.
+      expectClose(fromA, alone)
+      expectClose(fromB, alone)
     } finally {
       await a.dispose()
       await b.dispose()
@@ -116,8 +128,12 @@ withModels('direct evaluation through the addon = controlledEvaluate', () => {
       for (let round = 0; round < 5; round++) {
         // node-llama-cpp's evaluation (not counted as SpecLab's) and a direct one race for the context.
         const [raw, ours] = await Promise.all([throughControlledEvaluate(GREEDY_TOP64), session.append(prompt, prompt.length - 1)])
-        expect(raw).toEqual(reference)
-        expectSame(ours, lone)
+        // Interleaved batches fail llama_decode or give other logits; the cells a sequence lands in may differ by rounding.
+        raw.forEach((r, i) => {
+          expect(r.ids).toEqual(reference[i]!.ids)
+          r.logits.forEach((l, j) => expect(l).toBeCloseTo(reference[i]!.logits[j]!, 4))
+        })
+        expectClose(ours, lone)
         await session.truncate(0)
       }
     } finally {
@@ -131,5 +147,13 @@ function expectSame(actual: Distribution[], expected: Distribution[]): void {
   actual.forEach((d, i) => {
     expect([...d.ids], `position ${i}`).toEqual([...expected[i]!.ids])
     expect([...d.probs], `position ${i}`).toEqual([...expected[i]!.probs])
+  })
+}
+
+function expectClose(actual: Distribution[], expected: Distribution[]): void {
+  expect(actual).toHaveLength(expected.length)
+  actual.forEach((d, i) => {
+    expect([...d.ids], `position ${i}`).toEqual([...expected[i]!.ids])
+    d.probs.forEach((p, j) => expect(p, `position ${i}, entry ${j}`).toBeCloseTo(expected[i]!.probs[j]!, 5))
   })
 }

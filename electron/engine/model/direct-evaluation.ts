@@ -112,6 +112,7 @@ export class DirectEvaluation {
       typeof internals._resolveSamplerConfig === 'function' &&
       internals._tokenPredictor == null &&
       !sequence.disposed &&
+      tokens >= 1 &&
       tokens <= this.context.batchSize &&
       internals._nextTokenIndex + tokens <= this.context.contextSize - 1
     )
