@@ -3,9 +3,9 @@
  *
  * Why: `controlledEvaluate` wraps each evaluation in JS work of its own — a new native sampler per call, the
  * sequence's evaluation lock, the context's batch queue and its dispatch on the next event-loop turn, per-position
- * sampler configs resolved again, Maps — about 0.2 ms per call on this machine (a 260K draft token: 0.60–0.72 ms
- * through it against 0.44–0.49 ms through the addon; the inflated target at two threads: 7.3 against 6.6–7.0 ms;
- * docs/performance.md, "Where a token's time goes"). That is 3–6 % of a target token and a third of a draft token,
+ * sampler configs resolved again, Maps — about 0.3 ms per target token on this machine (`npm run profile:decode`,
+ * 462 ms of node-llama-cpp JS over 1,536 tokens; 47 ms through this path; docs/performance.md, "The evaluation
+ * path"): 3–6 % of a target token and a large share of a small draft's,
  * paid once per draft token and once per verification. This path makes the same addon calls node-llama-cpp makes
  * for one sequence's batch (`initBatch`, `addToBatch`, `setThreads`, `decodeBatch`, then `sampleToken` per requested
  * position with the same sampler configuration), under the same context lock (lifecycle-utils' `withLock` on
@@ -17,7 +17,7 @@
  * When node-llama-cpp's own path runs instead (`usable` false): the internals are missing (another node-llama-cpp
  * version: feature-detected, and test/integration/direct-evaluation-gguf.test.ts fails so the pin is noticed); the
  * sequence has a token predictor (nlc-draft, nlc-lookup) or needs checkpoints (hybrid, recurrent or SWA models); the
- * tokens exceed the batch or the context's free cells (node-llama-cpp splits batches and shifts the context); or
+ * tokens are none, exceed the batch or the context's free cells (node-llama-cpp splits batches and shifts the context); or
  * another evaluation is in flight on the context — node-llama-cpp then decodes them together as one batch, which is
  * what the caller's concurrency asks for.
  *
