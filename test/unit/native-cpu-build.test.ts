@@ -140,5 +140,9 @@ describe('run records name the binary', () => {
     )
     expect(describeMachine({ ...base, native: { build: 'prebuilt', openmp: false, release: 'v1', gpu: 'cpu' } })).toContain('prebuilt cpu without OpenMP')
     expect(describeMachine({ ...base, native: null })).toBe('load 0.50 on 2 cores')
+    // The evaluation path is named only when it is not the default (direct-evaluation.ts).
+    const native = { build: 'localBuild', openmp: true, release: 'v1', gpu: 'cpu', libuvWorkers: 4 }
+    expect(describeMachine({ ...base, native: { ...native, directEvaluation: true } })).toBe('load 0.50 on 2 cores, llama.cpp localBuild cpu with OpenMP, 4 libuv workers')
+    expect(describeMachine({ ...base, native: { ...native, directEvaluation: false } })).toContain(', every evaluation through controlledEvaluate')
   })
 })
