@@ -185,6 +185,10 @@ describe('thread calibration cache', () => {
     expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 8, native })).not.toBe(key)
     expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 0, native: { ...native, openmp: true } })).not.toBe(key)
     expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 0, native: { ...native, build: 'localBuild' } })).not.toBe(key)
+    expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 0, native: { ...native, libuvWorkers: 1 } })).not.toBe(key)
+    // The evaluation path: unrecorded reads as the default (the addon), turned off is another key.
+    expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 0, native: { ...native, directEvaluation: true } })).toBe(key)
+    expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 0, native: { ...native, directEvaluation: false } })).not.toBe(key)
   })
 
   it('finds a stored calibration again as cached, under the path given now', () => {
