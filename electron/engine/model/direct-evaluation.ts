@@ -16,7 +16,7 @@
  *
  * When node-llama-cpp's own path runs instead (`usable` false): the internals are missing (another node-llama-cpp
  * version: feature-detected, and test/integration/direct-evaluation-gguf.test.ts fails so the pin is noticed); the
- * sequence has a token predictor (nlc-draft, nlc-lookup) or needs checkpoints (hybrid, recurrent or SWA models); the
+ * sequence has a token predictor (nlc-draft, nlc-lookup) or needs checkpoints (samplersFor); the
  * tokens are none, exceed the batch or the context's free cells (node-llama-cpp splits batches and shifts the context); or
  * another evaluation is in flight on the context — node-llama-cpp then decodes them together as one batch, which is
  * what the caller's concurrency asks for.
@@ -42,10 +42,12 @@ interface AddonContext {
     sampler: AddonSampler,
     probabilities: boolean,
     confidence: boolean,
-    logits: boolean | [number[], boolean, boolean, boolean, number],
+    logits: boolean | SampledLogits,
     totalLogitWeight: boolean
   ): Promise<[number, unknown, unknown, number[] | undefined, unknown]>
 }
+/** `sampleToken`'s logits request: true (every logit), or [filter ids, highest, lowest, selected, top-k]. */
+type SampledLogits = true | [number[], boolean, boolean, boolean, number]
 interface AddonSampler {
   applyConfig(config: object): void
   dispose(): void
@@ -76,16 +78,14 @@ export interface PositionLogits {
 }
 
 export class DirectEvaluation {
-  /** Evaluations this path made (peer-bench and the tests report how many evaluations took it). */
+  /** Evaluations this path made (the tests count which evaluations took it). */
   evaluations = 0
 
   private constructor(
     private readonly context: LlamaContext,
     private readonly addon: AddonContext,
     private readonly samplerClass: new (model: unknown) => AddonSampler,
-    private readonly nativeModel: unknown,
-    /** Hybrid, recurrent and SWA models keep checkpoints that node-llama-cpp takes after its batches. */
-    private readonly needsCheckpoints: boolean
+    private readonly nativeModel: unknown
   ) {}
 
   /** The direct path for `context`, or null where node-llama-cpp lacks the internals it uses or it is turned off. */
@@ -96,20 +96,16 @@ export class DirectEvaluation {
     const samplerClass = internals._llama?._bindings?.AddonSampler
     const calls = ['initBatch', 'addToBatch', 'setThreads', 'decodeBatch', 'sampleToken'] as const
     if (!addon || !calls.every((call) => typeof addon[call] === 'function') || typeof samplerClass !== 'function' || !internals._model) return null
-    const insights = model.fileInsights
-    const needsCheckpoints = insights.isHybrid || insights.isRecurrent || insights.swaSize != null
-    return new DirectEvaluation(context, addon, samplerClass, internals._model, needsCheckpoints)
+    return new DirectEvaluation(context, addon, samplerClass, internals._model)
   }
 
   /** Whether `tokens` tokens can be evaluated on `sequence` by this path (see the file comment). */
   usable(sequence: LlamaContextSequence, tokens: number): boolean {
     const internals = sequence as unknown as Partial<SequenceInternals>
     return (
-      !this.needsCheckpoints &&
       typeof internals._sequenceId === 'number' &&
       typeof internals._nextTokenIndex === 'number' &&
       Array.isArray(internals._contextTokens) &&
-      typeof internals._resolveSamplerConfig === 'function' &&
       internals._tokenPredictor == null &&
       !sequence.disposed &&
       tokens >= 1 &&
@@ -118,14 +114,21 @@ export class DirectEvaluation {
     )
   }
 
-  /** The samplers of one session (see SessionSamplers). */
-  samplers(sequence: LlamaContextSequence, request: LogitsRequest): SessionSamplers {
-    const config = (sequence as unknown as SequenceInternals)._resolveSamplerConfig('all' in request ? {} : request.options)
+  /**
+   * The samplers of a session on `sequence` that reads `request` per position (see SessionSamplers); null where the
+   * session cannot take this path: its sequence needs checkpoints (node-llama-cpp's own rule — hybrid, recurrent and
+   * sliding-window models — whose checkpoints it takes after its batches), or lacks the sampler resolution.
+   */
+  samplersFor(sequence: LlamaContextSequence, request: LogitsRequest): SessionSamplers | null {
+    const resolve = (sequence as unknown as Partial<SequenceInternals>)._resolveSamplerConfig
+    if (sequence.needsCheckpoints || typeof resolve !== 'function') return null
+    const config = resolve.call(sequence, 'all' in request ? {} : request.options)
+    const logits: SampledLogits = 'all' in request ? true : [[], false, false, false, request.includeTop]
     return new SessionSamplers(() => {
       const sampler = new this.samplerClass(this.nativeModel)
       sampler.applyConfig(config)
       return sampler
-    })
+    }, logits)
   }
 
   /**
@@ -137,12 +140,10 @@ export class DirectEvaluation {
     tokens: readonly number[],
     from: number,
     samplers: SessionSamplers,
-    request: LogitsRequest,
     threads: number
   ): Promise<(PositionLogits | null)[]> {
     const internals = sequence as unknown as SequenceInternals
     const logitIndexes = Uint32Array.from({ length: Math.max(0, tokens.length - from) }, (_, i) => from + i)
-    const logits: [number[], boolean, boolean, boolean, number] | true = 'all' in request ? true : [[], false, false, false, request.includeTop]
     return withLock([this.context, 'context'], async () => {
       if ((this.context as unknown as ContextInternals)._disposed || sequence.disposed) throw new Error('the model was unloaded during an evaluation')
       this.addon.initBatch(tokens.length)
@@ -155,7 +156,7 @@ export class DirectEvaluation {
       internals._contextTokens = internals._contextTokens.concat(tokens)
       // Every position is read at once, each with a sampler of its own (SessionSamplers).
       const positions = samplers.take(batchIndexes.length)
-      const read = await Promise.all([...batchIndexes].map((batchIndex, i) => this.addon.sampleToken(batchIndex, positions[i]!, false, false, logits, false)))
+      const read = await Promise.all([...batchIndexes].map((batchIndex, i) => this.addon.sampleToken(batchIndex, positions[i]!, false, false, samplers.logits, false)))
       return read.map(([, , , pairs]) => (pairs ? unpair(pairs) : null))
     })
   }
@@ -171,7 +172,11 @@ export class DirectEvaluation {
 export class SessionSamplers {
   private readonly samplers: AddonSampler[] = []
 
-  constructor(private readonly make: () => AddonSampler) {}
+  constructor(
+    private readonly make: () => AddonSampler,
+    /** What each read returns, as `sampleToken` takes it: every logit, or the top-k (sorted). */
+    readonly logits: SampledLogits
+  ) {}
 
   /** `count` samplers, made as needed. */
   take(count: number): AddonSampler[] {

@@ -344,7 +344,8 @@ export class LlamaCppModel implements LanguageModel {
     const fullEntropy = options.fullEntropy ?? false
     const generateNext: GenerateNext = fullEntropy ? { logits: true } : this.generateNextFor(warpConfig)
     const sequence = this.context.getSequence()
-    const direct = this.direct ? { evaluation: this.direct, request: logitsRequestOf(generateNext) } : null
+    const samplers = this.direct?.samplersFor(sequence, logitsRequestOf(generateNext)) ?? null
+    const direct = this.direct && samplers ? { evaluation: this.direct, samplers } : null
     return new LlamaCppSession(sequence, warpConfig, generateNext, this.info.path, fullEntropy, (token) => this.evaluable(token), this.phases, direct)
   }
 
@@ -496,12 +497,9 @@ class LlamaCppSession implements ModelSession {
     /** The id llama.cpp evaluates for a token (a stand-in for ids beyond this model's vocabulary). */
     private readonly evaluable: (token: number) => number,
     private readonly phases: EvaluationPhases,
-    /** The addon path (direct-evaluation.ts) and what it reads per position; null: node-llama-cpp's path only. */
-    private readonly direct: { evaluation: DirectEvaluation; request: LogitsRequest } | null = null
+    /** The addon path (direct-evaluation.ts) and this session's samplers for it; null: node-llama-cpp's path only. */
+    private readonly direct: { evaluation: DirectEvaluation; samplers: SessionSamplers } | null = null
   ) {}
-
-  /** The direct path's samplers, made at the first evaluation that takes the path. */
-  private samplers: SessionSamplers | null = null
 
   get tokens(): readonly number[] {
     return this.mirror
@@ -552,8 +550,7 @@ class LlamaCppSession implements ModelSession {
     if (this.direct) {
       await null
       if (this.phases.alone() && this.direct.evaluation.usable(this.sequence, tokens.length)) {
-        this.samplers ??= this.direct.evaluation.samplers(this.sequence, this.direct.request)
-        return this.direct.evaluation.evaluate(this.sequence, evaluable, from, this.samplers, this.direct.request, threads)
+        return this.direct.evaluation.evaluate(this.sequence, evaluable, from, this.direct.samplers, threads)
       }
     }
     const input: ControlledEvaluateInputItem[] = evaluable.map((token, i) => (i >= from ? [token as Token, { generateNext: this.generateNext }] : (token as Token)))
@@ -604,8 +601,7 @@ class LlamaCppSession implements ModelSession {
   }
 
   async dispose(): Promise<void> {
-    this.samplers?.dispose()
-    this.samplers = null
+    this.direct?.samplers.dispose()
     this.sequence.dispose()
   }
 }
