@@ -24,16 +24,18 @@ import { parseArm, prepareArms, runPeerBench } from '../../electron/experiments/
 import { loadPrompts } from '../../electron/experiments/prompts'
 import { tokenizePrompts } from '../../electron/experiments/runner'
 import { warpOfSettings } from '../../electron/experiments/run-request'
-import { armRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type ModelOffload } from './report'
+import { armRows, engineRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type ModelOffload } from './report'
 
 /**
- * The arms: SpecLab's ar, sd, svip and PEARL and llama.cpp's draft speculative decoding. On the GPU the CPU threads
- * only feed the device, so every arm gets the same few; on the CPU the target batches on every core, the draft on one.
+ * The arms: SpecLab's ar, sd, svip and PEARL, and llama-server's AR and draft speculative decoding (the same jobs as
+ * SpecLab's ar and sd, so the report can say how the engines compare). On the GPU the CPU threads only feed the device,
+ * so every arm gets the same few; on the CPU the target batches on every core, the draft on one.
  */
 export function defaultArms(mode: 'cuda' | 'cpu', cores: number): string[] {
   const t = mode === 'cuda' ? String(Math.min(4, cores)) : '1'
   const b = mode === 'cuda' ? t : String(cores)
-  return [`ar@${t}/${b}`, `sd@${t}/${b}`, `svip@${t}/${b}`, `pearl@${t}/${b}/1`, `llama-server:draft@${b}/${b}/1`]
+  // llama-server's arms run at SpecLab's threads, so the engine rows compare the engines and not thread counts.
+  return [`ar@${t}/${b}`, `sd@${t}/${b}`, `svip@${t}/${b}`, `pearl@${t}/${b}/1`, `llama-server:ar@${t}/${b}`, `llama-server:draft@${t}/${b}/1`]
 }
 
 const usage = 'usage: gpu-check.mjs --target T.gguf --draft D.gguf --out DIR [--mode cuda|cpu] [--repeats N] [--prompts N] [--max-tokens N] [--arms A,B,…] [--build-seconds step=s,…]'
@@ -133,6 +135,7 @@ async function main(): Promise<number> {
       config: { ...config, prompts: prompts.length },
       arms: armRows(results),
       greedy,
+      engines: engineRows(results),
       passed: problems.length === 0,
       problems
     }

@@ -1,7 +1,7 @@
 /**
  * The GPU check's report: what ran (machine, binary, offload, build times), every arm's tok/s with its 95 % interval,
- * each arm's speed over SpecLab's `ar` paired per (prompt, repeat), and the greedy check (every lossless arm's
- * repeat-0 outputs equal `ar`'s). Pure: entry.ts measures, this writes JSON and Markdown from the numbers.
+ * each arm's speed over SpecLab's `ar` paired per (prompt, repeat), SpecLab over llama-server for the jobs both ran,
+ * and the greedy check (every lossless arm's repeat-0 outputs equal `ar`'s). Pure: entry.ts measures, this writes JSON and Markdown from the numbers.
  */
 import type { Interval } from '../../electron/engine/stats/bootstrap'
 import { pairedRatio, sameOutputs, type ArmResult } from '../../electron/experiments/peer-bench'
@@ -20,6 +20,12 @@ export interface ModelOffload {
   totalLayers: number
 }
 
+export interface EngineRow {
+  speclab: string
+  llamaServer: string
+  ratio: Interval | null
+}
+
 export interface GpuCheckReport {
   /** ISO time the measurement ended. */
   date: string
@@ -32,6 +38,8 @@ export interface GpuCheckReport {
   config: { prompts: number; maxTokens: number; repeats: number; gamma: number; temperature: number; contextSize: number; seed: number }
   arms: { label: string; side: string; method: string; tokensPerSecond: Interval | null; acceptance: number | null; tokensPerCall: number | null; overAr: Interval | null }[]
   greedy: GreedyRow[]
+  /** SpecLab's arm over llama-server's doing the same job, paired per (prompt, repeat). */
+  engines: EngineRow[]
   /** Every arm's outputs equal ar's and (cuda) every model is fully offloaded. */
   passed: boolean
   problems: string[]
@@ -74,6 +82,23 @@ export function armRows(results: readonly ArmResult[]): GpuCheckReport['arms'] {
   }))
 }
 
+/** The jobs both engines do: SpecLab's method and the llama-server arm that runs the same decoding. */
+const SAME_JOB: readonly (readonly [string, string])[] = [
+  ['ar', 'llama-server:ar'],
+  ['sd', 'llama-server:draft']
+]
+
+/** SpecLab over llama-server for each job both engines ran: the GPU check's answer to "as fast as llama.cpp?". */
+export function engineRows(results: readonly ArmResult[]): EngineRow[] {
+  const rows: EngineRow[] = []
+  for (const [ours, theirs] of SAME_JOB) {
+    const speclab = results.find((r) => r.side === 'speclab' && r.method === ours)
+    const peer = results.find((r) => r.side !== 'speclab' && r.method === theirs)
+    if (speclab && peer) rows.push({ speclab: speclab.label, llamaServer: peer.label, ratio: pairedRatio(speclab, peer) })
+  }
+  return rows
+}
+
 const fixed = (value: number | null | undefined, digits: number) => (value === null || value === undefined || !Number.isFinite(value) ? '–' : value.toFixed(digits))
 
 function interval(value: Interval | null, digits: number, unit = ''): string {
@@ -106,6 +131,8 @@ export function reportMarkdown(report: GpuCheckReport): string {
     '',
     'tok/s: median over (prompt, repeat) cells with its 95 % hierarchical bootstrap interval; × ar: median of the ratios of cells decoded next to each other.'
   ]
+  if (report.engines.length > 0)
+    lines.push('', '| SpecLab | llama-server | SpecLab / llama-server [95% CI] |', '|---|---|---|', ...report.engines.map((e) => `| ${e.speclab} | ${e.llamaServer} | ${interval(e.ratio, 3, '×')} |`))
   if (report.problems.length > 0) lines.push('', '## Problems', '', ...report.problems.map((p) => `- ${p}`))
   return `${lines.join('\n')}\n`
 }

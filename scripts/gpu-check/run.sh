@@ -3,15 +3,16 @@
 # ≥ 3.24 or nvidia-smi to pick the GPU's architecture), a C++ compiler and, for the default CUDA mode, the CUDA toolkit
 # (nvcc on PATH or in /usr/local/cuda/bin). No Node, no network: the pack brings its own Node and every source.
 #
-#   ./run.sh [--cpu] [--work DIR] [--out DIR] [--jobs N] [-- ENTRY OPTIONS…]
+#   ./run.sh [--cpu] [--build-only] [--work DIR] [--out DIR] [--jobs N] [-- ENTRY OPTIONS…]
 #
 # 1. checks every file against SHA256SUMS, joins split files, unpacks Node, the app, llama.cpp's source and the models
 # 2. builds, in ONE cmake tree, node-llama-cpp's addon (its llama/CMakeLists.txt, with the variables cmake-js passes)
 #    and llama.cpp's llama-server from the same source: CUDA (-DGGML_CUDA=ON) or, with --cpu, the CPU only
 # 3. puts the addon where node-llama-cpp looks for a local build (llama/localBuilds/<linux-x64[-cuda]>/Release with
-#    its _nlcBuildMetadata.json and buildDone.status) and runs the check (gpu-check.mjs): greedy sd = ar, then
-#    ar / sd / svip / pearl / llama-server:draft interleaved with repeats and 95 % intervals → OUT/report.md, report.json
-# ENTRY OPTIONS go to gpu-check.mjs (--repeats N, --prompts N, --max-tokens N, --arms A,B,…).
+#    its _nlcBuildMetadata.json and buildDone.status) and runs the check (gpu-check.mjs): greedy sd = ar, then ar / sd /
+#    svip / pearl / llama-server:ar / llama-server:draft interleaved with repeats and 95 % intervals → OUT/report.md, .json
+# ENTRY OPTIONS go to gpu-check.mjs (--repeats N, --prompts N, --max-tokens N, --arms A,B,…). --build-only stops after
+# step 3's install (a later run reuses the build and measures; a script can size its workload to the time left).
 # The build tree stays in WORK (default ./work), so a second run only relinks. Exit: 0 passed, 1 failed, 2 bad usage.
 set -euo pipefail
 
@@ -20,10 +21,12 @@ mode=cuda
 work="$here/work"
 out="$here/report"
 jobs=$(nproc 2>/dev/null || echo 4)
+build_only=0
 entry_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) mode=cpu ;;
+    --build-only) build_only=1 ;;
     --work) work=$2; shift ;;
     --out) out=$2; shift ;;
     --jobs) jobs=$2; shift ;;
@@ -131,6 +134,7 @@ printf '{"buildOptions":{"customCmakeOptions":{},"progressLogs":true,"platform":
   "$distro" "$arch" "$gpu_json" "$release" > "$dest/Release/_nlcBuildMetadata.json"
 : > "$dest/buildDone.status"
 printf '{"folderName":"%s"}\n' "$folder" > "$llama/lastBuild.json"
+if [ "$build_only" = 1 ]; then say "built; --build-only: not measuring"; exit 0; fi
 
 say "measuring"
 target=$(ls "$work/models"/*inflated*.gguf | head -n 1)

@@ -45,10 +45,12 @@ describe.skipIf(!enabled || process.platform !== 'linux')('gpu-check: pack and r
       expect(report.passed).toBe(true)
       expect(report.mode).toBe('cpu')
       expect(report.native).toMatchObject({ build: 'localBuild', gpu: 'cpu' })
-      expect(report.arms.map((a) => a.method)).toEqual(['ar', 'sd', 'svip', 'pearl', 'llama-server:draft'])
+      expect(report.arms.map((a) => a.method)).toEqual(['ar', 'sd', 'svip', 'pearl', 'llama-server:ar', 'llama-server:draft'])
       for (const a of report.arms) expect(a.tokensPerSecond?.cells).toBe(2 * 3)
       expect(report.greedy.find((g) => g.arm.startsWith('sd@'))).toMatchObject({ same: 2, prompts: 2 })
       expect(report.buildSeconds.build).toBeGreaterThan(0)
+      expect(report.engines.map((e) => [e.speclab, e.llamaServer])).toEqual([['ar@1/2', 'llama-server:ar@1/2'], ['sd@1/2', 'llama-server:draft@1/2/1']])
+      expect(report.engines[0]!.ratio?.median).toBeGreaterThan(0)
       expect(fs.readFileSync(path.join(reportDir, 'report.md'), 'utf8')).toContain('# SpecLab GPU check — PASSED')
       // Kept for docs/performance.md.
       if (process.env.SPECLAB_GPU_CHECK_KEEP) fs.cpSync(reportDir, process.env.SPECLAB_GPU_CHECK_KEEP, { recursive: true })

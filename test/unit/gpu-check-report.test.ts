@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { ArmResult, PeerCell } from '../../electron/experiments/peer-bench'
-import { armRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type ModelOffload } from '../../scripts/gpu-check/report'
+import { armRows, engineRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type ModelOffload } from '../../scripts/gpu-check/report'
 
 function cells(tokensPerSecond: number[]): PeerCell[] {
   return tokensPerSecond.map((tps, i) => ({ prompt: i % 2, repeat: Math.floor(i / 2), tokens: 64, wallMs: 64_000 / tps, tokensPerSecond: tps, proposed: 0, accepted: 0, targetCalls: 64 }))
@@ -41,6 +41,16 @@ describe('GPU check report', () => {
     expect(rows[1]!.overAr?.median).toBeCloseTo(1.5, 6)
   })
 
+  it('compares the engines only on the jobs both ran, paired per cell', () => {
+    const peerAr = arm('llama-server:ar@2/2', 'llama-server:ar', 'llama.cpp', [80, 80, 80, 80], [[1, 2, 3], [4, 5]])
+    const rows = engineRows([ar, sd, peerAr, peer])
+    expect(rows.map((r) => [r.speclab, r.llamaServer])).toEqual([['ar@1/2', 'llama-server:ar@2/2'], ['sd@1/2', 'llama-server:draft@2/2/1']])
+    expect(rows[0]!.ratio?.median).toBeCloseTo(1.25, 6)
+    expect(rows[1]!.ratio?.median).toBeCloseTo(1.25, 6)
+    expect(engineRows([ar, sd, peer]).map((r) => r.speclab)).toEqual(['sd@1/2'])
+    expect(engineRows([ar, sd])).toEqual([])
+  })
+
   it('says PASSED or FAILED and lists the problems', () => {
     const report: GpuCheckReport = {
       date: '2026-01-01T00:00:00.000Z',
@@ -52,6 +62,7 @@ describe('GPU check report', () => {
       config: { prompts: 2, maxTokens: 64, repeats: 2, gamma: 4, temperature: 0, contextSize: 512, seed: 1 },
       arms: armRows([ar, sd]),
       greedy: greedyRows([ar, sd]),
+      engines: engineRows([ar, sd, peer]),
       passed: true,
       problems: []
     }
@@ -60,6 +71,7 @@ describe('GPU check report', () => {
     expect(passed).toContain('| sd@1/2 | speclab |')
     expect(passed).toContain('1.500× [1.500–1.500]')
     expect(passed).toContain('build: configure 20 s, build 300 s')
+    expect(passed).toContain('| sd@1/2 | llama-server:draft@2/2/1 | 1.250× [1.250–1.250] |')
     const failed = reportMarkdown({ ...report, passed: false, problems: ['sd@1/2: greedy output differs from ar on prompts 0'] })
     expect(failed).toContain('FAILED')
     expect(failed).toContain('- sd@1/2: greedy output differs from ar on prompts 0')
