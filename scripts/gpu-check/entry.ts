@@ -7,7 +7,8 @@
  * Loads the target and the draft (every layer on the GPU in cuda mode: `--gpu-layers` clamps to the model's layer
  * count, and the report fails a model that did not go there wholly), runs the arms interleaved with peer-bench's
  * runner (experiments/peer-bench.ts) and writes report.json and report.md (report.ts). Exit 0 when every greedy
- * output equals `ar`'s and every model is offloaded as asked, 1 otherwise, 2 on bad arguments. No database: the
+ * output equals `ar`'s or leaves it only at a numerical tie of the target (divergence.ts), and every model is
+ * offloaded as asked; 1 otherwise, 2 on bad arguments. No database: the
  * store (better-sqlite3, a native addon) is never imported, so the bundle needs only node-llama-cpp's own addon.
  */
 import fs from 'node:fs'
@@ -20,11 +21,13 @@ import { nativeBackend, sharedLlama } from '../../electron/engine/model/llama-cp
 import { needsSharedVocabulary } from '../../electron/engine/methods/prepare'
 import { loadTrio } from '../../electron/experiments/models'
 import { describeMachine, machineAfter, machineBefore } from '../../electron/experiments/machine-state'
-import { parseArm, prepareArms, runPeerBench } from '../../electron/experiments/peer-bench'
+import { parseArm, prepareArms, runPeerBench, type ArmResult } from '../../electron/experiments/peer-bench'
+import type { LanguageModel } from '../../electron/engine/model/types'
 import { loadPrompts } from '../../electron/experiments/prompts'
 import { tokenizePrompts } from '../../electron/experiments/runner'
 import { warpOfSettings } from '../../electron/experiments/run-request'
-import { armRows, engineRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type ModelOffload } from './report'
+import { weighGreedyRows } from './divergence'
+import { armRows, engineRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type GreedyRow, type ModelOffload } from './report'
 
 /**
  * The arms: SpecLab's ar, sd, svip and PEARL, and llama-server's AR and draft speculative decoding (the same jobs as
@@ -54,6 +57,17 @@ function parseBuildSeconds(text: string | undefined): Record<string, number> {
     if (step && Number.isFinite(Number(seconds))) out[step] = Number(seconds)
   }
   return out
+}
+
+/** The greedy check's rows with every divergence weighed; a weighing that fails leaves its row unweighed and says why. */
+async function weighedGreedyRows(results: ArmResult[], target: LanguageModel, promptTokens: number[][], maxBatch: number): Promise<GreedyRow[]> {
+  const rows = greedyRows(results)
+  try {
+    return await weighGreedyRows(rows, results, target, promptTokens, maxBatch)
+  } catch (error) {
+    process.stderr.write(`gpu-check: could not weigh the greedy differences (${(error as Error).message}); every difference counts\n`)
+    return rows
+  }
 }
 
 async function main(): Promise<number> {
@@ -123,7 +137,7 @@ async function main(): Promise<number> {
     })
     process.stderr.write('\n')
     const machine = machineAfter(before)
-    const greedy = greedyRows(results)
+    const greedy = await weighedGreedyRows(results, trio.models.target, promptTokens, config.gamma + 1)
     const problems = problemsOf(greedy, models, mode)
     const report: GpuCheckReport = {
       date: new Date().toISOString(),

@@ -1,16 +1,20 @@
 /**
  * The GPU check's report: what ran (machine, binary, offload, build times), every arm's tok/s with its 95 % interval,
  * each arm's speed over SpecLab's `ar` paired per (prompt, repeat), SpecLab over llama-server for the jobs both ran,
- * and the greedy check (every lossless arm's repeat-0 outputs equal `ar`'s). Pure: entry.ts measures, this writes JSON and Markdown from the numbers.
+ * and the greedy check (every lossless arm's repeat-0 outputs equal `ar`'s, or leave them only at a numerical tie of
+ * the target: divergence.ts). Pure: entry.ts measures, this writes JSON and Markdown from the numbers.
  */
 import type { Interval } from '../../electron/engine/stats/bootstrap'
 import { pairedRatio, sameOutputs, type ArmResult } from '../../electron/experiments/peer-bench'
+import type { Divergence } from './divergence'
 
 export interface GreedyRow {
   arm: string
   same: number
   prompts: number
   differing: number[]
+  /** The first difference of each differing prompt, weighed (divergence.ts); empty until weighed. */
+  divergences: Divergence[]
 }
 
 export interface ModelOffload {
@@ -57,13 +61,23 @@ export function greedyRows(results: readonly ArmResult[]): GreedyRow[] {
   const reference = referenceArm(results)
   return results.filter((r) => r !== reference).map((r) => {
     const { same, prompts, first } = sameOutputs(r, reference)
-    return { arm: r.label, same, prompts, differing: first }
+    return { arm: r.label, same, prompts, differing: first, divergences: [] }
   })
 }
 
-/** What fails the check: an output that differs from ar's, a model not wholly on the GPU in CUDA mode. */
+/** Prompts whose output differs from ar's other than at a numerical tie of the target (divergence.ts). */
+export function realDifferences(row: GreedyRow): number[] {
+  return row.differing.filter((prompt) => !row.divergences.some((d) => d.prompt === prompt && d.tie))
+}
+
+/**
+ * What fails the check: an output that differs from ar's other than at a numerical tie, a model not wholly on the GPU
+ * in CUDA mode.
+ */
 export function problemsOf(greedy: readonly GreedyRow[], models: readonly ModelOffload[], mode: GpuCheckReport['mode']): string[] {
-  const problems = greedy.filter((g) => g.same < g.prompts).map((g) => `${g.arm}: greedy output differs from ar on prompts ${g.differing.join(', ')}`)
+  const problems = greedy
+    .filter((g) => realDifferences(g).length > 0)
+    .map((g) => `${g.arm}: greedy output differs from ar, not at a numerical tie, on prompts ${realDifferences(g).join(', ')}`)
   if (mode === 'cuda')
     for (const m of models) if (m.gpuLayers < m.totalLayers) problems.push(`${m.role} ${m.file}: ${m.gpuLayers} of ${m.totalLayers} layers on the GPU`)
   return problems
@@ -106,6 +120,23 @@ function interval(value: Interval | null, digits: number, unit = ''): string {
   return `${fixed(value.median, digits)}${unit} [${fixed(value.low, digits)}–${fixed(value.high, digits)}]`
 }
 
+function greedyCell(row: GreedyRow): string {
+  const ties = row.differing.length - realDifferences(row).length
+  return `${row.same}/${row.prompts}${ties > 0 ? `, ${ties} at ties` : ''}`
+}
+
+/** One line per weighed divergence: where, which tokens, the gaps (nats) alone and in batches of 2 … K. */
+function divergenceLines(greedy: readonly GreedyRow[]): string[] {
+  const gap = (g: number | null) => (g === null ? 'outside top-64' : g.toFixed(4))
+  return greedy.flatMap((row) =>
+    row.divergences.map(
+      (d) =>
+        `- ${row.arm}, prompt ${d.prompt}, token ${d.position}: ar ${d.ar}, arm ${d.arm}; gap alone ${gap(d.gapAlone)}, ` +
+        `in batches of 2…: ${d.gapInBatch.map(gap).join(', ')} → ${d.tie ? 'numerical tie' : 'real difference'}`
+    )
+  )
+}
+
 export function reportMarkdown(report: GpuCheckReport): string {
   const { config } = report
   const greedy = new Map(report.greedy.map((g) => [g.arm, g]))
@@ -126,13 +157,24 @@ export function reportMarkdown(report: GpuCheckReport): string {
     '|---|---|---|---|---|---|---|',
     ...report.arms.map((a) => {
       const g = greedy.get(a.label)
-      return `| ${a.label} | ${a.side} | ${interval(a.tokensPerSecond, 1)} | ${interval(a.overAr, 3, '×')} | ${fixed(a.acceptance, 3)} | ${fixed(a.tokensPerCall, 2)} | ${g ? `${g.same}/${g.prompts}` : 'reference'} |`
+      return `| ${a.label} | ${a.side} | ${interval(a.tokensPerSecond, 1)} | ${interval(a.overAr, 3, '×')} | ${fixed(a.acceptance, 3)} | ${fixed(a.tokensPerCall, 2)} | ${g ? greedyCell(g) : 'reference'} |`
     }),
     '',
     'tok/s: median over (prompt, repeat) cells with its 95 % hierarchical bootstrap interval; × ar: median of the ratios of cells decoded next to each other.'
   ]
   if (report.engines.length > 0)
     lines.push('', '| SpecLab | llama-server | SpecLab / llama-server [95% CI] |', '|---|---|---|', ...report.engines.map((e) => `| ${e.speclab} | ${e.llamaServer} | ${interval(e.ratio, 3, '×')} |`))
+  const divergences = divergenceLines(report.greedy)
+  if (divergences.length > 0)
+    lines.push(
+      '',
+      '## Where outputs leave ar\'s',
+      '',
+      'The target\'s gap ln p(ar\'s token) − ln p(the arm\'s) at the first difference, evaluated alone (as ar did) and as the last of a batch; ' +
+        'a numerical tie when some batch size moves the gap by at least its size (scripts/gpu-check/divergence.ts).',
+      '',
+      ...divergences
+    )
   if (report.problems.length > 0) lines.push('', '## Problems', '', ...report.problems.map((p) => `- ${p}`))
   return `${lines.join('\n')}\n`
 }

@@ -110,6 +110,9 @@ else
 fi
 
 say "configuring ($mode, ${jobs} jobs)"
+# The time of the run that made the build tree is kept, so a later run's report still says what a whole build took.
+fresh=0
+[ -f "$build/CMakeCache.txt" ] || { fresh=1; rm -f "$work/first-build-$mode.seconds"; }
 t0=$SECONDS
 cmake -S "$llama" -B "$build" ${generator[@]+"${generator[@]}"} "${options[@]}" > "$work/configure-$mode.log" 2>&1 || { tail -n 40 "$work/configure-$mode.log" >&2; exit 1; }
 configure_s=$((SECONDS - t0))
@@ -118,6 +121,9 @@ t0=$SECONDS
 cmake --build "$build" --config Release --target llama-addon llama-server -j "$jobs" > "$work/build-$mode.log" 2>&1 || { tail -n 60 "$work/build-$mode.log" >&2; exit 1; }
 build_s=$((SECONDS - t0))
 say "built in $((configure_s + build_s)) s"
+[ "$fresh" = 0 ] || echo "$((configure_s + build_s))" > "$work/first-build-$mode.seconds"
+timings="configure=$configure_s,build=$build_s"
+[ -f "$work/first-build-$mode.seconds" ] && timings="$timings,first-build=$(cat "$work/first-build-$mode.seconds")"
 
 addon=$(find "$build" -name llama-addon.node -type f | head -n 1)
 server=$(find "$build" -name llama-server -type f -perm -u+x | head -n 1)
@@ -156,6 +162,6 @@ env PATH="$work/bin:$PATH" \
   SPECLAB_CACHE_DIR="$work/cache" \
   "$work/bin/node" "$work/app/nlc/dist/gpu-check.mjs" \
   --mode "$mode" --target "$target" --draft "$draft" --out "$out" \
-  --build-seconds "configure=$configure_s,build=$build_s" ${entry_args[@]+"${entry_args[@]}"} || status=$?
+  --build-seconds "$timings" ${entry_args[@]+"${entry_args[@]}"} || status=$?
 say "report: $out/report.md (exit $status)"
 exit "$status"

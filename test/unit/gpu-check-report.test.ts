@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { ArmResult, PeerCell } from '../../electron/experiments/peer-bench'
+import { firstDifference, isNumericalTie, type Divergence } from '../../scripts/gpu-check/divergence'
 import { armRows, engineRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type ModelOffload } from '../../scripts/gpu-check/report'
 
 function cells(tokensPerSecond: number[]): PeerCell[] {
@@ -22,8 +23,8 @@ describe('GPU check report', () => {
 
   it('checks every arm against ar and names the prompts that differ', () => {
     expect(greedyRows([ar, sd, peer])).toEqual([
-      { arm: 'sd@1/2', same: 2, prompts: 2, differing: [] },
-      { arm: 'llama-server:draft@2/2/1', same: 1, prompts: 2, differing: [1] }
+      { arm: 'sd@1/2', same: 2, prompts: 2, differing: [], divergences: [] },
+      { arm: 'llama-server:draft@2/2/1', same: 1, prompts: 2, differing: [1], divergences: [] }
     ])
   })
 
@@ -32,7 +33,29 @@ describe('GPU check report', () => {
     expect(problemsOf(greedy, offload(9), 'cuda')).toEqual([])
     expect(problemsOf(greedy, offload(8), 'cuda')).toEqual(['target t.gguf: 8 of 9 layers on the GPU'])
     expect(problemsOf(greedy, offload(0), 'cpu')).toEqual([])
-    expect(problemsOf(greedyRows([ar, peer]), offload(9), 'cuda')).toEqual(['llama-server:draft@2/2/1: greedy output differs from ar on prompts 1'])
+    expect(problemsOf(greedyRows([ar, peer]), offload(9), 'cuda')).toEqual(['llama-server:draft@2/2/1: greedy output differs from ar, not at a numerical tie, on prompts 1'])
+  })
+
+  const divergence = (tie: boolean): Divergence => ({ prompt: 1, position: 1, ar: 5, arm: 6, gapAlone: 0.001, gapInBatch: [tie ? -0.002 : 0.001], tie })
+
+  it('passes a difference at a numerical tie and fails one that is not', () => {
+    const [row] = greedyRows([ar, peer]).slice(0, 1)
+    expect(problemsOf([{ ...row!, divergences: [divergence(true)] }], offload(9), 'cuda')).toEqual([])
+    expect(problemsOf([{ ...row!, divergences: [divergence(false)] }], offload(9), 'cuda')).toHaveLength(1)
+    // A tie on another prompt does not excuse this one.
+    expect(problemsOf([{ ...row!, divergences: [{ ...divergence(true), prompt: 0 }] }], offload(9), 'cuda')).toHaveLength(1)
+  })
+
+  it('calls a divergence a tie only when ar’s token leads alone and a batch moves the gap by at least its size', () => {
+    expect(isNumericalTie(0.003, [0.0031, -0.001])).toBe(true)
+    expect(isNumericalTie(0.003, [0.0031, 0.0025])).toBe(false)
+    expect(isNumericalTie(0.5, [0.49, 0.51])).toBe(false)
+    expect(isNumericalTie(-0.001, [0.002])).toBe(false)
+    expect(isNumericalTie(null, [0.001])).toBe(false)
+    expect(isNumericalTie(0, [])).toBe(true)
+    expect(isNumericalTie(0.001, [null])).toBe(false)
+    expect(firstDifference([1, 2, 3], [1, 2, 4])).toBe(2)
+    expect(firstDifference([1, 2, 3], [1, 2])).toBeNull()
   })
 
   it('gives every arm but ar its speed over ar, paired per cell', () => {
@@ -75,5 +98,8 @@ describe('GPU check report', () => {
     const failed = reportMarkdown({ ...report, passed: false, problems: ['sd@1/2: greedy output differs from ar on prompts 0'] })
     expect(failed).toContain('FAILED')
     expect(failed).toContain('- sd@1/2: greedy output differs from ar on prompts 0')
+    const tied = reportMarkdown({ ...report, greedy: [{ arm: 'sd@1/2', same: 1, prompts: 2, differing: [1], divergences: [divergence(true)] }] })
+    expect(tied).toContain('| 1/2, 1 at ties |')
+    expect(tied).toContain('- sd@1/2, prompt 1, token 1: ar 5, arm 6; gap alone 0.0010, in batches of 2…: -0.0020 → numerical tie')
   })
 })
