@@ -125,14 +125,14 @@ function greedyCell(row: GreedyRow): string {
   return `${row.same}/${row.prompts}${ties > 0 ? `, ${ties} at ties` : ''}`
 }
 
-/** One line per weighed divergence: where, which tokens, the gaps (nats) alone and in batches of 2 … K. */
+/** One line per weighed divergence: where, which tokens, the gaps (nats) under ar's history and chunked ones, the noise. */
 function divergenceLines(greedy: readonly GreedyRow[]): string[] {
   const gap = (g: number | null) => (g === null ? 'outside top-64' : g.toFixed(4))
   return greedy.flatMap((row) =>
     row.divergences.map(
       (d) =>
-        `- ${row.arm}, prompt ${d.prompt}, token ${d.position}: ar ${d.ar}, arm ${d.arm}; gap alone ${gap(d.gapAlone)}, ` +
-        `in batches of 2…: ${d.gapInBatch.map(gap).join(', ')} → ${d.tie ? 'numerical tie' : 'real difference'}`
+        `- ${row.arm}, prompt ${d.prompt}, token ${d.position}: ar ${d.ar}, arm ${d.arm}; gap ${gap(d.gap)} under ar's evaluation, ` +
+        `${d.gapChunked.map(gap).join(', ')} in chunks of 2…; the prompt's noise ${d.noise.toFixed(4)} → ${d.tie ? 'numerical tie' : 'real difference'}`
     )
   )
 }
@@ -170,8 +170,9 @@ export function reportMarkdown(report: GpuCheckReport): string {
       '',
       '## Where outputs leave ar\'s',
       '',
-      'The target\'s gap ln p(ar\'s token) − ln p(the arm\'s) at the first difference, evaluated alone (as ar did) and as the last of a batch; ' +
-        'a numerical tie when some batch size moves the gap by at least its size (scripts/gpu-check/divergence.ts).',
+      'The target\'s gap ln p(ar\'s token) − ln p(the arm\'s) at the first difference, with the tokens before it evaluated as ar did and in ' +
+        'chunks of 2 … γ + 1; a numerical tie when ar\'s evaluation prefers its token by no more than the noise: the largest change of the top-two ' +
+        'gap at any position of the prompt between those evaluations (scripts/gpu-check/divergence.ts).',
       '',
       ...divergences
     )

@@ -1,13 +1,13 @@
 /**
- * The GPU check's divergence weighing (scripts/gpu-check/divergence.ts) on a real model, on the CPU, where a position
- * evaluated alone and inside a batch agree: the replay of ar's greedy output must make ar's decisions (ar's token is
- * the argmax alone at every position), the gaps alone and in batches must agree to rounding, and a crafted divergence
- * to the runner-up token — what a verification bug would produce — must be weighed a real difference, not a tie.
+ * The GPU check's divergence weighing (scripts/gpu-check/divergence.ts) on a real model, on the CPU: ar's own history
+ * replayed must make ar's decisions (its token is the argmax at every position), the chunked histories must agree with
+ * it to rounding (the CPU's noise is under 0.01 nats), and a crafted divergence to the runner-up token — what a
+ * verification bug produces — must be weighed a real difference wherever the runner-up trails by more than the noise.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
-import { argmax } from '../../electron/engine/sampling/distribution'
-import { weighDivergence } from '../../scripts/gpu-check/divergence'
+import { argmax, type Distribution } from '../../electron/engine/sampling/distribution'
+import { historiesOf, noiseOf, weighDivergence } from '../../scripts/gpu-check/divergence'
 import { describeWithModels, modelPath } from '../helpers/gguf'
 
 const TARGET = 'family/stories-target5M-f32.gguf'
@@ -15,37 +15,48 @@ const withModels = describeWithModels('test/integration/gpu-check-divergence-ggu
 
 withModels('GPU check: weighing where a greedy output leaves ar’s', () => {
   let model: LlamaCppModel
-  let prompt: number[]
   let output: number[]
   let runnerUp: number[]
+  let histories: Distribution[][]
 
   beforeAll(async () => {
     model = await loadLlamaModel(modelPath(TARGET), { threads: 1, contextSize: 256, sequences: 1 })
-    prompt = [model.info.bos!, ...model.tokenize('Once upon a time, there was a little dog named Max. He liked to')]
-    // ar's greedy output and the runner-up token at each position, token by token as ar decodes.
+    const prompt = [model.info.bos!, ...model.tokenize('Once upon a time, there was a little dog named Max. He liked to')]
+    // ar's greedy output and the runner-up at each position, token by token as ar decodes.
     const session = await model.createSession({ temperature: 0, topK: 64, topP: 1 })
     output = []
     runnerUp = []
     let [next] = await session.append(prompt, prompt.length - 1)
-    for (let i = 0; i < 12; i++) {
+    for (let i = 0; i < 16; i++) {
       output.push(argmax(next!))
       runnerUp.push(next!.ids[1]!)
       ;[next] = await session.append([output[i]!], 0)
     }
     await session.dispose()
+    histories = await historiesOf(model, prompt, output, 5)
   })
 
   afterAll(async () => {
     await model?.dispose()
   })
 
-  it.each([0, 1, 5, 11])('position %i: ar’s token is the argmax alone, batches agree, the runner-up is no tie', async (position) => {
-    const weighed = await weighDivergence(model, prompt, output, runnerUp[position]!, position, 5)
-    expect(weighed.ar).toBe(output[position])
-    expect(weighed.gapAlone).not.toBeNull()
-    expect(weighed.gapAlone!).toBeGreaterThan(0)
-    expect(weighed.gapInBatch).toHaveLength(4)
-    for (const gap of weighed.gapInBatch) expect(gap!).toBeCloseTo(weighed.gapAlone!, 4)
-    expect(weighed.tie).toBe(false)
+  it('replays ar’s decisions under its own history, and every history covers every position', () => {
+    expect(histories).toHaveLength(5)
+    for (const history of histories) expect(history).toHaveLength(output.length)
+    expect(histories[0]!.map(argmax)).toEqual(output)
+    expect(noiseOf(histories, output)).toBeLessThan(0.01)
+  })
+
+  it('weighs a divergence to the runner-up a real difference wherever it trails by more than the noise', () => {
+    const noise = noiseOf(histories, output)
+    const weighed = output.map((_, position) => weighDivergence(histories, output, position, runnerUp[position]!, noise))
+    const clear = weighed.filter((w) => w.gap! > 2 * noise)
+    expect(clear.length).toBeGreaterThanOrEqual(12)
+    for (const w of weighed) {
+      expect(w.gap!).toBeGreaterThanOrEqual(0)
+      expect(w.gapChunked).toHaveLength(4)
+      for (const gap of w.gapChunked) expect(Math.abs(gap! - w.gap!)).toBeLessThanOrEqual(noise + 1e-12)
+    }
+    for (const w of clear) expect(w.tie).toBe(false)
   })
 })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { ArmResult, PeerCell } from '../../electron/experiments/peer-bench'
-import { firstDifference, isNumericalTie, type Divergence } from '../../scripts/gpu-check/divergence'
+import { firstDifference, isNumericalTie, noiseOf, weighDivergence, type Divergence } from '../../scripts/gpu-check/divergence'
 import { armRows, engineRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type ModelOffload } from '../../scripts/gpu-check/report'
 
 function cells(tokensPerSecond: number[]): PeerCell[] {
@@ -36,7 +36,7 @@ describe('GPU check report', () => {
     expect(problemsOf(greedyRows([ar, peer]), offload(9), 'cuda')).toEqual(['llama-server:draft@2/2/1: greedy output differs from ar, not at a numerical tie, on prompts 1'])
   })
 
-  const divergence = (tie: boolean): Divergence => ({ prompt: 1, position: 1, ar: 5, arm: 6, gapAlone: 0.001, gapInBatch: [tie ? -0.002 : 0.001], tie })
+  const divergence = (tie: boolean): Divergence => ({ prompt: 1, position: 1, ar: 5, arm: 6, gap: 0.001, gapChunked: [tie ? -0.002 : 0.001], noise: tie ? 0.003 : 0, tie })
 
   it('passes a difference at a numerical tie and fails one that is not', () => {
     const [row] = greedyRows([ar, peer]).slice(0, 1)
@@ -46,22 +46,33 @@ describe('GPU check report', () => {
     expect(problemsOf([{ ...row!, divergences: [{ ...divergence(true), prompt: 0 }] }], offload(9), 'cuda')).toHaveLength(1)
   })
 
-  it('calls a divergence a tie only when ar’s token leads alone and a batch moves the gap by at least its size', () => {
-    expect(isNumericalTie(0.003, [0.0031, -0.001])).toBe(true)
-    expect(isNumericalTie(0.003, [0.0031, 0.0025])).toBe(false)
-    expect(isNumericalTie(0.5, [0.49, 0.51])).toBe(false)
-    expect(isNumericalTie(-0.001, [0.002])).toBe(false)
-    expect(isNumericalTie(null, [0.001])).toBe(false)
-    expect(isNumericalTie(0, [])).toBe(true)
-    expect(isNumericalTie(0.001, [null])).toBe(false)
+  it('calls a divergence a tie only when ar’s evaluation prefers its token by no more than the noise', () => {
+    expect(isNumericalTie(0.003, [0.0031], 0.004)).toBe(true)
+    expect(isNumericalTie(0.003, [0.0031, -0.001], 0)).toBe(true)
+    expect(isNumericalTie(0.003, [0.0031, 0.0025], 0.001)).toBe(false)
+    expect(isNumericalTie(0.5, [0.49, 0.51], 0.02)).toBe(false)
+    expect(isNumericalTie(-0.001, [0.002], 1)).toBe(false)
+    expect(isNumericalTie(null, [0.001], 1)).toBe(false)
+    expect(isNumericalTie(0, [], 0)).toBe(true)
+    expect(isNumericalTie(0.001, [null], 0)).toBe(false)
     expect(firstDifference([1, 2, 3], [1, 2, 4])).toBe(2)
     expect(firstDifference([1, 2, 3], [1, 2])).toBeNull()
   })
 
-  it('gives every arm but ar its speed over ar, paired per cell', () => {
-    const rows = armRows([ar, sd])
-    expect(rows[0]!.overAr).toBeNull()
-    expect(rows[1]!.overAr?.median).toBeCloseTo(1.5, 6)
+  const dist = (entries: [number, number][]) => ({ ids: Int32Array.from(entries.map((e) => e[0])), probs: Float64Array.from(entries.map((e) => e[1])) })
+
+  it('measures the noise as the largest change of ar’s top-two gap between histories, and weighs a divergence on it', () => {
+    const output = [7, 8]
+    const own = [dist([[7, 0.6], [9, 0.4]]), dist([[8, 0.5], [3, 0.49], [4, 0.01]])]
+    const chunked = [dist([[7, 0.59], [9, 0.41]]), dist([[8, 0.5], [3, 0.49], [4, 0.01]])]
+    const noise = noiseOf([own, chunked], output)
+    expect(noise).toBeCloseTo(Math.abs(Math.log(0.6 / 0.4) - Math.log(0.59 / 0.41)), 12)
+    // Position 1: ar's 8 leads 3 by ln(0.5/0.49) ≈ 0.020, within the noise (≈ 0.041): a tie; it leads 4 by 3.9: real.
+    expect(weighDivergence([own, chunked], output, 1, 3, noise).tie).toBe(true)
+    expect(weighDivergence([own, chunked], output, 1, 4, noise).tie).toBe(false)
+    // Identical histories (the CPU): noise 0, every divergence with a positive gap is real.
+    expect(noiseOf([own, own], output)).toBe(0)
+    expect(weighDivergence([own, own], output, 1, 3, 0).tie).toBe(false)
   })
 
   it('compares the engines only on the jobs both ran, paired per cell', () => {
@@ -100,6 +111,6 @@ describe('GPU check report', () => {
     expect(failed).toContain('- sd@1/2: greedy output differs from ar on prompts 0')
     const tied = reportMarkdown({ ...report, greedy: [{ arm: 'sd@1/2', same: 1, prompts: 2, differing: [1], divergences: [divergence(true)] }] })
     expect(tied).toContain('| 1/2, 1 at ties |')
-    expect(tied).toContain('- sd@1/2, prompt 1, token 1: ar 5, arm 6; gap alone 0.0010, in batches of 2…: -0.0020 → numerical tie')
+    expect(tied).toContain("- sd@1/2, prompt 1, token 1: ar 5, arm 6; gap 0.0010 under ar's evaluation, -0.0020 in chunks of 2…; the prompt's noise 0.0030 → numerical tie")
   })
 })
