@@ -18,11 +18,11 @@
  * two best tokens are closer than that. llama.cpp's own speculative decoding leaves its own AR output at the same
  * tokens as SpecLab's `sd` on an H100 (docs/performance.md, GPU check), and a replay with the prefix in one batch
  * already disagrees with ar's decisions there. The CPU has the same noise, smaller: under 0.001 nats for the f32
- * stories target, 0.015 for the f16 inflated one (one story prompt, 32 tokens). The exact check (every greedy output
- * equals ar's, the *-gguf tests) holds there on the prompts the tests use; it cannot be asked of every prompt on every
- * backend. What this rule cannot see is a decoder bug that only ever flips choices within the noise; the CPU's exact
- * checks are there for that. A wrong verification makes gaps far above the noise (a crafted divergence to the
- * runner-up token on the CPU is not a tie: test/integration/gpu-check-divergence-gguf.test.ts).
+ * stories target, 0.015–0.022 for the f16 inflated one (story prompts, 32–128 tokens); the *-gguf tests forgive a
+ * fixed near-tie (top two probabilities within 0.02, test/helpers/gguf.ts) where this measures the tolerance on the
+ * machine. What this rule cannot see is a decoder bug that only ever flips choices within the noise; the χ² tests on
+ * toy models, exact at any batch shape, are there for that. A wrong verification makes gaps far above the noise (a
+ * crafted divergence to the runner-up token is not a tie: test/integration/gpu-check-divergence-gguf.test.ts).
  */
 import type { LanguageModel } from '../../electron/engine/model/types'
 import type { Distribution } from '../../electron/engine/sampling/distribution'
