@@ -8,8 +8,8 @@
  * count, and the report fails a model that did not go there wholly), runs the arms interleaved with peer-bench's
  * runner (experiments/peer-bench.ts) and writes report.json and report.md (report.ts). Exit 0 when every greedy
  * output equals `ar`'s or leaves it only at a numerical tie of the target (divergence.ts), and every model is
- * offloaded as asked; 1 otherwise, 2 on bad arguments. No database: the
- * store (better-sqlite3, a native addon) is never imported, so the bundle needs only node-llama-cpp's own addon.
+ * offloaded as asked; 1 otherwise, 2 on bad arguments. No database: the store (better-sqlite3, a native addon) is
+ * never imported, so the bundle needs only node-llama-cpp's own addon.
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -60,10 +60,10 @@ function parseBuildSeconds(text: string | undefined): Record<string, number> {
 }
 
 /** The greedy check's rows with every divergence weighed; a weighing that fails leaves its row unweighed and says why. */
-async function weighedGreedyRows(results: ArmResult[], target: LanguageModel, promptTokens: number[][], maxBatch: number): Promise<GreedyRow[]> {
+async function weighedGreedyRows(results: ArmResult[], target: LanguageModel, promptTokens: number[][], maxChunk: number): Promise<GreedyRow[]> {
   const rows = greedyRows(results)
   try {
-    return await weighGreedyRows(rows, results, target, promptTokens, maxBatch)
+    return await weighGreedyRows(rows, results, target, promptTokens, maxChunk)
   } catch (error) {
     process.stderr.write(`gpu-check: could not weigh the greedy differences (${(error as Error).message}); every difference counts\n`)
     return rows

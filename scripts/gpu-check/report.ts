@@ -44,7 +44,7 @@ export interface GpuCheckReport {
   greedy: GreedyRow[]
   /** SpecLab's arm over llama-server's doing the same job, paired per (prompt, repeat). */
   engines: EngineRow[]
-  /** Every arm's outputs equal ar's and (cuda) every model is fully offloaded. */
+  /** Every arm's outputs equal ar's or leave them only at a numerical tie, and (cuda) every model is fully offloaded. */
   passed: boolean
   problems: string[]
 }
