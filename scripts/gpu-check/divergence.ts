@@ -26,8 +26,6 @@
  */
 import type { LanguageModel } from '../../electron/engine/model/types'
 import type { Distribution } from '../../electron/engine/sampling/distribution'
-import type { ArmResult } from '../../electron/experiments/peer-bench'
-import { referenceArm, type GreedyRow } from './report'
 
 export interface Divergence {
   prompt: number
@@ -124,36 +122,4 @@ export async function historiesOf(target: LanguageModel, prompt: readonly number
   const histories: Distribution[][] = []
   for (let chunk = 1; chunk <= Math.max(1, maxChunk); chunk++) histories.push(await distributionsUnderHistory(target, prompt, output, chunk))
   return histories
-}
-
-/** Weighs the first difference of every differing prompt of every row; each prompt's histories are evaluated once. */
-export async function weighGreedyRows(
-  rows: readonly GreedyRow[],
-  results: readonly ArmResult[],
-  target: LanguageModel,
-  promptTokens: readonly (readonly number[])[],
-  maxChunk: number
-): Promise<GreedyRow[]> {
-  const reference = referenceArm(results)
-  const perPrompt = new Map<number, { histories: Distribution[][]; noise: number }>()
-  const weighed: GreedyRow[] = []
-  for (const row of rows) {
-    const arm = results.find((r) => r.label === row.arm)!
-    const divergences: Divergence[] = []
-    for (const prompt of row.differing) {
-      const output = reference.outputs[prompt] ?? []
-      const armOutput = arm.outputs[prompt] ?? []
-      const position = firstDifference(output, armOutput)
-      if (position === null) continue
-      let known = perPrompt.get(prompt)
-      if (!known) {
-        const histories = await historiesOf(target, promptTokens[prompt]!, output, maxChunk)
-        known = { histories, noise: noiseOf(histories, output) }
-        perPrompt.set(prompt, known)
-      }
-      divergences.push({ prompt, ...weighDivergence(known.histories, output, position, armOutput[position]!, known.noise) })
-    }
-    weighed.push({ ...row, divergences })
-  }
-  return weighed
 }

@@ -26,8 +26,9 @@ import type { LanguageModel } from '../../electron/engine/model/types'
 import { loadPrompts } from '../../electron/experiments/prompts'
 import { tokenizePrompts } from '../../electron/experiments/runner'
 import { warpOfSettings } from '../../electron/experiments/run-request'
-import { weighGreedyRows } from './divergence'
-import { armRows, engineRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type GreedyRow, type ModelOffload } from './report'
+import { firstDifference, historiesOf, noiseOf, weighDivergence, type Divergence } from './divergence'
+import type { Distribution } from '../../electron/engine/sampling/distribution'
+import { armRows, engineRows, greedyRows, problemsOf, referenceArm, reportMarkdown, type GpuCheckReport, type GreedyRow, type ModelOffload } from './report'
 
 /**
  * The arms: SpecLab's ar, sd, svip and PEARL, and llama-server's AR and draft speculative decoding (the same jobs as
@@ -59,11 +60,36 @@ function parseBuildSeconds(text: string | undefined): Record<string, number> {
   return out
 }
 
-/** The greedy check's rows with every divergence weighed; a weighing that fails leaves its row unweighed and says why. */
+/**
+ * The greedy check's rows with the first difference of every differing prompt weighed (divergence.ts); each prompt's
+ * histories are evaluated once. A weighing that fails leaves the rows unweighed (every difference then counts) and
+ * says why.
+ */
 async function weighedGreedyRows(results: ArmResult[], target: LanguageModel, promptTokens: number[][], maxChunk: number): Promise<GreedyRow[]> {
   const rows = greedyRows(results)
+  const reference = referenceArm(results)
+  const perPrompt = new Map<number, { histories: Distribution[][]; noise: number }>()
   try {
-    return await weighGreedyRows(rows, results, target, promptTokens, maxChunk)
+    const weighed: GreedyRow[] = []
+    for (const row of rows) {
+      const arm = results.find((r) => r.label === row.arm)!
+      const divergences: Divergence[] = []
+      for (const prompt of row.differing) {
+        const output = reference.outputs[prompt] ?? []
+        const armOutput = arm.outputs[prompt] ?? []
+        const position = firstDifference(output, armOutput)
+        if (position === null) continue
+        let known = perPrompt.get(prompt)
+        if (!known) {
+          const histories = await historiesOf(target, promptTokens[prompt]!, output, maxChunk)
+          known = { histories, noise: noiseOf(histories, output) }
+          perPrompt.set(prompt, known)
+        }
+        divergences.push({ prompt, ...weighDivergence(known.histories, output, position, armOutput[position]!, known.noise) })
+      }
+      weighed.push({ ...row, divergences })
+    }
+    return weighed
   } catch (error) {
     process.stderr.write(`gpu-check: could not weigh the greedy differences (${(error as Error).message}); every difference counts\n`)
     return rows
