@@ -25,7 +25,8 @@
  * crafted divergence to the runner-up token is not a tie: test/integration/gpu-check-divergence-gguf.test.ts).
  */
 import type { LanguageModel } from '../../electron/engine/model/types'
-import type { Distribution } from '../../electron/engine/sampling/distribution'
+import { argmax, probabilityOf, type Distribution } from '../../electron/engine/sampling/distribution'
+import { DEFAULT_WARP } from '../../electron/engine/sampling/warp'
 
 export interface Divergence {
   prompt: number
@@ -51,15 +52,11 @@ export function firstDifference(reference: readonly number[], other: readonly nu
   return null
 }
 
-function logProbability(distribution: Distribution, token: number): number | null {
-  for (let i = 0; i < distribution.ids.length; i++) if (distribution.ids[i] === token) return Math.log(distribution.probs[i]!)
-  return null
-}
-
+/** ln p(a) − ln p(b); null when either is outside the distribution's tokens. */
 export function gapOf(distribution: Distribution, a: number, b: number): number | null {
-  const la = logProbability(distribution, a)
-  const lb = logProbability(distribution, b)
-  return la === null || lb === null ? null : la - lb
+  const pa = probabilityOf(distribution, a)
+  const pb = probabilityOf(distribution, b)
+  return pa === 0 || pb === 0 ? null : Math.log(pa) - Math.log(pb)
 }
 
 /** The best token of a distribution other than `token`. */
@@ -69,11 +66,31 @@ function competitor(distribution: Distribution, token: number): number | null {
 }
 
 /**
+ * ar's greedy output of `length` tokens as ar decodes it (the prompt in one batch, then one token per evaluation),
+ * with the distribution each token was chosen from.
+ */
+export async function greedyOutput(target: LanguageModel, prompt: readonly number[], length: number): Promise<{ output: number[]; distributions: Distribution[] }> {
+  const session = await target.createSession(DEFAULT_WARP)
+  try {
+    const distributions = await session.append(prompt, prompt.length - 1)
+    const output: number[] = []
+    for (let i = 0; i < length; i++) {
+      output.push(argmax(distributions[i]!))
+      if (i + 1 < length) distributions.push(...(await session.append([output[i]!], 0)))
+    }
+    return { output, distributions }
+  } finally {
+    await session.dispose()
+  }
+}
+
+/**
  * The target's distribution for every position of `output` under one history: the prompt in one batch, then the
  * output in batches of `chunk` (1 = ar's own). Entry j is the distribution o_j was chosen from.
  */
 export async function distributionsUnderHistory(target: LanguageModel, prompt: readonly number[], output: readonly number[], chunk: number): Promise<Distribution[]> {
-  const session = await target.createSession(RAW_TOP_64)
+  // The raw distribution's 64 best tokens: a and b of a near-tie are among them, and a gap ignores the cut.
+  const session = await target.createSession(DEFAULT_WARP)
   try {
     const distributions = await session.append(prompt, prompt.length - 1)
     for (let j = 0; j < output.length - 1; j += chunk) distributions.push(...(await session.append(output.slice(j, Math.min(j + chunk, output.length - 1)), 0)))
@@ -83,9 +100,6 @@ export async function distributionsUnderHistory(target: LanguageModel, prompt: r
   }
 }
 
-/** The raw distribution's 64 best tokens: a and b of a near-tie are among them, and a gap ignores the cut. */
-const RAW_TOP_64 = { temperature: 1, topK: 64, topP: 1 }
-
 /** The header's noise over every position of ar's output: ar's history is histories[0], the chunked ones follow. */
 export function noiseOf(histories: readonly (readonly Distribution[])[], output: readonly number[]): number {
   const [own, ...chunked] = histories
@@ -94,9 +108,10 @@ export function noiseOf(histories: readonly (readonly Distribution[])[], output:
     const rival = competitor(own![j]!, output[j]!)
     if (rival === null) continue
     const reference = gapOf(own![j]!, output[j]!, rival)
+    if (reference === null) continue
     for (const history of chunked) {
-      const gap = reference === null ? null : gapOf(history[j]!, output[j]!, rival)
-      if (reference !== null && gap !== null) noise = Math.max(noise, Math.abs(reference - gap))
+      const gap = gapOf(history[j]!, output[j]!, rival)
+      if (gap !== null) noise = Math.max(noise, Math.abs(reference - gap))
     }
   }
   return noise

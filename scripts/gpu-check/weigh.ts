@@ -9,10 +9,9 @@
  */
 import { parseArgs } from 'node:util'
 import { loadLlamaModel } from '../../electron/engine/model/llama-cpp-model'
-import { argmax } from '../../electron/engine/sampling/distribution'
 import { loadPrompts } from '../../electron/experiments/prompts'
 import { tokenizePrompts } from '../../electron/experiments/runner'
-import { gapOf, historiesOf, noiseOf } from './divergence'
+import { gapOf, greedyOutput, historiesOf, noiseOf } from './divergence'
 
 interface Case {
   prompt: number
@@ -43,14 +42,7 @@ try {
   const fmt = (gap: number | null) => (gap === null ? 'outside top-64' : gap.toFixed(4))
   for (const prompt of new Set(cases.map((c) => c.prompt))) {
     const tokens = promptTokens[prompt]!
-    const session = await model.createSession({ temperature: 0, topK: 64, topP: 1 })
-    const output: number[] = []
-    let [next] = await session.append(tokens, tokens.length - 1)
-    for (let i = 0; i < maxTokens; i++) {
-      output.push(argmax(next!))
-      ;[next] = await session.append([output[i]!], 0)
-    }
-    await session.dispose()
+    const { output } = await greedyOutput(model, tokens, maxTokens)
     const histories = await historiesOf(model, tokens, output, Number(values.gamma) + 1)
     const noise = noiseOf(histories, output)
     for (const c of cases.filter((x) => x.prompt === prompt))

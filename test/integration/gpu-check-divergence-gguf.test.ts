@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import { argmax, type Distribution } from '../../electron/engine/sampling/distribution'
-import { historiesOf, noiseOf, weighDivergence } from '../../scripts/gpu-check/divergence'
+import { greedyOutput, historiesOf, noiseOf, weighDivergence } from '../../scripts/gpu-check/divergence'
 import { describeWithModels, modelPath } from '../helpers/gguf'
 
 const TARGET = 'family/stories-target5M-f32.gguf'
@@ -23,16 +23,9 @@ withModels('GPU check: weighing where a greedy output leaves ar’s', () => {
     model = await loadLlamaModel(modelPath(TARGET), { threads: 1, contextSize: 256, sequences: 1 })
     const prompt = [model.info.bos!, ...model.tokenize('Once upon a time, there was a little dog named Max. He liked to')]
     // ar's greedy output and the runner-up at each position, token by token as ar decodes.
-    const session = await model.createSession({ temperature: 0, topK: 64, topP: 1 })
-    output = []
-    runnerUp = []
-    let [next] = await session.append(prompt, prompt.length - 1)
-    for (let i = 0; i < 16; i++) {
-      output.push(argmax(next!))
-      runnerUp.push(next!.ids[1]!)
-      ;[next] = await session.append([output[i]!], 0)
-    }
-    await session.dispose()
+    const decoded = await greedyOutput(model, prompt, 16)
+    output = decoded.output
+    runnerUp = decoded.distributions.map((d) => d.ids[1]!)
     histories = await historiesOf(model, prompt, output, 5)
   })
 
