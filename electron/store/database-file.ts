@@ -192,7 +192,7 @@ function openForWriting(file: string, absolute: string, exists: boolean, options
     // SQLite quietly opens a file it may not write read-only; find out now, not after the models are loaded.
     db.exec('BEGIN IMMEDIATE')
     db.exec('ROLLBACK')
-    db.pragma('journal_mode = WAL')
+    switchToWal(db)
     db.pragma('synchronous = NORMAL')
     db.pragma('foreign_keys = ON')
     migrate(db)
@@ -200,6 +200,30 @@ function openForWriting(file: string, absolute: string, exists: boolean, options
   } catch (error) {
     db?.close()
     throw describeOpenError(file, error)
+  }
+}
+
+/** How long the WAL switch is retried: better-sqlite3's own busy timeout, which every other statement waits. */
+const WAL_SWITCH_PATIENCE_MS = 5000
+const WAL_SWITCH_RETRY_MS = 10
+
+/**
+ * Puts the file in WAL mode. Two processes that open one new file together both read its header, then both ask
+ * to write it; SQLite refuses the second at once with SQLITE_BUSY instead of calling its busy handler (waiting
+ * while holding a read lock could deadlock), so the switch is retried here. The retry usually finds the file
+ * switched by the other process, which makes the pragma a no-op.
+ */
+export function switchToWal(db: Database.Database): void {
+  const deadline = Date.now() + WAL_SWITCH_PATIENCE_MS
+  for (;;) {
+    try {
+      db.pragma('journal_mode = WAL')
+      return
+    } catch (error) {
+      const busy = String((error as { code?: unknown }).code).startsWith('SQLITE_BUSY')
+      if (!busy || Date.now() >= deadline) throw error
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, WAL_SWITCH_RETRY_MS)
+    }
   }
 }
 
