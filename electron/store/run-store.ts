@@ -608,7 +608,7 @@ export class RunStore {
         interrupt.run(INTERRUPTED_ERROR, now(), run.id)
       }
       return orphans.length
-    })()
+    }).immediate() // it reads before it writes: taking the write lock first lets it wait for a writer elsewhere
   }
 }
 

@@ -92,9 +92,11 @@ export function importRuns(target: Database.Database, file: string): TransferSum
     return { ...copyRuns(source, target, runs, { importedAt, origin: (row) => ({ host: (row.owner_host as string | null) ?? null, db: here, id: row.id as number }) }), file }
   } catch (error) {
     // Damage deep in the file shows only when its pages are read: still one line naming the file. A write refused
-    // by this database (a constraint) is not the file's fault, so it is not described as the file's.
-    if (String((error as { code?: unknown }).code).startsWith('SQLITE_CONSTRAINT')) throw error
-    throw describeOpenError(file, error)
+    // by this database (a constraint, a full disk) is not the file's fault, and a lock held on it by another
+    // process names this database, not the file.
+    const code = String((error as { code?: unknown }).code)
+    if (code.startsWith('SQLITE_CONSTRAINT') || code.startsWith('SQLITE_FULL')) throw error
+    throw describeOpenError(code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_READONLY') ? target.name : file, error)
   } finally {
     source?.close()
   }
@@ -111,6 +113,8 @@ function copyRuns(source: Database.Database, target: Database.Database, runs: re
   const columns = new ColumnCache(target)
   const transferred: TransferredRun[] = []
   const skipped: TransferredRun[] = []
+  // Immediate: the transaction reads before it writes, and SQLite refuses such an upgrade at once (no busy wait)
+  // when the app or a CLI run writes the same file meanwhile.
   target.transaction(() => {
     const suiteIds = new Map<number, number>()
     for (const run of runs) {
@@ -125,7 +129,7 @@ function copyRuns(source: Database.Database, target: Database.Database, runs: re
       copyRunChildren(source, target, run.id as number, to, columns)
       transferred.push({ from: run.id as number, to, uid })
     }
-  })()
+  }).immediate()
   return { transferred, skipped }
 }
 

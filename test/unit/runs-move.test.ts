@@ -18,6 +18,7 @@ import { exportRuns, importRuns } from '../../electron/store/run-transfer'
 import { RunMover } from '../../electron/host/run-mover'
 import { rerunForm } from '../../renderer/src/lib/rerun-form'
 import { addStoredRun, seedStoredRuns, storedRunConfig } from '../helpers/stored-runs'
+import { holdWriteLock } from '../helpers/write-lock'
 
 let dir: string
 beforeEach(() => {
@@ -68,6 +69,26 @@ describe('run transfer', () => {
     expect(reopened.getRun(3)!.summary.origin).toEqual({ host: os.hostname(), db: path.resolve(source), id: ids[1], importedAt: expect.any(String) })
     expect(reopened.getRun(1)!.summary.origin).toBeNull()
     reopened.close()
+  })
+
+  it('an import waits while another process writes the database, instead of failing at once', async () => {
+    const source = path.join(dir, 'a.sqlite')
+    const ids = seedStoredRuns(source)
+    const file = path.join(dir, 'out.speclab-runs')
+    const store = RunStore.open(source, { readonly: true })
+    exportRuns(store.database, source, ids, file)
+    store.close()
+    const targetFile = path.join(dir, 'b.sqlite')
+    const target = RunStore.open(targetFile)
+    // The app writing a chat reply, or a CLI run writing its steps, holds the write lock for a moment.
+    const writer = await holdWriteLock(targetFile, 300)
+    expect(importRuns(target.database, file).transferred).toHaveLength(ids.length)
+    // A lock held past the wait names the database that is locked, not the file being imported.
+    const holder = await holdWriteLock(targetFile, 1500)
+    target.database.pragma('busy_timeout = 100')
+    expect(() => importRuns(target.database, file)).toThrow(`${targetFile} is locked by another process`)
+    target.close()
+    await Promise.all([writer.released, holder.released])
   })
 
   it('refuses a run still in progress, an unknown id and an existing file', () => {

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { RunConfig } from '../../electron/api/runs'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { summarizeMethod } from '../../electron/engine/metrics/fold'
+import { holdWriteLock } from '../helpers/write-lock'
 import { switchToWal } from '../../electron/store/database-file'
 import { MIGRATIONS } from '../../electron/store/migrations'
 import { AppStore } from '../../electron/store/app-store'
@@ -370,19 +371,14 @@ describe('RunStore', () => {
     // SQLite answers this switch with SQLITE_BUSY at once, without its busy handler: the switch must retry.
     const plain = path.join(dir, 'plain.sqlite')
     new Database(plain).exec('CREATE TABLE t (x)')
-    const holder = spawn(
-      process.execPath,
-      ['-e', `const db = new (require('better-sqlite3'))(${JSON.stringify(plain)}); db.exec('BEGIN IMMEDIATE'); console.log('locked'); setTimeout(() => db.exec('COMMIT'), 300)`],
-      { cwd: path.resolve(__dirname, '../..'), stdio: ['ignore', 'pipe', 'inherit'] }
-    )
-    await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()))
+    const holder = await holdWriteLock(plain, 300)
     const db = new Database(plain)
     const begun = Date.now()
     switchToWal(db)
     expect(Date.now() - begun).toBeGreaterThan(100)
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal')
     db.close()
-    await new Promise((resolve) => holder.once('close', resolve))
+    await holder.released
   })
 
   it('names the file when it is not a database', () => {
