@@ -49,7 +49,9 @@ export const AdviceCandidate = z.object({
   gamma: z.number().int(),
   params: z.record(z.string(), ParamValue),
   /** The draft's name (a key of `drafts`); null for ar and the lookups. */
-  draft: z.string().nullable()
+  draft: z.string().nullable(),
+  /** The mid model's name (a key of `drafts`) of a three-model method (`--mid`); absent or null for the others. */
+  mid: z.string().nullable().optional()
 })
 export type AdviceCandidate = z.infer<typeof AdviceCandidate>
 
@@ -108,6 +110,8 @@ export interface CandidateResult {
   params: Record<string, ParamValueType>
   gamma: number
   draft: string | null
+  /** The mid model of a three-model method; null for the others. */
+  mid: string | null
   plan: string | null
   predicted: { tokensPerSecond: number; speedup: number } | null
   /** The curve that priced `predicted`; null without a prediction. */
@@ -124,6 +128,9 @@ export interface Recommendation {
   gamma: number
   draft: string | null
   draftFile: string | null
+  /** The mid model of a three-model method, and its file; null for the others. */
+  mid: string | null
+  midFile: string | null
   threads: DeployThreads
   speedup: Interval | null
   tokensPerSecond: Interval | null

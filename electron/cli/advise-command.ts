@@ -26,7 +26,6 @@ import { createProgressBar } from './progress'
 import { settingOption } from './setting-options'
 
 interface AdviseOptions extends AdviseRunOptions {
-  mid?: string
   save?: string
   db?: string
   json?: boolean
@@ -55,7 +54,7 @@ export function adviseCommand(): Command {
     .description('predict the fastest method / draft / draft length on a workload from one trace, measure the best beside ar with intervals, and recommend one (stored as a run)')
     .requiredOption('--target <file>', 'target model (GGUF)')
     .option('--draft <files>', `candidate draft models (GGUF): comma-separated or repeated; one of another vocabulary than the target's is tried with ${crossVocabularyMethods().join(' and ')} (greedy only)`, collectDrafts, [])
-    .option('--mid <file>', 'refused: advise replays two-model methods')
+    .option('--mid <file>', "mid model M_q2 (GGUF, the target's vocabulary): a draft candidate itself, and with each --draft the hierarchy hier-chen (small guesses checked by the mid model's, all verified by the target)")
     .option('--prompts <file>', 'JSONL prompts (as `run`)')
     .option('--dataset <id>', 'built-in prompt set (default stories)')
     .addOption(settingOption('limit'))
@@ -88,7 +87,7 @@ async function adviseAction(options: AdviseOptions): Promise<void> {
   // Every method the grid may hold validates the request; the grid itself is decided per draft once the models
   // are loaded (a draft of another vocabulary gets the cross-vocabulary methods: experiments/advise-run.ts).
   const prepared = prepareAdvice(options)
-  for (const file of [options.target, ...options.draft]) await assertGgufFile(path.resolve(file))
+  for (const file of [options.target, ...(options.mid ? [options.mid] : []), ...options.draft]) await assertGgufFile(path.resolve(file))
   const store = options.verify > 0 ? RunStore.open(options.db ?? defaultDatabasePath()) : null
   try {
     const trio = await loadTrio(prepared.preliminary.config.models, prepared.load)
@@ -129,7 +128,7 @@ const intervalText = (i: Interval | null | undefined, digits: number, unit = '')
 
 function recommendationText(r: Recommendation): string[] {
   const lines = [
-    r.speculate ? `recommendation: ${r.method}${r.draft ? ` with ${r.draft}` : ''} — ${r.speedup ? describeInterval(r.speedup) : '–'} against ar` : 'recommendation: no speculation (ar)',
+    r.speculate ? `recommendation: ${r.method}${r.draft ? ` with ${r.draft}` : ''}${r.mid ? ` and the mid model ${r.mid}` : ''} — ${r.speedup ? describeInterval(r.speedup) : '–'} against ar` : 'recommendation: no speculation (ar)',
     `  why: ${r.reason}`,
     `  speclab:      ${r.speclabCommand}`,
     `  llama-server: ${r.llamaServerCommand ?? `none — ${r.llamaServerNote}`}`,
@@ -163,7 +162,7 @@ export function adviceText(result: AdviceView): string {
   const rows = result.candidates.map((c, i) => [
     String(i + 1),
     describeCandidate(c),
-    c.draft ?? '–',
+    c.mid ? `${c.draft} → ${c.mid}` : (c.draft ?? '–'),
     ...(plans ? [c.plan ?? '–'] : []),
     formatFixed(c.predicted?.tokensPerSecond, 1),
     c.predicted ? `${formatFixed(c.predicted.speedup, 2)}×` : '–',

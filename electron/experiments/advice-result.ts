@@ -62,7 +62,7 @@ export interface ResultInput {
   server?: ServerPricingRecord
 }
 
-const plain = (c: Candidate) => ({ method: c.method, params: { ...c.params }, gamma: c.gamma, draft: c.draft })
+const plain = (c: Candidate) => ({ method: c.method, params: { ...c.params }, gamma: c.gamma, draft: c.draft, mid: c.mid ?? null })
 
 function candidateResults(input: ResultInput): CandidateResult[] {
   const armOf = new Map(input.arms.map((a) => [a.candidate, a]))
@@ -94,12 +94,14 @@ function recommendationOf(input: Pick<ResultInput, 'report' | 'profile' | 'targe
   const chosen = verdict.pick ?? measured.find((m) => m.method === 'ar')!
   const c = chosen.arm.candidate
   const draftFile = c.draft === null ? null : (input.draftFiles[c.draft] ?? null)
-  const configuration: Configuration = { method: c.method, gamma: c.gamma, params: c.params, draftFile }
+  const midFile = c.mid ? (input.draftFiles[c.mid] ?? null) : null
+  const configuration: Configuration = { method: c.method, gamma: c.gamma, params: c.params, draftFile, midFile }
   const server = llamaServerCommand(configuration, input.targetFile, chosen.arm.threads)
   return {
     speculate: verdict.pick !== null,
     ...plain(c),
     draftFile,
+    midFile,
     threads: chosen.arm.threads,
     speedup: chosen.speedup,
     tokensPerSecond: chosen.tokensPerSecond,
@@ -135,7 +137,7 @@ export function adviceResult(input: ResultInput): AdviceResult {
 
 /** The same configuration (ar is ar whatever its γ). */
 const sameConfiguration = (a: Omit<Candidate, 'params'> & { params: Record<string, unknown> }, b: typeof a) =>
-  a.method === b.method && (a.method === 'ar' || (a.gamma === b.gamma && a.draft === b.draft && JSON.stringify(a.params) === JSON.stringify(b.params)))
+  a.method === b.method && (a.method === 'ar' || (a.gamma === b.gamma && a.draft === b.draft && (a.mid ?? null) === (b.mid ?? null) && JSON.stringify(a.params) === JSON.stringify(b.params)))
 
 /**
  * The advice of a stored run (suite 'advise'), as `speclab advise` printed it when it ran: every prediction beside
@@ -145,20 +147,20 @@ const sameConfiguration = (a: Omit<Candidate, 'params'> & { params: Record<strin
 export function storedAdvice(report: RunReport): StoredAdvice | null {
   const record = report.config.advice
   if (!record) return null
-  const arms: ArmOfRun[] = record.arms.map((a) => ({ label: a.label, candidate: { method: a.method, gamma: a.gamma, params: a.params, draft: a.draft }, threads: a.threads }))
+  const arms: ArmOfRun[] = record.arms.map((a) => ({ label: a.label, candidate: { method: a.method, gamma: a.gamma, params: a.params, draft: a.draft, mid: a.mid ?? null }, threads: a.threads }))
   const measured = (label: string) => measurementOf(report, label)
   const candidates: CandidateResult[] = record.predictions.map((p) => {
     const arm = record.arms.find((a) => sameConfiguration(a, p))
     const m = arm ? measured(arm.label) : undefined
     const predicted = p.tokensPerSecond !== null && p.speedup !== null ? { tokensPerSecond: p.tokensPerSecond, speedup: p.speedup } : null
     const pricedWith = predicted ? (p.pricedWith ?? 'speclab') : null
-    return { label: arm?.label ?? null, method: p.method, params: { ...p.params }, gamma: p.gamma, draft: p.draft, plan: p.plan, predicted, pricedWith, ...(m ? { measured: m } : {}), error: p.error }
+    return { label: arm?.label ?? null, method: p.method, params: { ...p.params }, gamma: p.gamma, draft: p.draft, mid: p.mid ?? null, plan: p.plan, predicted, pricedWith, ...(m ? { measured: m } : {}), error: p.error }
   })
   // Arms that are no candidate of the grid (llama-server's default) are listed after it, as advise lists them.
   for (const a of record.arms.filter((a) => !record.predictions.some((p) => sameConfiguration(a, p)))) {
     const m = measured(a.label)
     const pricedWith = a.predicted ? (a.pricedWith ?? 'speclab') : null
-    candidates.push({ label: a.label, method: a.method, params: { ...a.params }, gamma: a.gamma, draft: a.draft, plan: null, predicted: a.predicted, pricedWith, ...(m ? { measured: m } : {}), error: null })
+    candidates.push({ label: a.label, method: a.method, params: { ...a.params }, gamma: a.gamma, draft: a.draft, mid: a.mid ?? null, plan: null, predicted: a.predicted, pricedWith, ...(m ? { measured: m } : {}), error: null })
   }
   const config = report.config
   return {

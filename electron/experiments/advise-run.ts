@@ -19,6 +19,7 @@ import type { WarpConfig } from '../engine/sampling/warp'
 import { vocabularyMismatch } from '../engine/model/vocabulary-check'
 import { setThreads } from '../engine/model/thread-calibration'
 import type { LlamaCppModel } from '../engine/model/llama-cpp-model'
+import type { LanguageModel } from '../engine/model/types'
 import type { RunSettingValues } from '../engine/settings/run-settings'
 import type { RunReport } from '../api/runs'
 import type { RunStore } from '../store/run-store'
@@ -37,6 +38,8 @@ export interface AdviseOptions
     Partial<Pick<RunSettingValues, 'limit' | 'seed' | 'threads' | 'batchThreads' | 'gpuLayers'>> {
   target: string
   draft: string[]
+  /** The mid model M_q2 (`--mid`): a draft candidate too, and with each other draft the hierarchy `hier-chen`. */
+  mid?: string
   prompts?: string
   dataset?: string
   /** Comma-separated method ids of the candidate grid to keep. */
@@ -70,7 +73,7 @@ export function draftNames(files: readonly string[]): string[] {
 }
 
 /** Every method of the grid: a draft of the target's vocabulary, one of another, none. */
-export const GRID_METHODS = [...new Set([...candidateGrid(['same']), ...candidateGrid(['foreign'], new Set(['foreign']))].map((c) => c.method))]
+export const GRID_METHODS = [...new Set([...candidateGrid(['same', 'mid'], new Set(), 'mid'), ...candidateGrid(['foreign'], new Set(['foreign']))].map((c) => c.method))]
 
 const methodsOf = (options: AdviseOptions) => options.methods?.split(',').map((m) => m.trim()).filter(Boolean)
 
@@ -78,9 +81,9 @@ const methodsOf = (options: AdviseOptions) => options.methods?.split(',').map((m
  * Before the load: the methods the grid may hold for these drafts, whichever vocabularies they turn out to have;
  * --methods must name one of them.
  */
-function possibleMethods(options: AdviseOptions, names: readonly string[]): string[] {
+function possibleMethods(options: AdviseOptions, names: readonly string[], mid: string | null): string[] {
   const methods = methodsOf(options)
-  const possible = [...candidateGrid(names), ...candidateGrid(names, new Set(names))].map((c) => c.method).filter((m) => !methods || methods.includes(m))
+  const possible = [...candidateGrid(names, new Set(), mid), ...candidateGrid(names, new Set(names))].map((c) => c.method).filter((m) => !methods || methods.includes(m))
   if (possible.length === 0) throw new UserInputError(`no candidate of the grid is among --methods ${options.methods}`)
   return [...new Set(possible)]
 }
@@ -90,9 +93,9 @@ function possibleMethods(options: AdviseOptions, names: readonly string[]): stri
  * the id-comparing methods; --methods, and with --deploy llama-server only what llama-server can run. A foreign
  * draft that --methods leaves without a cross-vocabulary method is refused with the vocabulary check's reason.
  */
-function gridOf(options: AdviseOptions, names: readonly string[], foreign: ReadonlyMap<string, string>) {
+function gridOf(options: AdviseOptions, names: readonly string[], foreign: ReadonlyMap<string, string>, mid: string | null) {
   const methods = methodsOf(options)
-  const grid = candidateGrid(names, new Set(foreign.keys())).filter((c) => !methods || methods.includes(c.method))
+  const grid = candidateGrid(names, new Set(foreign.keys()), mid).filter((c) => !methods || methods.includes(c.method))
   for (const [name, reason] of foreign)
     if (!grid.some((c) => c.draft === name))
       throw new UserInputError(`${name} has another vocabulary than the target (${reason}); only ${crossVocabularyMethods().join(' and ')} draft with it, and --methods ${options.methods} leaves neither`)
@@ -104,21 +107,38 @@ function gridOf(options: AdviseOptions, names: readonly string[], foreign: Reado
 }
 
 /** Each draft whose vocabulary is not the target's, with the vocabulary check's reason. */
-function foreignDraftsOf(trio: Pick<LoadedTrio, 'models' | 'drafts'>, names: readonly string[]): Map<string, string> {
+function foreignDraftsOf(trio: Pick<LoadedTrio, 'models'>, drafts: Readonly<Record<string, LanguageModel>>): Map<string, string> {
   const foreign = new Map<string, string>()
-  trio.drafts.forEach((draft, i) => {
+  for (const [name, draft] of Object.entries(drafts)) {
     const mismatch = vocabularyMismatch(trio.models.target, draft)
-    if (mismatch !== null) foreign.set(names[i], mismatch)
-  })
+    if (mismatch !== null) foreign.set(name, mismatch)
+  }
   return foreign
 }
+
+/**
+ * The loaded drafts by name, the mid model last under its own name (`names` has it last): the advisor traces,
+ * prices and measures it as one of the drafts, and names it as the hierarchy's M_q2. A mid model of another
+ * vocabulary is refused: every three-model method compares token ids.
+ */
+function draftModelsOf(trio: Pick<LoadedTrio, 'models' | 'drafts'>, names: readonly string[], mid: string | null): Record<string, LlamaCppModel> {
+  const drafts: Record<string, LlamaCppModel> = Object.fromEntries(trio.drafts.map((draft, i) => [names[i], draft]))
+  if (mid === null) return drafts
+  if (!trio.models.mid) throw new Error('the mid model was not loaded')
+  const mismatch = vocabularyMismatch(trio.models.target, trio.models.mid)
+  if (mismatch !== null) throw new UserInputError(`--mid must share the target's vocabulary: ${mismatch}`)
+  return { ...drafts, [mid]: trio.models.mid }
+}
+
+/** The mid model's name in the advice (its place in `names`), or null without --mid. */
+const midNameOf = (options: AdviseOptions, names: readonly string[]) => (options.mid ? names[names.length - 1] : null)
 
 /** The run request of the verification (suite 'advise'): the arms' methods, the workload, the load settings. */
 function requestOf(options: AdviseOptions, seed: number, methods: readonly string[], repeats: number): RunRequest {
   return {
     suite: 'advise',
     methods,
-    models: { target: options.target, draft: options.draft[0], drafts: options.draft.length > 1 ? options.draft : undefined },
+    models: { target: options.target, mid: options.mid, draft: options.draft[0], drafts: options.draft.length > 1 ? options.draft : undefined },
     prompts: { dataset: options.prompts ? undefined : (options.dataset ?? 'stories'), file: options.prompts, limit: options.limit },
     decode: { maxTokens: options.maxTokens, temperature: options.temperature, topK: options.topK, topP: options.topP, seed },
     load: { contextSize: options.contextSize, threads: options.threads, batchThreads: options.batchThreads, calibration: options.calibration, gpuLayers: options.gpuLayers },
@@ -130,6 +150,7 @@ function requestOf(options: AdviseOptions, seed: number, methods: readonly strin
 export interface PreparedAdvice {
   options: AdviseOptions
   seed: number
+  /** The drafts' names in the advice, the mid model's last (with --mid). */
   names: string[]
   prompts: PromptItem[]
   /** The run request over every method the grid may hold: it validates the options and names the models. */
@@ -142,15 +163,16 @@ export interface PreparedAdvice {
 }
 
 /**
- * Checks the options before anything loads: a mid model refused, one workload, and the request that every method
- * the grid may hold validates. The grid itself depends on each draft's vocabulary and is decided on the loaded models.
+ * Checks the options before anything loads: one workload, a mid model beside at least one draft, and the request
+ * that every method the grid may hold validates. The grid itself depends on each draft's vocabulary and is decided
+ * on the loaded models.
  */
-export function prepareAdvice(options: AdviseOptions & { mid?: string }): PreparedAdvice {
-  if (options.mid) throw new UserInputError('advise replays two-model methods: leave out --mid')
+export function prepareAdvice(options: AdviseOptions): PreparedAdvice {
   if (options.prompts && options.dataset) throw new UserInputError('give either --prompts or --dataset, not both')
+  if (options.mid && options.draft.length === 0) throw new UserInputError('--mid needs a --draft: the hierarchy drafts with the small model and checks with the mid model')
   const seed = options.seed ?? randomInt(2 ** 32)
-  const names = draftNames(options.draft)
-  const preliminary = buildRunRequest(requestOf(options, seed, ['ar', ...possibleMethods(options, names)], options.repeats))
+  const names = draftNames(options.mid ? [...options.draft, options.mid] : options.draft)
+  const preliminary = buildRunRequest(requestOf(options, seed, ['ar', ...possibleMethods(options, names, midNameOf(options, names))], options.repeats))
   const prompts = loadPrompts(preliminary.config.prompts)
   return { options, seed, names, prompts, preliminary, load: { ...preliminary.load, sharedVocabulary: false } }
 }
@@ -243,9 +265,11 @@ const cancelled = (signal: AbortSignal | undefined) => {
 export async function runAdvice(prepared: PreparedAdvice, trio: Pick<LoadedTrio, 'models' | 'drafts' | 'fingerprints' | 'threadPlan'>, store: RunStore | null, hooks: AdviseHooks = {}): Promise<AdviceResult> {
   const { options, seed, names, prompts } = prepared
   const warp = warpOfSettings({ maxTokens: options.maxTokens, temperature: options.temperature, topK: options.topK, topP: options.topP })
-  const grid = gridAsServed(gridOf(options, names, foreignDraftsOf(trio, names)), options.deploy, warp)
-  const drafts = Object.fromEntries(trio.drafts.map((draft, i) => [names[i], draft]))
-  const draftFiles = Object.fromEntries(names.map((name, i) => [name, path.resolve(options.draft[i])]))
+  const mid = midNameOf(options, names)
+  const drafts = draftModelsOf(trio, names, mid)
+  const grid = gridAsServed(gridOf(options, names, foreignDraftsOf(trio, drafts), mid), options.deploy, warp)
+  const files = options.mid ? [...options.draft, options.mid] : options.draft
+  const draftFiles = Object.fromEntries(names.map((name, i) => [name, path.resolve(files[i])]))
   const promptTokens = tokenizePrompts(trio.models, prompts, { maxTokens: options.maxTokens, contextSize: options.contextSize })
   const advice = await adviseWorkload({
     target: trio.models.target,

@@ -46,8 +46,10 @@ export function armLabel(candidate: Candidate, withDraft: boolean): string {
   if (candidate.method === 'ar') return 'ar'
   const gamma = findMethod(candidate.method)?.gamma ? [`γ=${candidate.gamma}`] : []
   const params = Object.entries(candidate.params).map(([key, value]) => `${key}=${value}`)
-  const draft = withDraft && candidate.draft !== null ? [`← ${candidate.draft}`] : []
-  return [candidate.method, ...gamma, ...params, ...draft].join(' ')
+  // A hierarchy names its models always, the draft first: "← draft ← mid" reads as the chain the tokens pass.
+  const draft = (withDraft || candidate.mid) && candidate.draft !== null ? [`← ${candidate.draft}`] : []
+  const mid = candidate.mid ? [`← ${candidate.mid}`] : []
+  return [candidate.method, ...gamma, ...params, ...draft, ...mid].join(' ')
 }
 
 const predictedOf = (verdict: Verdict | undefined): VerifyArm['predicted'] =>
@@ -71,7 +73,7 @@ export const servable = (c: Candidate): boolean => llamaServerEquivalent({ ...c,
 /** Same method, draft and γ, and the same parameters once the catalog's defaults fill them in. */
 function sameConfiguration(a: Candidate, b: Candidate): boolean {
   const resolved = (c: Candidate) => JSON.stringify(Object.entries(prepare(c.method, { gamma: c.gamma, params: c.params }).params).sort())
-  return a.method === b.method && a.draft === b.draft && a.gamma === b.gamma && resolved(a) === resolved(b)
+  return a.method === b.method && a.draft === b.draft && (a.mid ?? null) === (b.mid ?? null) && a.gamma === b.gamma && resolved(a) === resolved(b)
 }
 
 /** The `llama-server:*` candidate that runs `candidate`'s configuration; null when llama-server has none. */
@@ -170,6 +172,7 @@ export function adviceRecord(advice: Advice, profile: WorkloadProfile, drafts: R
       gamma: v.candidate.gamma,
       params: params(v.candidate.params),
       draft: v.candidate.draft,
+      ...(v.candidate.mid ? { mid: v.candidate.mid } : {}),
       plan: v.plan ?? null,
       ...(v.prediction ? { pricedWith: 'speclab' as const } : {}),
       tokensPerSecond: v.prediction?.tokensPerSecond ?? null,
@@ -182,6 +185,7 @@ export function adviceRecord(advice: Advice, profile: WorkloadProfile, drafts: R
       gamma: a.candidate.gamma,
       params: params(a.candidate.params),
       draft: a.candidate.draft,
+      ...(a.candidate.mid ? { mid: a.candidate.mid } : {}),
       threads: a.threads,
       predicted: a.predicted ? { tokensPerSecond: a.predicted.tokensPerSecond, speedup: a.predicted.speedup } : null,
       pricedWith: a.predicted?.pricedWith ?? null

@@ -17,7 +17,7 @@ import { UserInputError } from '../engine/errors'
 import { decodeOnce } from '../engine/methods/decode-once'
 import { prepare } from '../engine/methods/prepare'
 import type { LanguageModel } from '../engine/model/types'
-import { AR_CANDIDATE, fastestFirst, price, rankPlans, replayAll, roundAcceptanceByDraft, type CostTable, type DraftCost, type Replayed, type Verdict } from '../engine/replay/advise'
+import { AR_CANDIDATE, fastestFirst, midBatchOf, price, rankPlans, replayAll, roundAcceptanceByDraft, type CostTable, type DraftCost, type Replayed, type Verdict } from '../engine/replay/advise'
 import { vocabularyMismatch } from '../engine/model/vocabulary-check'
 import { draftSequenceOf } from '../engine/replay/foreign-text'
 import type { PhaseThreads } from '../engine/model/thread-calibration'
@@ -33,7 +33,7 @@ import type { WarpConfig } from '../engine/sampling/warp'
 
 export interface AdviseInput {
   target: LanguageModel
-  /** Candidate draft models by name (the names candidates refer to). */
+  /** Candidate draft models by name (the names candidates refer to, as `draft` and, a mid model, as `mid`). */
   drafts: Readonly<Record<string, LanguageModel>>
   /** Prompt tokens, BOS included. */
   prompts: readonly (readonly number[])[]
@@ -128,11 +128,13 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
   const costs: CostTable = { targetMs: curve.targetMs, drafts: {}, prefillMs: { target: await measurePrefill(input.target, prompts, trace.warp, prefill), drafts: {} } }
   for (const [name, draft] of Object.entries(input.drafts)) {
     const used = candidates.filter((c) => c.draft === name)
-    if (used.length === 0) continue
+    const asMid = candidates.filter((c) => c.mid === name)
+    if (used.length === 0 && asMid.length === 0) continue
     const foreign = trace.drafts[name]?.foreign === true
     const own = foreign ? foreignMeasurement(input, trace, draft, measurement) : { measurement, prompts }
     const apart = await measureDraftCost(draft, own.measurement)
-    costs.drafts[name] = foreign ? { ms: apart } : await calibratedDraft(input.target, draft, measurement, { draftMs: apart, targetMs: curve.targetMs })
+    costs.drafts[name] = foreign || used.length === 0 ? { ms: apart } : await calibratedDraft(input.target, draft, measurement, { draftMs: apart, targetMs: curve.targetMs })
+    if (asMid.length > 0) costs.drafts[name].batchMs = (await measureCostCurve(draft, null, { ...measurement, maxPositions: Math.min(measurement.maxPositions ?? 16, Math.max(...asMid.map(midBatchOf))) })).targetMs
     if (used.some(readsFullEntropy)) {
       // Every logit transferred costs the same on top of a draft call timed apart as in a decode's round.
       costs.drafts[name].fullEntropyMs = (await measureDraftCost(draft, own.measurement, { fullEntropy: true })) + costs.drafts[name].ms - apart
@@ -227,13 +229,14 @@ async function withPlan<T>(input: AdviseInput, plan: ThreadPlan | undefined, wor
 async function measureRun(input: AdviseInput, candidate: Candidate, clock: () => number): Promise<Measured> {
   const run = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }).newRun()
   const draft = candidate.draft === null ? undefined : input.drafts[candidate.draft]
+  const mid = candidate.mid ? input.drafts[candidate.mid] : undefined
   let tokens = 0
   let ms = 0
   for (const [index, promptTokens] of input.prompts.entries()) {
     const started = clock()
     const outcome = await decodeOnce({
       decoder: run(),
-      models: draft ? { target: input.target, draft } : { target: input.target },
+      models: { target: input.target, ...(draft ? { draft } : {}), ...(mid ? { mid } : {}) },
       promptTokens,
       maxTokens: input.maxTokens,
       warp: input.warp,
@@ -248,7 +251,7 @@ async function measureRun(input: AdviseInput, candidate: Candidate, clock: () =>
 
 export async function adviseWorkload(input: AdviseInput): Promise<Advice> {
   const candidates = input.candidates ?? candidateGrid(Object.keys(input.drafts), foreignDrafts(input.target, input.drafts))
-  const used = Object.fromEntries(Object.entries(input.drafts).filter(([name]) => candidates.some((c) => c.draft === name)))
+  const used = Object.fromEntries(Object.entries(input.drafts).filter(([name]) => candidates.some((c) => c.draft === name || c.mid === name)))
   const trace = await recordTrace(
     input.target,
     used,

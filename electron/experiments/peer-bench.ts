@@ -122,10 +122,11 @@ export function applyThreads(models: DecoderModels, threads: ArmThreads): void {
     target.threads = threads.threads
     target.batchThreads = threads.batchThreads
   }
-  const draft = phases(models.draft)
-  if (draft) {
-    draft.threads = threads.draftThreads
-    draft.batchThreads = threads.draftThreads
+  // A mid model drafts too (it runs at the drafts' threads, as the advisor's thread plans price it).
+  for (const drafting of [phases(models.draft), phases(models.mid)]) {
+    if (!drafting) continue
+    drafting.threads = threads.draftThreads
+    drafting.batchThreads = threads.draftThreads
   }
 }
 

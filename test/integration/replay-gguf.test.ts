@@ -29,7 +29,9 @@ import { copyingPrompt, describeWithModels, expectSameOrNearTie, GREEDY_64, mode
 
 const TARGET = 'family/stories-target5M-q8_0.gguf'
 const DRAFT = 'stories260K-f32.gguf'
-const withModels = describeWithModels('test/integration/replay-gguf.test.ts', [TARGET, DRAFT])
+/** The mid model M_q2 of the hierarchy candidates (hier-chen: 260K's guesses, then the mid model's). */
+const MID = 'family/stories-mid1M-f32.gguf'
+const withModels = describeWithModels('test/integration/replay-gguf.test.ts', [TARGET, DRAFT, MID])
 
 const MAX_TOKENS = 64
 const SEED = 11
@@ -56,11 +58,14 @@ const CANDIDATES: Candidate[] = [
   { method: 'pld', gamma: 5, params: {}, draft: null },
   { method: 'ngram-simple', gamma: 5, params: {}, draft: null },
   { method: 'ngram-simple', gamma: 5, params: { 'ngramsimple.n': 3, 'ngramsimple.m': 8 }, draft: null },
-  { method: 'sd+ngram', gamma: 5, params: { 'sdngram.n': 3 }, draft: '260K' }
+  { method: 'sd+ngram', gamma: 5, params: { 'sdngram.n': 3 }, draft: '260K' },
+  { method: 'hier-chen', gamma: 1, params: { 'chen.m': 2, 'chen.n': 2, 'chen.residual': true }, draft: '260K', mid: '1M' },
+  { method: 'hier-chen', gamma: 1, params: { 'chen.m': 1, 'chen.n': 3, 'chen.residual': true }, draft: '260K', mid: '1M' },
+  { method: 'hier-chen', gamma: 1, params: { 'chen.m': 3, 'chen.n': 1, 'chen.residual': true }, draft: '260K', mid: '1M' }
 ]
 
 const roundKey = (step: StepRecord) =>
-  JSON.stringify([step.stage, step.proposed, step.accepted, step.emitted, step.draftCalls, step.decision?.source ?? null])
+  JSON.stringify([step.stage, step.proposed, step.accepted, step.emitted, step.draftCalls, step.levels?.q2.calls ?? null, step.decision?.source ?? null])
 
 /** Each round with the output position it starts at. */
 const withStarts = (steps: readonly StepRecord[]) => {
@@ -72,17 +77,23 @@ const withStarts = (steps: readonly StepRecord[]) => {
   })
 }
 
-/** The draft points a round starting at `start` may have read: q on the trace and the rollouts at its divergences. */
-function windowPoints(prompt: PromptTrace, start: number, length: number): DraftPoint[] {
-  const draft = prompt.drafts['260K']
+/**
+ * The draft points a round starting at `start` may have read: each of its drafting models' q on the trace and the
+ * rollouts at its divergences.
+ */
+function windowPoints(candidate: Candidate, prompt: PromptTrace, start: number, length: number): DraftPoint[] {
   const points: DraftPoint[] = []
-  for (let i = start; i < Math.min(start + length, draft.points.length); i++) points.push(draft.points[i], ...draft.rollouts[i].slice(0, length))
+  for (const name of [candidate.draft, candidate.mid ?? null]) {
+    const draft = name === null ? undefined : prompt.drafts[name]
+    if (!draft) continue
+    for (let i = start; i < Math.min(start + length, draft.points.length); i++) points.push(draft.points[i], ...draft.rollouts[i].slice(0, length))
+  }
   return points
 }
 
 /** Whether llama.cpp's rounding can explain a differing round: a near-tie in its window (see the header). */
 function nearTie(candidate: Candidate, prompt: PromptTrace, start: number, length: number): string | null {
-  for (const point of windowPoints(prompt, start, length)) {
+  for (const point of windowPoints(candidate, prompt, start, length)) {
     const gap = point.confidence - (point.distribution.probs[1] ?? 0)
     if (gap < NEAR_TIE) return `draft top-2 gap ${gap.toFixed(4)}`
     if (candidate.method === 'sd-pmin') {
@@ -101,6 +112,7 @@ function nearTie(candidate: Candidate, prompt: PromptTrace, start: number, lengt
 withModels('greedy replay of one trace = real runs, round by round (target5M-q8_0 ← 260K)', () => {
   let target: LlamaCppModel
   let draft: LlamaCppModel
+  let mid: LlamaCppModel
   let trace: Trace
   let curve: CostCurve
   const prompts: number[][] = []
@@ -109,10 +121,11 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
   beforeAll(async () => {
     target = await loadLlamaModel(modelPath(TARGET), { threads: 1, contextSize: 512 })
     draft = await loadLlamaModel(modelPath(DRAFT), { threads: 1, contextSize: 512 })
+    mid = await loadLlamaModel(modelPath(MID), { threads: 1, contextSize: 512 })
     for (const story of STORIES) prompts.push([target.info.bos!, ...target.tokenize(story)])
     prompts.push((await copyingPrompt(target, COPYING, 40, MAX_TOKENS)).promptTokens)
     // The longest draft any candidate makes is svip's cap, 40: rollouts of 39 tokens after a divergence.
-    trace = await recordTrace(target, { '260K': draft }, prompts, { warp: GREEDY_64, seed: SEED, maxTokens: MAX_TOKENS, batch: BATCH, rolloutLength: 39, fullEntropy: true })
+    trace = await recordTrace(target, { '260K': draft, '1M': mid }, prompts, { warp: GREEDY_64, seed: SEED, maxTokens: MAX_TOKENS, batch: BATCH, rolloutLength: 39, fullEntropy: true })
     const first = trace.prompts[0]
     curve = await measureCostCurve(target, draft, { sequence: [...first.promptTokens, ...first.tokens], promptLength: first.promptTokens.length, warp: GREEDY_64 })
     report.push(`cost curve (ms): target ${curve.targetMs.map((ms) => ms.toFixed(2)).join(' ')}; draft ${curve.draftMs.toFixed(2)}`)
@@ -121,6 +134,7 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
   afterAll(async () => {
     console.log(`replay vs real (draft batch ${BATCH}):\n${report.join('\n')}`)
     await draft?.dispose()
+    await mid?.dispose()
     await target?.dispose()
   })
 
@@ -138,7 +152,7 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
       const steps: StepRecord[] = []
       const real = await decodeOnce({
         decoder: run(),
-        models: candidate.draft ? { target, draft } : { target },
+        models: { target, ...(candidate.draft ? { draft } : {}), ...(candidate.mid ? { mid } : {}) },
         promptTokens: prompt.promptTokens,
         maxTokens: MAX_TOKENS,
         warp: GREEDY_64,
@@ -200,7 +214,8 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
    */
   it.each([
     { method: 'sd', gamma: 5, params: {}, draft: '260K' },
-    { method: 'svip', gamma: 5, params: { 'svip.h': 0.5 }, draft: '260K' }
+    { method: 'svip', gamma: 5, params: { 'svip.h': 0.5 }, draft: '260K' },
+    { method: 'hier-chen', gamma: 1, params: { 'chen.m': 2, 'chen.n': 2, 'chen.residual': true }, draft: '260K', mid: '1M' }
   ] as Candidate[])('sampling: expected tokens per round of $method ≈ real sampled runs', async (candidate) => {
     const seeds = [1, 2, 3, 4, 5, 6]
     let expectedRounds = 0
@@ -209,7 +224,7 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
     let realTokens = 0
     const run = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }).newRun()
     for (const seed of seeds) {
-      const sampled = await recordTrace(target, { '260K': draft }, prompts, { warp: DEFAULT_WARP, seed, maxTokens: MAX_TOKENS, batch: BATCH, rolloutLength: 0, fullEntropy: true })
+      const sampled = await recordTrace(target, candidate.mid ? { '260K': draft, '1M': mid } : { '260K': draft }, prompts, { warp: DEFAULT_WARP, seed, maxTokens: MAX_TOKENS, batch: BATCH, rolloutLength: 0, fullEntropy: true })
       for (const expected of replayExpected(sampled, candidate, () => 0)) {
         expectedRounds += expected.rounds
         expectedTokens += expected.tokens
@@ -217,7 +232,7 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
       for (const [index, prompt] of prompts.entries()) {
         const outcome = await decodeOnce({
           decoder: run(),
-          models: { target, draft },
+          models: candidate.mid ? { target, draft, mid } : { target, draft },
           promptTokens: prompt,
           maxTokens: MAX_TOKENS,
           warp: DEFAULT_WARP,

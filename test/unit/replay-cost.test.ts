@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import type { StepRecord } from '../../electron/engine/decoders/types'
 import { stepRecord } from '../../electron/engine/decoders/step-record'
+import { emptyLevels } from '../../electron/engine/decoders/hierarchy'
 import { measureCostCurve, roundCost, targetCost, type CostCurve } from '../../electron/engine/replay/cost-curve'
 import { calibrated, calibrateRounds, calibrationOf } from '../../electron/engine/replay/decode-calibration'
 import { expectedRun } from '../../electron/engine/replay/expected'
@@ -66,6 +67,17 @@ describe('prediction', () => {
     expect(p.speedup).toBeCloseTo(70 / 42, 12)
     expect(p.tokensPerSecond).toBeCloseTo(7000 / 42, 12)
     expect(p.arTokensPerSecond).toBeCloseTo(100, 12)
+  })
+
+  it("a hierarchy's round: its small model's calls at c_D and its mid model's at c_M, from the per-level counters", () => {
+    const levels = emptyLevels(false)
+    levels.q1.calls = 4
+    levels.q2.calls = 2
+    const hierarchical = stepRecord({ index: 0, stage: 'hier-chen', proposed: 6, accepted: 6, emitted: 7, draftCalls: 6, verifyMs: 0, totalMs: 0, levels })
+    const p = predictFromSteps([hierarchical, round(0, 0, 1, 0)], { ...curve, midMs: 2.5 })
+    expect(p.ms).toBe(4 * 1 + 2 * 2.5 + 16 + 10) // c_T(7) = 16 along the last slope
+    expect(predictFromSteps([hierarchical], curve).ms).toBe(4 + 16) // no mid cost measured: its calls are free
+    expect(roundCost({ ...curve, midMs: 2.5 })(2, 1, 1)).toBe(1 + 2.5 + 12)
   })
 
   it('ar replayed is speedup 1', () => {

@@ -13,7 +13,7 @@ import { prepare } from '../../electron/engine/methods/prepare'
 import { ToyModel } from '../../electron/engine/model/toy-model'
 import { fixedLengthPolicy } from '../../electron/engine/policies/fixed'
 import { pMinPolicy } from '../../electron/engine/policies/p-min'
-import { acceptedLengthLaw, expectedRun, lookupProposer, modelProposer, overlap, type Proposer } from '../../electron/engine/replay/expected'
+import { acceptedLengthLaw, expectedRun, hierarchyProposer, lookupProposer, modelProposer, overlap, type Proposer } from '../../electron/engine/replay/expected'
 import { replayExpected } from '../../electron/engine/replay/expected-replay'
 import { recordTrace } from '../../electron/engine/replay/record'
 import type { Trace } from '../../electron/engine/replay/trace'
@@ -36,10 +36,13 @@ async function sampledTrace(): Promise<Trace> {
   return recordTrace(target(), { d: draft() }, [[0, 1, 2]], { warp: SAMPLING, seed: 3, maxTokens: MAX_TOKENS, batch: 8, rolloutLength: 0, fullEntropy: true })
 }
 
+/** A mid model between the two (hier-chen's M_q2): closer to the target than the draft is. */
+const mid = () => contextFree('cf-mid', [1.1, 0.5, 0.0, -0.2, 0.5])
+
 /** Mean and standard error of the real decoder's rounds per prompt over RUNS seeds. */
-async function realRounds(method: string, gamma: number, syntheticAcceptance?: number[]): Promise<{ mean: number; se: number }> {
-  const run = prepare(method, { gamma, params: {}, syntheticAcceptance }).newRun()
-  const models = { target: target(), draft: draft() }
+async function realRounds(method: string, gamma: number, syntheticAcceptance?: number[], params: Record<string, number | boolean> = {}): Promise<{ mean: number; se: number }> {
+  const run = prepare(method, { gamma, params, syntheticAcceptance }).newRun()
+  const models = { target: target(), draft: draft(), mid: mid() }
   const counts: number[] = []
   for (let seed = 0; seed < RUNS; seed++) {
     let rounds = 0
@@ -96,6 +99,25 @@ describe('expected rounds under sampling', () => {
       return { rates: Array.from({ length: k }, (_, j) => pq(t + j)), draftCalls: k }
     }
     expect(Math.abs(expectedRun(MAX_TOKENS, wrong, unitCost).rounds - real.mean)).toBeGreaterThan(4 * real.se)
+  })
+
+  it("hier-chen: each guess at its own drafter's Σ min(p, ·), calls counted per model, E[rounds] = the real decoder's", async () => {
+    const trace = await recordTrace(target(), { d: draft(), m: mid() }, [[0, 1, 2]], { warp: SAMPLING, seed: 3, maxTokens: MAX_TOKENS, batch: 8, rolloutLength: 0, fullEntropy: false })
+    const prompt = trace.prompts[0]
+    const p = target().distribution([0], SAMPLING)
+    const small = overlap(p, draft().distribution([0], SAMPLING))
+    const middle = overlap(p, mid().distribution([0], SAMPLING))
+    expect(middle - small).toBeGreaterThan(0.05) // the two drafters are told apart
+    const proposer = hierarchyProposer(prompt, prompt.drafts.d, prompt.drafts.m, { m: 2, n: 2 }, MAX_TOKENS)
+    const round = proposer(0)
+    expect(round.rates.map((r) => r.toFixed(12))).toEqual([small, small, middle, small, small, middle].map((r) => r.toFixed(12)))
+    expect([round.draftCalls, round.midCalls]).toEqual([4, 2])
+    const cut = proposer(MAX_TOKENS - 4) // the budget leaves 4 guesses: two small, the mid's, one small
+    expect([cut.rates.length, cut.draftCalls, cut.midCalls]).toEqual([4, 3, 1])
+    const params = { 'chen.m': 2, 'chen.n': 2, 'chen.residual': true }
+    const [expected] = replayExpected(trace, { method: 'hier-chen', gamma: 1, params, draft: 'd', mid: 'm' }, unitCost)
+    const real = await realRounds('hier-chen', 1, undefined, params)
+    expect(Math.abs(expected.rounds - real.mean)).toBeLessThan(4 * real.se)
   })
 
   it('rounds by kind price to the same expected time as the cost given to expectedRun', async () => {

@@ -5,12 +5,14 @@
  *
  * Costs: c_T(k) of the target (replay/cost-curve.ts) and, per traced draft, its time per drafted token — with the
  * warped top-k transfer, and with every logit transferred (`fullEntropyMs`), which a policy reading the
- * whole-vocabulary entropy (svip's default) makes the draft pay.
+ * whole-vocabulary entropy (svip's default) makes the draft pay; a mid model's c(k) for the batches its calls
+ * evaluate (`batchMs`).
  * A candidate the trace cannot replay (a method outside the replayable set, a rollout shorter than its drafts) is
  * listed with its reason rather than guessed.
  */
 import { isGreedy } from '../sampling/warp'
-import type { CostCurve } from './cost-curve'
+import { prepare } from '../methods/prepare'
+import { targetCost, type CostCurve } from './cost-curve'
 import { readsFullEntropy, replayExpected } from './expected-replay'
 import { arSummary, predict, summaryOfExpected, summaryOfSteps, withPrefill, type Prediction, type ReplaySummary } from './predict'
 import { replayGreedy, type Candidate, type LiveModels } from './replay'
@@ -27,6 +29,11 @@ export interface DraftCost {
    * (decode-calibration.ts: scaled to what real decodes with this draft paid); absent: CostTable.targetMs.
    */
   targetMs?: number[]
+  /**
+   * c(k), k = 1 … K, ms: this model's time to evaluate k tokens in one call, where it is the mid model M_q2 of a
+   * three-model candidate (its calls evaluate batches); absent for a draft used as a draft only.
+   */
+  batchMs?: number[]
   /**
    * s: how much more than c_D and c_T(k ≥ 2) timed apart a real decode's rounds with this draft took; `ms` and
    * `targetMs` are already scaled by it (decode-calibration.ts). Absent: not calibrated (a draft of another
@@ -83,11 +90,20 @@ export const PROFILE_POSITIONS = 8
 
 export const AR_CANDIDATE: Candidate = { method: 'ar', gamma: 1, params: {}, draft: null }
 
+/** The tokens one mid-model call of a three-model candidate evaluates: hier-chen's n small guesses and the token before them. */
+export function midBatchOf(candidate: Candidate): number {
+  return Number(prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }).params['chen.n']) + 1
+}
+
 function curveFor(costs: CostTable, candidate: Candidate, fullEntropy: boolean): CostCurve {
   const draft = candidate.draft === null ? undefined : costs.drafts[candidate.draft]
   if (candidate.draft !== null && !draft) throw new Error(`no cost measured for the draft '${candidate.draft}'`)
   const draftMs = draft ? (fullEntropy ? (draft.fullEntropyMs ?? draft.ms) : draft.ms) : 0
-  return { targetMs: draft?.targetMs ?? costs.targetMs, draftMs }
+  const curve: CostCurve = { targetMs: draft?.targetMs ?? costs.targetMs, draftMs }
+  if (!candidate.mid) return curve
+  const batchMs = costs.drafts[candidate.mid]?.batchMs
+  if (!batchMs) throw new Error(`no batch cost measured for the mid model '${candidate.mid}'`)
+  return { ...curve, midMs: targetCost({ targetMs: batchMs, draftMs: 0 }, midBatchOf(candidate)) }
 }
 
 /**
@@ -103,7 +119,8 @@ function withPrompts(prediction: Prediction, summary: ReplaySummary, trace: Trac
   const batchSingle = costs.batchSingleMs ?? curve.targetMs[0]
   const targetExtra = prefill.target - summary.firstBatchRounds * batchSingle - (prompts - summary.firstBatchRounds) * curve.targetMs[0]
   const draftPrefill = candidate.draft === null ? undefined : prefill.drafts[candidate.draft]
-  const draftExtra = draftPrefill === undefined ? 0 : draftPrefill - prompts * curve.draftMs
+  const midPrefill = candidate.mid ? prefill.drafts[candidate.mid] : undefined
+  const draftExtra = (draftPrefill === undefined ? 0 : draftPrefill - prompts * curve.draftMs) + (midPrefill === undefined ? 0 : midPrefill - prompts * (curve.midMs ?? 0))
   return withPrefill(prediction, targetExtra, draftExtra, prefill.target - prompts * curve.targetMs[0])
 }
 

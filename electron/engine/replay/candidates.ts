@@ -3,7 +3,8 @@
  *
  * The grid, per traced draft model: `sd` at γ = 1 … 8; `sd-pmin` at its llama.cpp defaults and at p_min ∈ {0.3, 0.5}
  * (n_max 8); `svip` at the paper's grid h ∈ {0.2, 0.3, 0.4, 0.5} (SVIP §3.1; cap 40); `sd+ngram` at γ = 3, 5; and,
- * without a draft, `pld` (γ = 3, 5) and `ngram-simple` (llama.cpp's defaults and n = 3, m = 8).
+ * without a draft, `pld` (γ = 3, 5) and `ngram-simple` (llama.cpp's defaults and n = 3, m = 8). With a mid
+ * model (`--mid`), Chen's hierarchy `hier-chen` over HIER_CHEN_SHAPES for each other draft.
  * A draft of ANOTHER vocabulary (`foreign`) gets only the methods that map between vocabularies: `sd-tli` and `sd-uad`
  * at γ ∈ {1, 2, 4, 6} (their defaults otherwise). Each of these replays with the live draft (replay/replay.ts), so
  * the grid stays small; a foreign pair's acceptance is usually low, where short drafts win.
@@ -22,6 +23,8 @@ export function maxDraftLength(candidate: Candidate): number | null {
     case 'sd-tli':
     case 'sd-uad':
       return 0 // replayed with the live draft (replay/replay.ts): no recorded rollout is read
+    case 'hier-chen':
+      return 0 // its guesses after a divergence are answered with a filler (replay/replay.ts HIERARCHY_REPLAYABLE)
     case 'sd':
     case 'sd+ngram':
       return gamma
@@ -44,8 +47,27 @@ export function rolloutLengthFor(candidates: readonly Candidate[], fallback = 16
 /** γ of the cross-vocabulary candidates (sd-tli, sd-uad) of a foreign draft. */
 export const CROSS_VOCABULARY_GAMMAS = [1, 2, 4, 6] as const
 
-/** `foreign`: the drafts whose vocabulary is not the target's (model/vocabulary-check.ts). */
-export function candidateGrid(drafts: readonly string[], foreign: ReadonlySet<string> = new Set()): Candidate[] {
+/**
+ * Chen's hierarchy (hier-chen) as the grid tries it, (m, n): m mid-model guesses per target call, each after n
+ * small-model guesses — the paper's default (2, 2) and the shapes around it; n = 0 would be sd with the mid model,
+ * which the grid has already. Always with `chen.residual=true`: the advisor recommends lossless configurations only.
+ */
+export const HIER_CHEN_SHAPES: readonly (readonly [m: number, n: number])[] = [
+  [1, 1],
+  [1, 2],
+  [1, 3],
+  [2, 1],
+  [2, 2],
+  [3, 1]
+]
+
+/**
+ * `foreign`: the drafts whose vocabulary is not the target's (model/vocabulary-check.ts). `mid`: one of `drafts`
+ * that is also the mid model M_q2 of the hierarchies (`--mid`): with it every other draft of the target's vocabulary
+ * gets `hier-chen` over HIER_CHEN_SHAPES with that draft as M_q1 (the mid model's own two-model candidates come from
+ * its place among the drafts).
+ */
+export function candidateGrid(drafts: readonly string[], foreign: ReadonlySet<string> = new Set(), mid: string | null = null): Candidate[] {
   const grid: Candidate[] = []
   for (const draft of drafts) {
     if (foreign.has(draft)) {
@@ -58,6 +80,9 @@ export function candidateGrid(drafts: readonly string[], foreign: ReadonlySet<st
     for (const h of [0.2, 0.3, 0.4, 0.5]) grid.push({ method: 'svip', gamma: 5, params: { 'svip.h': h }, draft })
     for (const gamma of [3, 5]) grid.push({ method: 'sd+ngram', gamma, params: {}, draft })
   }
+  if (mid !== null && !foreign.has(mid))
+    for (const small of drafts.filter((d) => d !== mid && !foreign.has(d)))
+      for (const [m, n] of HIER_CHEN_SHAPES) grid.push({ method: 'hier-chen', gamma: 1, params: { 'chen.m': m, 'chen.n': n, 'chen.residual': true }, draft: small, mid })
   for (const gamma of [3, 5]) grid.push({ method: 'pld', gamma, params: {}, draft: null })
   grid.push({ method: 'ngram-simple', gamma: 5, params: {}, draft: null })
   grid.push({ method: 'ngram-simple', gamma: 5, params: { 'ngramsimple.n': 3, 'ngramsimple.m': 8 }, draft: null })

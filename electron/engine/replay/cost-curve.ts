@@ -5,7 +5,9 @@
  * transfer the engine pays is included; like experiments/raw-timings.ts, each cost is the mean over prefixes spread
  * across the decoded range (attention grows with the context) of the median over repeats after a warm-up.
  *
- *   cost of a round = draftCalls · c_D + c_T(proposed + 1)
+ *   cost of a round = draftCalls · c_D + midCalls · c_M + c_T(proposed + 1)
+ *
+ * (c_M: a three-model method's mid model per call, at the batch its calls evaluate.)
  *
  * A draft's c_D and the c_T(k ≥ 2) its rounds pay are then scaled to what real decodes' rounds cost
  * (decode-calibration.ts): timed calls leave out what a decode does between them.
@@ -26,6 +28,11 @@ export interface CostCurve {
   targetMs: number[]
   /** c_D: ms per draft forward call of one token; 0 without a draft model. */
   draftMs: number
+  /**
+   * c_M: ms per mid-model call of a three-model method, at the batch it evaluates (hier-chen's n small guesses and
+   * the token before them: c_M(n + 1)); absent without a mid model.
+   */
+  midMs?: number
 }
 
 /** c_T(k) for any k ≥ 1: measured up to K, then extended along the last measured slope. */
@@ -39,7 +46,7 @@ export function targetCost(curve: CostCurve, k: number): number {
 }
 
 export function roundCost(curve: CostCurve): RoundCost {
-  return (proposed, draftCalls) => draftCalls * curve.draftMs + targetCost(curve, proposed + 1)
+  return (proposed, draftCalls, midCalls = 0) => draftCalls * curve.draftMs + midCalls * (curve.midMs ?? 0) + targetCost(curve, proposed + 1)
 }
 
 export interface CurveMeasurement {

@@ -18,6 +18,8 @@ export interface Configuration {
   params: Readonly<Record<string, ParamValue>>
   /** The draft model's file; null without one. */
   draftFile: string | null
+  /** The mid model's file of a three-model method; absent or null for the others. */
+  midFile?: string | null
 }
 
 export interface DeployThreads {
@@ -68,6 +70,8 @@ export function llamaServerEquivalent(c: Configuration): ServerEquivalent {
       return { method: null, reason: "llama-server has no entropy-bounded draft length (SVIP); its nearest is a confidence floor, --spec-draft-p-min (SpecLab's sd-pmin)" }
     case 'sd+ngram':
       return { method: null, reason: 'llama-server runs one speculative type at a time: a draft model or an n-gram lookup, not one after the other (sd+ngram)' }
+    case 'hier-chen':
+      return { method: null, reason: 'llama-server drafts with one draft model; it has no hierarchy of draft models (hier-chen)' }
     case 'pld':
       return { method: null, reason: "llama-server has no prompt lookup decoding (pld); its nearest is --spec-type ngram-simple (SpecLab's ngram-simple)" }
     default:
@@ -116,17 +120,19 @@ export function speclabCommand(c: Configuration, targetFile: string): string {
   const gamma = findMethod(c.method)?.gamma ? ['--gamma', String(c.gamma)] : []
   const params = Object.entries(c.params).flatMap(([key, value]) => ['--set', `${key}=${value}`])
   const draft = c.draftFile === null ? [] : ['--draft', c.draftFile]
-  return ['speclab', 'run', '--target', targetFile, ...draft, '--methods', c.method, ...gamma, ...params].map(shellWord).join(' ')
+  const mid = c.midFile ? ['--mid', c.midFile] : []
+  return ['speclab', 'run', '--target', targetFile, ...mid, ...draft, '--methods', c.method, ...gamma, ...params].map(shellWord).join(' ')
 }
 
 /**
  * What to choose in LM Studio, whose speculative decoding is llama.cpp's draft-model speculation: the draft model
  * file in its Speculative Decoding draft model picker. null when no draft model applies (ar, the lookups) or when
- * the method maps between vocabularies (sd-tli, sd-uad): llama.cpp's speculation needs the target's vocabulary.
+ * the method maps between vocabularies (sd-tli, sd-uad): llama.cpp's speculation needs the target's vocabulary, and
+ * drafts with one model (no hierarchy).
  */
 export function lmStudioChoice(c: Configuration): string | null {
   const definition = findMethod(c.method)
-  if (c.draftFile === null || !definition?.needs.draft || definition.vocabulary === 'any') return null
+  if (c.draftFile === null || !definition?.needs.draft || definition.needs.mid || definition.vocabulary === 'any') return null
   const equivalent = llamaServerEquivalent(c)
   const cap = equivalent.method === 'llama-server:draft' ? `; its draft-length limit, where the version shows one: ${equivalent.gamma}` : ''
   return `Speculative Decoding → Draft Model: ${path.basename(c.draftFile)}${cap}`

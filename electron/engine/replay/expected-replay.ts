@@ -1,8 +1,8 @@
 /**
  * A candidate configuration's expected rounds on a sampled trace (replay/expected.ts): the catalog method and its
  * resolved parameters (methods/prepare.ts) mapped to the real policy and lookup objects, then the renewal sums (replay/expected.ts) per
- * prompt. Covered: `sd` (fixed γ), `sd-pmin`, `svip`, `pld`, `ngram-simple`, `sd+ngram` — the chain methods whose
- * decisions depend on the current round alone — and `llama-server:draft`, whose verification under sampling is
+ * prompt. Covered: `sd` (fixed γ), `sd-pmin`, `svip`, `pld`, `ngram-simple`, `sd+ngram`, `hier-chen` (with its mid
+ * model) — the chain methods whose decisions depend on the current round alone — and `llama-server:draft`, whose verification under sampling is
  * llama.cpp's own (replay/llama-server-draft.ts). Any other method is refused by name.
  */
 import { ngramSimpleState } from '../lookup/ngram-map'
@@ -12,11 +12,11 @@ import { fixedLengthPolicy } from '../policies/fixed'
 import { pMinPolicy } from '../policies/p-min'
 import { svipPolicy } from '../policies/svip'
 import { llamaServerDraftProposer } from './llama-server-draft'
-import { chainProposer, expectedRun, lookupProposer, modelProposer, type ExpectedRun, type Proposer, type RoundCost } from './expected'
+import { chainProposer, expectedRun, hierarchyProposer, lookupProposer, modelProposer, type ExpectedRun, type Proposer, type RoundCost } from './expected'
 import type { Candidate } from './replay'
 import type { PromptTrace, Trace } from './trace'
 
-export const EXPECTED_METHODS = ['sd', 'sd-pmin', 'svip', 'pld', 'ngram-simple', 'sd+ngram', 'llama-server:draft'] as const
+export const EXPECTED_METHODS = ['sd', 'sd-pmin', 'svip', 'pld', 'ngram-simple', 'sd+ngram', 'hier-chen', 'llama-server:draft'] as const
 
 type Params = Readonly<Record<string, number | string | boolean>>
 
@@ -48,6 +48,10 @@ function proposerOf(trace: Trace, prompt: PromptTrace, candidate: Candidate, par
         lookupProposer(prompt, ngramSimpleState(config, prompt.promptTokens.length), gamma, trace.maxTokens, isEnd),
         model(fixedLengthPolicy(gamma))
       ])
+    }
+    case 'hier-chen': {
+      if (!candidate.mid || !prompt.drafts[candidate.mid]) throw new Error('hier-chen needs a traced mid model')
+      return hierarchyProposer(prompt, draft(), prompt.drafts[candidate.mid], { m: num('chen.m'), n: num('chen.n') }, trace.maxTokens)
     }
     case 'llama-server:draft':
       return llamaServerDraftProposer(prompt, draft(), { nMax: num('llamaserver.nMax'), nMin: num('llamaserver.nMin'), pMin: num('llamaserver.pMin') }, trace.maxTokens)

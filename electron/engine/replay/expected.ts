@@ -35,22 +35,32 @@ import type { DraftTrace, PromptTrace } from './trace'
 export interface ExpectedProposal {
   /** α_1..α_k (k = draft tokens proposed; 0 = the target decodes one token alone). */
   rates: number[]
-  /** Draft-model forward calls the round makes (0 for a lookup). */
+  /** Draft-model forward calls the round makes (0 for a lookup); a hierarchy's small model M_q1. */
   draftCalls: number
+  /** A hierarchy's mid-model (M_q2) forward calls; absent: none. */
+  midCalls?: number
 }
 
 /** The round a configuration makes from output position t (0 ≤ t < L). */
 export type Proposer = (t: number) => ExpectedProposal
 
-/** What a round costs: ms for a round proposing `proposed` tokens with `draftCalls` draft calls (replay/cost-curve.ts). */
-export type RoundCost = (proposed: number, draftCalls: number) => number
+/**
+ * What a round costs: ms for a round proposing `proposed` tokens with `draftCalls` draft calls and `midCalls` mid-model
+ * calls (replay/cost-curve.ts).
+ */
+export type RoundCost = (proposed: number, draftCalls: number, midCalls?: number) => number
 
 /** Rounds of one kind: how many (an expected number for a sampling replay). */
 export interface RoundKind {
   proposed: number
   draftCalls: number
+  /** A hierarchy's mid-model calls per round; absent: none. */
+  midCalls?: number
   count: number
 }
+
+/** Rounds of one kind share this key. */
+export const kindKey = (kind: Pick<RoundKind, 'proposed' | 'draftCalls' | 'midCalls'>) => `${kind.proposed}/${kind.draftCalls}/${kind.midCalls ?? 0}`
 
 export interface ExpectedRun {
   /** L: output tokens. */
@@ -98,15 +108,15 @@ export function expectedRun(length: number, proposer: Proposer, cost?: RoundCost
   for (let t = 0; t < length; t++) {
     const visit = start[t]
     if (visit === 0) continue
-    const { rates, draftCalls } = proposer(t)
+    const { rates, draftCalls, midCalls = 0 } = proposer(t)
     if (t === 0) run.firstProposed = rates.length
-    const key = `${rates.length}/${draftCalls}`
-    const kind = kinds.get(key) ?? { proposed: rates.length, draftCalls, count: 0 }
+    const key = kindKey({ proposed: rates.length, draftCalls, midCalls })
+    const kind = kinds.get(key) ?? { proposed: rates.length, draftCalls, ...(midCalls > 0 ? { midCalls } : {}), count: 0 }
     kind.count += visit
     kinds.set(key, kind)
     run.rounds += visit
     run.proposed += visit * rates.length
-    if (cost) run.ms += visit * cost(rates.length, draftCalls)
+    if (cost) run.ms += visit * cost(rates.length, draftCalls, midCalls)
     acceptedLengthLaw(rates).forEach((probability, a) => {
       run.accepted += visit * probability * Math.min(a, length - t)
       start[Math.min(length, t + a + 1)] += visit * probability
@@ -156,6 +166,29 @@ export function lookupProposer(prompt: PromptTrace, lookup: TokenLookup, cap: nu
       if (isEnd(token)) break
     }
     return { rates, draftCalls: 0 }
+  }
+}
+
+/**
+ * Chen's hierarchy (decoders/hierarchical-chen.ts): per round m blocks of n small-model guesses (one call each) and
+ * one mid-model guess (one call), cut at the budget and the trace's end as the decoder cuts them; each guess is
+ * judged against its own drafter's distribution, so α_j = Σ min(p, s) for a small guess and Σ min(p, q) for a mid
+ * one, both read at the trace's context.
+ */
+export function hierarchyProposer(prompt: PromptTrace, small: DraftTrace, mid: DraftTrace, shape: { m: number; n: number }, maxTokens: number): Proposer {
+  return (t) => {
+    const limit = roundLimit(shape.m * (shape.n + 1), t, prompt, maxTokens)
+    const rates: number[] = []
+    let draftCalls = 0
+    let midCalls = 0
+    while (rates.length < limit) {
+      const drafter = (rates.length + 1) % (shape.n + 1) === 0 ? mid : small
+      if (drafter === mid) midCalls++
+      else draftCalls++
+      const i = t + rates.length
+      rates.push(overlap(prompt.target[i], drafter.points[i].distribution))
+    }
+    return { rates, draftCalls, midCalls }
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * Predicted speed of a replayed configuration: its rounds priced with a measured cost curve (replay/cost-curve.ts).
  *
- *   time = Σ_rounds (draftCalls · c_D + c_T(proposed + 1)),   ar's time = L · c_T(1)
+ *   time = Σ_rounds (draftCalls · c_D + midCalls · c_M + c_T(proposed + 1)),   ar's time = L · c_T(1)
  *   tokens/s = L / time,   speedup = ar's time / time
  *
  * with L the output tokens. A replay is summarised by its rounds per kind (tokens proposed, draft calls): counted
@@ -11,7 +11,7 @@
  */
 import type { StepRecord } from '../decoders/types'
 import { roundCost, targetCost, type CostCurve } from './cost-curve'
-import type { ExpectedRun, RoundKind } from './expected'
+import { kindKey, type ExpectedRun, type RoundKind } from './expected'
 
 /** A replay as pricing needs it (every prompt together). */
 export interface ReplaySummary {
@@ -42,12 +42,18 @@ export interface Prediction {
 function mergeKinds(kinds: readonly RoundKind[]): RoundKind[] {
   const merged = new Map<string, RoundKind>()
   for (const kind of kinds) {
-    const key = `${kind.proposed}/${kind.draftCalls}`
-    const into = merged.get(key) ?? { proposed: kind.proposed, draftCalls: kind.draftCalls, count: 0 }
+    const key = kindKey(kind)
+    const into = merged.get(key) ?? { ...kind, count: 0 }
     into.count += kind.count
     merged.set(key, into)
   }
   return [...merged.values()]
+}
+
+/** A round's kind from its step record: a hierarchy's (per-level counters) counts its small and mid models apart. */
+function kindOfStep(step: StepRecord): RoundKind {
+  if (!step.levels) return { proposed: step.proposed, draftCalls: step.draftCalls, count: 1 }
+  return { proposed: step.proposed, draftCalls: step.levels.q1.calls, midCalls: step.levels.q2.calls, count: 1 }
 }
 
 export function summaryOfSteps(steps: readonly StepRecord[]): ReplaySummary {
@@ -56,7 +62,7 @@ export function summaryOfSteps(steps: readonly StepRecord[]): ReplaySummary {
     rounds: steps.length,
     proposed: steps.reduce((n, s) => n + s.proposed, 0),
     accepted: steps.reduce((n, s) => n + s.accepted, 0),
-    kinds: mergeKinds(steps.map((s) => ({ proposed: s.proposed, draftCalls: s.draftCalls, count: 1 }))),
+    kinds: mergeKinds(steps.map(kindOfStep)),
     firstBatchRounds: steps.filter((s) => s.index === 0 && s.proposed > 0).length
   }
 }
@@ -73,7 +79,7 @@ export function arSummary(tokens: number): ReplaySummary {
 
 export function predict(summary: ReplaySummary, curve: CostCurve): Prediction {
   const cost = roundCost(curve)
-  const ms = summary.kinds.reduce((total, kind) => total + kind.count * cost(kind.proposed, kind.draftCalls), 0)
+  const ms = summary.kinds.reduce((total, kind) => total + kind.count * cost(kind.proposed, kind.draftCalls, kind.midCalls ?? 0), 0)
   const arMs = summary.tokens * targetCost(curve, 1)
   return {
     tokens: summary.tokens,

@@ -10,7 +10,8 @@
  * whose distribution a decision reads is recorded — the trace's own (p_i, q_i) or a draft rollout after a
  * divergence. Contexts nobody reads (the target after a rejected draft token) answer OFF_TRACE, so should a method
  * read one the replayed output leaves the trace and `replayGreedy` throws. Methods that need contexts the trace
- * lacks (sampled drafts, trees, a mid model) throw TraceGapError.
+ * lacks (sampled drafts, trees, a mid model whose decisions read off-trace contexts) throw TraceGapError;
+ * `hier-chen`'s rounds do not read them (HIERARCHY_REPLAYABLE says why).
  *
  * A draft of ANOTHER vocabulary (TracedModel.foreign) has no recorded distributions: its ids are not the target's, so
  * the teacher-forced pass cannot feed it the target's tokens. The cross-vocabulary methods (sd-tli, sd-uad) map
@@ -41,6 +42,8 @@ export interface Candidate {
   params: RawParams
   /** A key of trace.drafts; null for target-only methods (lookups). */
   draft: string | null
+  /** The mid model M_q2 of a three-model method (a key of trace.drafts, `--mid`); absent or null for the others. */
+  mid?: string | null
 }
 
 export interface ReplayedPrompt {
@@ -72,6 +75,17 @@ function tokenizedTarget(trace: Trace, prompt: PromptTrace, tokenizer: LanguageM
   return target
 }
 
+/**
+ * Three-model methods whose greedy rounds the trace decides: `hier-chen` proposes a fixed m(n + 1) guesses (fewer only
+ * at an end-of-generation guess or the budget), and the greedy verifier accepts the leading guesses equal to the
+ * target's tokens, so a guess made after the round's first divergence changes nothing but, through an end of
+ * generation, the round's length. Those contexts are not recorded; they are answered with a filler that is never an
+ * end of generation (trace-models.ts `lenient`), so a real run whose off-trace guess ends the text proposes fewer
+ * tokens than the replay counts. `hsddw` and `pre-verify` stop drafting on the entropies of those off-trace contexts:
+ * not replayed.
+ */
+export const HIERARCHY_REPLAYABLE: ReadonlySet<string> = new Set(['hier-chen'])
+
 export async function replayGreedy(trace: Trace, candidate: Candidate, live?: LiveModels): Promise<ReplayedPrompt[]> {
   if (!isGreedy(trace.warp)) throw new Error('replayGreedy needs a greedy trace (temperature 0); sampling traces give expected values (replay/expected.ts)')
   const draftModel = candidate.draft === null ? null : trace.drafts[candidate.draft]
@@ -79,18 +93,24 @@ export async function replayGreedy(trace: Trace, candidate: Candidate, live?: Li
   const foreign = draftModel?.foreign === true
   const liveDraft = foreign && candidate.draft !== null ? live?.drafts[candidate.draft] : undefined
   if (foreign && (!live || !liveDraft)) throw new Error(`${candidate.draft} has another vocabulary than the target: its candidates replay with the live draft model, and none was given`)
-  const prepared = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }, { draft: draftModel !== null, mid: false })
+  const midModel = candidate.mid ? trace.drafts[candidate.mid] : null
+  if (candidate.mid && !midModel) throw new Error(`the trace has no mid model '${candidate.mid}'`)
+  if (midModel && !HIERARCHY_REPLAYABLE.has(candidate.method)) throw new Error(`${candidate.method}: no greedy replay with a mid model (replayed: ${[...HIERARCHY_REPLAYABLE].join(', ')})`)
+  const prepared = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }, { draft: draftModel !== null, mid: midModel !== null })
   if (foreign && needsSharedVocabulary(prepared.definition)) throw new Error(`${candidate.method} compares token ids, and ${candidate.draft} has another vocabulary than the target`)
   // One run per candidate: state a method keeps across prompts (prepare's newRun) persists as in a real run.
   const run = prepared.newRun()
   const replayed: ReplayedPrompt[] = []
   for (const [index, prompt] of trace.prompts.entries()) {
     const target = liveDraft ? tokenizedTarget(trace, prompt, live!.target) : recordedTarget(trace.target, trace.warp, prompt)
-    const draft = liveDraft ?? (draftModel && candidate.draft ? recordedDraft(draftModel, trace.warp, prompt, prompt.drafts[candidate.draft]) : undefined)
+    // A hierarchy's models answer contexts after a round's first divergence with a filler (trace-models.ts `lenient`).
+    const lenient = midModel !== null
+    const draft = liveDraft ?? (draftModel && candidate.draft ? recordedDraft(draftModel, trace.warp, prompt, prompt.drafts[candidate.draft], { lenient }) : undefined)
+    const mid = midModel && candidate.mid ? recordedDraft(midModel, trace.warp, prompt, prompt.drafts[candidate.mid], { lenient }) : undefined
     const steps: StepRecord[] = []
     const outcome = await decodeOnce({
       decoder: run(),
-      models: draft ? { target, draft } : { target },
+      models: { target, ...(draft ? { draft } : {}), ...(mid ? { mid } : {}) },
       promptTokens: prompt.promptTokens,
       maxTokens: trace.maxTokens,
       warp: trace.warp,

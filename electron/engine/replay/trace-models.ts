@@ -141,27 +141,49 @@ export function recordedTarget(model: TracedModel, warp: WarpConfig, prompt: Pro
   )
 }
 
-/** A draft of one prompt: q_i on the trace, the rollout after a divergence, TraceGapError anywhere else. */
-export function recordedDraft(model: TracedModel, warp: WarpConfig, prompt: PromptTrace, draft: DraftTrace): RecordedModel {
+/**
+ * A context nobody's decision reads, answered in `lenient` mode: certainty on the smallest id that does not end the
+ * text, so a guess made there neither ends the round early nor matches anything the verifier accepts.
+ */
+function fillerOf(model: TracedModel): Distribution {
+  const ends = new Set(model.endTokens)
+  let id = 0
+  while (ends.has(id)) id++
+  return { ids: Int32Array.of(id), probs: Float64Array.of(1) }
+}
+
+/**
+ * A draft of one prompt: q_i on the trace, the rollout after a divergence, TraceGapError anywhere else — or, with
+ * `lenient` (a hierarchy's guesses after a round's first divergence, replay.ts HIERARCHY_REPLAYABLE), a filler there.
+ */
+export function recordedDraft(model: TracedModel, warp: WarpConfig, prompt: PromptTrace, draft: DraftTrace, { lenient = false } = {}): RecordedModel {
   const full = [...prompt.promptTokens, ...prompt.tokens]
   const start = prompt.promptTokens.length
+  const filler = lenient ? fillerOf(model) : null
   return new RecordedModel(model, warp, full, (tokens, onTrace) => {
+    const answer = recordedAnswer(tokens, onTrace)
+    if (!(answer instanceof TraceGapError)) return answer
+    if (filler && onTrace >= start) return filler
+    throw answer
+  })
+
+  function recordedAnswer(tokens: readonly number[], onTrace: number): Distribution | TraceGapError {
     const gap = (why: string) => new TraceGapError(`${model.name}: no recorded distribution after ${tokens.length - start} output tokens (${why})`)
-    if (onTrace < start) throw gap('the context leaves the prompt')
+    if (onTrace < start) return gap('the context leaves the prompt')
     if (onTrace === tokens.length) {
       const point = draft.points[tokens.length - start]
-      if (!point) throw gap('past the end of the trace')
+      if (!point) return gap('past the end of the trace')
       return point.distribution
     }
     // Off the trace: tokens[onTrace] must be the draft's own argmax there and what follows its rollout.
     const i = onTrace - start
     const rollout = draft.rollouts[i] ?? []
-    if (tokens[onTrace] !== draft.points[i]?.argmax) throw gap(`token ${tokens[onTrace]} at output position ${i} is not the draft's greedy token`)
+    if (tokens[onTrace] !== draft.points[i]?.argmax) return gap(`token ${tokens[onTrace]} at output position ${i} is not the draft's greedy token`)
     const depth = tokens.length - onTrace
     for (let j = 1; j < depth; j++)
-      if (tokens[onTrace + j] !== rollout[j - 1]?.argmax) throw gap(`the draft's rollout at output position ${i} holds no token ${tokens[onTrace + j]} at depth ${j}`)
+      if (tokens[onTrace + j] !== rollout[j - 1]?.argmax) return gap(`the draft's rollout at output position ${i} holds no token ${tokens[onTrace + j]} at depth ${j}`)
     const point = rollout[depth - 1]
-    if (!point) throw gap(`the rollout at output position ${i} is ${rollout.length} tokens long, ${depth} needed (raise the trace's rolloutLength)`)
+    if (!point) return gap(`the rollout at output position ${i} is ${rollout.length} tokens long, ${depth} needed (raise the trace's rolloutLength)`)
     return point.distribution
-  })
+  }
 }
