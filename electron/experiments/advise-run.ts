@@ -170,6 +170,7 @@ export interface PreparedAdvice {
 export function prepareAdvice(options: AdviseOptions): PreparedAdvice {
   if (options.prompts && options.dataset) throw new UserInputError('give either --prompts or --dataset, not both')
   if (options.mid && options.draft.length === 0) throw new UserInputError('--mid needs a --draft: the hierarchy drafts with the small model and checks with the mid model')
+  if (options.mid && options.draft.some((file) => path.resolve(file) === path.resolve(options.mid!))) throw new UserInputError(`--mid ${options.mid} is also a --draft: the hierarchy needs two models`)
   const seed = options.seed ?? randomInt(2 ** 32)
   const names = draftNames(options.mid ? [...options.draft, options.mid] : options.draft)
   const preliminary = buildRunRequest(requestOf(options, seed, ['ar', ...possibleMethods(options, names, midNameOf(options, names))], options.repeats))

@@ -17,7 +17,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const TARGET = 'family/stories-target5M-q8_0.gguf'
 const DRAFT = 'stories260K-f32.gguf'
 const OTHER_VOCABULARY = 'tinystories-656k-f32.gguf'
-const withModels = describeWithModels('test/integration/advise-cli.test.ts', [TARGET, DRAFT, OTHER_VOCABULARY])
+const MID = 'family/stories-mid1M-f32.gguf'
+const withModels = describeWithModels('test/integration/advise-cli.test.ts', [TARGET, DRAFT, OTHER_VOCABULARY, MID])
 const tsx = path.join(root, 'node_modules/.bin/tsx')
 const cli = path.join(root, 'electron/cli.ts')
 
@@ -141,6 +142,39 @@ withModels('speclab advise', () => {
     expect(advice.runId).toBeNull()
   })
 
+  it('--mid: the mid model is a draft candidate, and with the draft the hierarchy hier-chen, predicted and measured', () => {
+    const result = speclab('advise', '--target', modelPath(TARGET), '--mid', modelPath(MID), '--draft', modelPath(DRAFT), ...SMALL, '--methods', 'sd,hier-chen', '--verify', '2', '--repeats', '2', '--json')
+    expect(result.code, result.stderr).toBe(0)
+    const advice = JSON.parse(result.stdout)
+    const hierarchies = advice.candidates.filter((c: { method: string }) => c.method === 'hier-chen')
+    expect(hierarchies.length).toBeGreaterThan(0)
+    for (const c of hierarchies) {
+      expect(c).toMatchObject({ draft: 'stories260K-f32', mid: 'stories-mid1M-f32', error: null })
+      expect(c.params['chen.residual']).toBe(true) // lossless only
+      expect(c.predicted.tokensPerSecond).toBeGreaterThan(0)
+    }
+    // The mid model drafts alone too (sd with it), and the other candidates name no mid model.
+    expect(advice.candidates.some((c: { method: string; draft: string | null }) => c.method === 'sd' && c.draft === 'stories-mid1M-f32')).toBe(true)
+    expect(advice.candidates.filter((c: { method: string }) => c.method !== 'hier-chen').every((c: { mid: string | null }) => c.mid === null)).toBe(true)
+    expect(Object.keys(advice.profile.drafts).sort()).toEqual(['stories-mid1M-f32', 'stories260K-f32'])
+    // The best hierarchy is measured beside ar when it is among the best predicted; forced here with --methods.
+    const only = speclab('advise', '--target', modelPath(TARGET), '--mid', modelPath(MID), '--draft', modelPath(DRAFT), ...SMALL, '--methods', 'hier-chen', '--verify', '1', '--repeats', '2', '--json')
+    expect(only.code, only.stderr).toBe(0)
+    const measured = JSON.parse(only.stdout)
+    const arm = measured.candidates.find((c: { method: string; measured?: unknown }) => c.method === 'hier-chen' && c.measured)
+    expect(arm.label).toMatch(/^hier-chen .*← stories260K-f32 ← stories-mid1M-f32$/)
+    expect(isInterval(arm.measured.tokensPerSecond)).toBe(true)
+    const r = measured.recommendation
+    if (r.method === 'hier-chen') {
+      expect(r).toMatchObject({ mid: 'stories-mid1M-f32', midFile: path.resolve(modelPath(MID)), llamaServerCommand: null, lmStudio: null })
+      expect(r.speclabCommand).toContain(`--mid ${modelPath(MID)}`)
+      expect(r.llamaServerNote).toMatch(/no hierarchy/)
+    } else expect(r).toMatchObject({ method: 'ar', mid: null })
+    const shown = speclab('show', String(measured.runId))
+    expect(shown.code).toBe(0)
+    expect(shown.stdout).toContain('stories260K-f32 → stories-mid1M-f32')
+  })
+
   it('bad input is one line and exit 2: no target, a mid model, a draft of another vocabulary without sd-tli / sd-uad, an empty workload, a budget too small', () => {
     const oneLine = (r: { code: number | null; stderr: string }) => {
       expect(r.code).toBe(2)
@@ -148,7 +182,9 @@ withModels('speclab advise', () => {
       return r.stderr
     }
     expect(oneLine(speclab('advise', '--draft', modelPath(DRAFT)))).toMatch(/--target/)
-    expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--mid', modelPath(DRAFT), '--draft', modelPath(DRAFT)))).toMatch(/leave out --mid/)
+    expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--mid', modelPath(MID)))).toMatch(/--mid needs a --draft/)
+    expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--mid', modelPath(DRAFT), '--draft', modelPath(DRAFT)))).toMatch(/is also a --draft/)
+    expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--mid', modelPath(OTHER_VOCABULARY), '--draft', modelPath(DRAFT), ...SMALL))).toMatch(/--mid must share the target's vocabulary/)
     expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--draft', modelPath(DRAFT), '--methods', 'beam'))).toMatch(/--methods beam/)
     expect(oneLine(speclab('advise', '--target', modelPath(TARGET), '--draft', `${modelPath(DRAFT)},${modelPath(OTHER_VOCABULARY)}`, ...SMALL, '--methods', 'sd'))).toMatch(/tinystories-656k-f32 has another vocabulary.*sd-tli and sd-uad.*--methods sd leaves neither/)
     const empty = path.join(dir, 'empty.jsonl')
