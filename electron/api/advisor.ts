@@ -20,8 +20,11 @@ export const AdvisorWorkload = z.union([DatasetChoice, z.object({ kind: z.litera
 export type AdvisorWorkload = z.infer<typeof AdvisorWorkload>
 
 export const AdvisorStart = z.object({
-  /** Library ids: the target and the candidate drafts (the loaded trio's by default; its mid is not used). */
-  models: z.object({ target: Id, drafts: z.array(Id).max(4) }),
+  /**
+   * Library ids: the target, the candidate drafts and, optionally, a mid model (`speclab advise --mid`: a draft
+   * candidate itself, and with each draft the hierarchy hier-chen); the loaded trio's by default.
+   */
+  models: z.object({ target: Id, drafts: z.array(Id).max(4), mid: Id.nullable().optional() }),
   dataset: AdvisorWorkload,
   limit: settingSchema('limit').nullable(),
   settings: z.object({

@@ -34,14 +34,19 @@ const STAGE_MESSAGES: Record<AdvisorStage, string> = {
 
 type Trio = Pick<LoadedTrio, 'models' | 'drafts' | 'fingerprints' | 'threadPlan'>
 
-/** The held trio as the advice's trio (target and draft; a held mid model is left alone), or null when it is not. */
-function lendable(held: HeldTrio | null, target: string, drafts: readonly string[]): Trio | null {
+/**
+ * The held trio as the advice's trio (target, draft, and the mid model when the advice asks for one; a held mid
+ * model it does not ask for is left alone), or null when it is not.
+ */
+function lendable(held: HeldTrio | null, target: string, drafts: readonly string[], mid: string | null): Trio | null {
   if (!held || held.vocabularyMismatch !== null || held.entries.target.path !== target) return null
   if (drafts.length > 1 || (held.entries.draft?.path ?? null) !== (drafts[0] ?? null)) return null
-  const files = new Set([target, ...drafts])
+  if (mid !== null && held.entries.mid?.path !== mid) return null
+  const files = new Set([target, ...drafts, ...(mid !== null ? [mid] : [])])
   const draft = drafts.length > 0 ? held.models.draft : undefined
+  const lentMid = mid !== null ? held.models.mid : undefined
   return {
-    models: { target: held.models.target, ...(draft ? { draft } : {}) },
+    models: { target: held.models.target, ...(draft ? { draft } : {}), ...(lentMid ? { mid: lentMid } : {}) },
     drafts: draft ? [draft] : [],
     fingerprints: held.fingerprints.filter((f) => files.has(f.path)),
     threadPlan: { ...held.threadPlan, models: held.threadPlan.models.filter((m) => files.has(m.file)) }
@@ -104,15 +109,17 @@ export class AdvisorService {
   private async start(request: AdvisorStart): Promise<{ jobId: string }> {
     const target = await this.library.get(request.models.target)
     const drafts = await Promise.all(request.models.drafts.map((id) => this.library.get(id)))
-    refuseFailedLoads({ target, mid: null, draft: drafts[0] ?? null })
+    const mid = request.models.mid == null ? null : await this.library.get(request.models.mid)
+    refuseFailedLoads({ target, mid, draft: drafts[0] ?? null })
     for (const d of drafts.slice(1)) refuseFailedLoads({ target, mid: null, draft: d })
     const held = this.loaded.current
-    const lent = lendable(held, target.path, drafts.map((d) => d.path))
+    const lent = lendable(held, target.path, drafts.map((d) => d.path), mid?.path ?? null)
     // The loaded trio is used as loaded; other files load with the request's settings.
     const load = lent && held ? { ...held.settings, contextSize: held.contextSize } : request.load
     const options: AdviseOptions = {
       target: target.path,
       draft: drafts.map((d) => d.path),
+      ...(mid ? { mid: mid.path } : {}),
       ...this.workloadOf(request.dataset),
       limit: request.limit ?? undefined,
       maxTokens: request.settings.maxTokens,

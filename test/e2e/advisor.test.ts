@@ -11,11 +11,12 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { adviceFinished, type BrowserApp, closeBrowserApp, fillSmallAdvice, loadTargetAndDraft, missingForE2e, models, openBrowserApp, shot, waitForText } from '../helpers/browser-app'
+import { addModelFiles, adviceFinished, type BrowserApp, closeBrowserApp, fillSmallAdvice, loadTargetAndDraft, missingForE2e, models, openBrowserApp, shot, waitForText } from '../helpers/browser-app'
 
 const target = path.join(models, 'family/stories-target5M-q8_0.gguf')
 const draft = path.join(models, 'stories260K-f32.gguf')
-const missing = missingForE2e([target, draft])
+const mid = path.join(models, 'family/stories-mid1M-f32.gguf')
+const missing = missingForE2e([target, draft, mid])
 if (missing.length > 0) console.warn(`\n!!! advisor e2e SKIPPED: missing ${missing.join(', ')} !!!\n`)
 
 let dir: string
@@ -33,6 +34,7 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     const { page } = app
     await page.goto(app.url.toString())
     await page.getByTestId('nav-models').click()
+    await addModelFiles(page, [mid]) // in the library, not loaded: the Advisor offers it as the mid model
     await loadTargetAndDraft(page, target, draft)
 
     await page.getByTestId('recommend-setup').click()
@@ -41,6 +43,17 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     expect(await page.getByTestId('adv-drafts').locator('input:checked').count()).toBe(1)
     await waitForText(page.getByTestId('adv-drafts').locator('label:has(input:checked)'), /stories260K-f32\.gguf \(loaded\)/)
     await waitForText(page.getByTestId('adv-uses-loaded'), /Uses the loaded models/)
+    // A mid model is chosen apart from the drafts: it leaves the drafts, and the advice no longer uses the loaded trio.
+    expect(await page.getByTestId('adv-mid').inputValue()).toBe('')
+    await page.getByTestId('adv-mid').selectOption({ label: path.basename(mid) })
+    const midBox = page.getByTestId('adv-drafts').locator(`label:has-text("${path.basename(mid)}") input`)
+    expect(await midBox.isDisabled()).toBe(true)
+    await waitForText(page.getByTestId('adv-drafts').locator(`label:has-text("${path.basename(mid)}")`), /\(the mid model\)/)
+    await page.getByTestId('adv-uses-loaded').waitFor({ state: 'detached', timeout: 2000 })
+    problems.push(...(await shot(page, 'advisor-mid')))
+    await page.getByTestId('adv-mid').selectOption('')
+    await waitForText(page.getByTestId('adv-uses-loaded'), /Uses the loaded models/)
+    expect(await midBox.isDisabled()).toBe(false)
     problems.push(...(await shot(page, 'advisor-empty')))
   }, 120_000)
 

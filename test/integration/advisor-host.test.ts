@@ -17,12 +17,13 @@ import { until } from '../helpers/until'
 
 const TARGET = 'family/stories-target5M-q8_0.gguf'
 const DRAFT = 'stories260K-f32.gguf'
-const withModels = describeWithModels('test/integration/advisor-host.test.ts', [TARGET, DRAFT])
+const MID = 'family/stories-mid1M-f32.gguf'
+const withModels = describeWithModels('test/integration/advisor-host.test.ts', [TARGET, DRAFT, MID])
 
 let dir: string
 let host: EngineHost
 const events: HostEvent[] = []
-const ids = { target: 0, draft: 0 }
+const ids = { target: 0, draft: 0, mid: 0 }
 const LOAD = { contextSize: 512, gpuLayers: 0, threads: 1, batchThreads: null, fullVocabulary: false } as const
 
 const call = <C extends ApiChannel>(channel: C, payload: ApiRequest<C>) => host.request(channel, payload) as Promise<ApiResponses[C]>
@@ -58,6 +59,7 @@ withModels('Advisor channels on the engine host', () => {
     )
     ids.target = (await call('models:add', { path: modelPath(TARGET) })).id
     ids.draft = (await call('models:add', { path: modelPath(DRAFT) })).id
+    ids.mid = (await call('models:add', { path: modelPath(MID) })).id
   })
   afterAll(async () => {
     await host?.close()
@@ -110,6 +112,23 @@ withModels('Advisor channels on the engine host', () => {
     const report = await call('runs:show', { runId: last.runId! })
     expect(report?.config.suite).toBe('advise')
     expect(report?.methods.map((m) => m.method)).toEqual(report?.config.advice?.arms.map((a) => a.label))
+  }, 240_000)
+
+  it('with a mid model: the loaded trio is lent with it, and the hierarchy is a predicted candidate', async () => {
+    await call('models:load', { trio: { target: ids.target, mid: ids.mid, draft: ids.draft }, settings: LOAD })
+    const { jobId } = await call('advisor:start', request({ models: { target: ids.target, drafts: [ids.draft], mid: ids.mid }, methods: ['sd', 'hier-chen'] }))
+    const last = await finished(jobId)
+    expect(last.error).toBeNull()
+    expect(last.status).toBe('done')
+    expect(progressOf(jobId).find((p) => p.phase === 'loading')?.message).toMatch(/Using the loaded models/)
+    expect((await call('models:list', {})).loaded?.mid?.id).toBe(ids.mid)
+    const advice = await call('advisor:advice', { runId: last.runId! })
+    const hierarchies = advice.candidates.filter((c) => c.method === 'hier-chen')
+    expect(hierarchies.length).toBeGreaterThan(0)
+    for (const c of hierarchies) expect(c).toMatchObject({ draft: 'stories260K-f32', mid: 'stories-mid1M-f32', error: null })
+    expect(advice.draftFiles['stories-mid1M-f32']).toBe(path.resolve(modelPath(MID)))
+    // A mid model without a draft is refused before anything loads.
+    await expect(call('advisor:start', request({ models: { target: ids.target, drafts: [], mid: ids.mid } }))).rejects.toThrow(/--mid needs a --draft/)
   }, 240_000)
 
   it('cancels an advice: the job ends cancelled and the models are free again', async () => {

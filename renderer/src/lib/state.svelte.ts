@@ -30,7 +30,7 @@ export const ui = $state({
   /** A suite run whose report the Runs screen should open. */
   openSuiteRun: null as number | null,
   /** Models the Advisor should start from (the Models screen's "Recommend a setup"). */
-  advisorModels: null as { target: number; drafts: number[] } | null,
+  advisorModels: null as { target: number; drafts: number[]; mid: number | null } | null,
   /** A stored advice run the Advisor should show (Runs' "Open in Advisor"). */
   openAdvice: null as number | null,
   /** A method with its γ and parameters that Chat should take over (the Advisor's "Use in Chat"). */
