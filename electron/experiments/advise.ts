@@ -141,7 +141,47 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
     }
     costs.prefillMs!.drafts[name] = await measurePrefill(draft, own.prompts, trace.warp, prefill)
   }
+  await calibrateHierarchies(input, candidates, measurement, costs)
   return costs
+}
+
+/**
+ * Each (small draft, mid model) pair of the hier-chen candidates priced as its decodes pay: two short real decodes
+ * at the pair's middle shape among the candidates, timed round by round (decode-calibration.ts), give s for
+ * the pair's apart costs (CostTable DraftCost.hierarchyScale). A hierarchy's round makes three models' calls in turn
+ * and builds its chain between them, which the small draft's `sd` scale does not cover.
+ */
+async function calibrateHierarchies(input: AdviseInput, candidates: readonly Candidate[], measurement: CurveMeasurement, costs: CostTable): Promise<void> {
+  const pairs = new Map<string, Candidate[]>()
+  for (const c of candidates) if (c.mid && c.draft !== null) pairs.set(`${c.draft}\u0000${c.mid}`, [...(pairs.get(`${c.draft}\u0000${c.mid}`) ?? []), c])
+  for (const group of pairs.values()) {
+    const { draft: small, mid } = group[0] as Candidate & { draft: string; mid: string }
+    const shape = middleShape(group)
+    const smallCost = costs.drafts[small]
+    const midCost = costs.drafts[mid]
+    if (!smallCost || !midCost?.batchMs) continue
+    const apart: CostCurve = {
+      targetMs: costs.targetMs,
+      draftMs: smallCost.ms / (smallCost.roundScale ?? 1),
+      midMs: midCost.batchMs[Math.min(shape.n + 1, midCost.batchMs.length) - 1]
+    }
+    const calibration = await calibrateRounds(input.target, input.drafts[small], measurement, apart, { mid: input.drafts[mid], shape })
+    if (calibration) midCost.hierarchyScale = { ...midCost.hierarchyScale, [small]: calibration.scale }
+  }
+}
+
+/**
+ * The shape whose rounds stand for the group's: the middle one by chain length m(n + 1), on a tie the one with more
+ * mid-model calls — (2, 1) for the grid's six shapes, whose rounds make both models' calls.
+ */
+function middleShape(candidates: readonly Candidate[]): { m: number; n: number } {
+  const shapes = candidates
+    .map((c) => {
+      const params = prepare(c.method, { gamma: c.gamma, params: c.params }).params
+      return { m: Number(params['chen.m']), n: Number(params['chen.n']) }
+    })
+    .sort((a, b) => a.m * (a.n + 1) - b.m * (b.n + 1) || b.m - a.m)
+  return shapes[Math.floor((shapes.length - 1) / 2)]
 }
 
 /**

@@ -11,7 +11,7 @@ import { predictFromSteps } from '../../electron/engine/replay/predict'
 import { recordTrace } from '../../electron/engine/replay/record'
 import { replayGreedy, type Candidate } from '../../electron/engine/replay/replay'
 import { traceFromJson, traceToJson } from '../../electron/engine/replay/trace-file'
-import { toyDraftClose, toyTarget } from '../helpers/toy-models'
+import { toyDraft, toyDraftClose, toyTarget } from '../helpers/toy-models'
 
 const GREEDY = { temperature: 0, topK: 0, topP: 1 }
 const SAMPLING = { temperature: 1, topK: 0, topP: 1 }
@@ -41,6 +41,25 @@ describe('rankCandidates', () => {
     const svip = verdicts.find((v) => v.candidate === SVIP)!
     const svipSteps = (await replayGreedy(t, SVIP)).flatMap((p) => p.steps)
     expect(svip.prediction!.ms).toBeCloseTo(predictFromSteps(svipSteps, { targetMs: COSTS.targetMs, draftMs: 3 }).ms, 9)
+  })
+
+  it("hier-chen with a mid model: its small model's calls at c_D, its mid model's at c_M(n + 1), or its pair's own scale", async () => {
+    const t = await recordTrace(toyTarget(), { d: toyDraftClose(), m: toyDraft() }, PROMPTS, { warp: GREEDY, seed: 5, maxTokens: 30, batch: 4, rolloutLength: 6, fullEntropy: false })
+    const hierarchy: Candidate = { method: 'hier-chen', gamma: 1, params: { 'chen.m': 2, 'chen.n': 1, 'chen.residual': true }, draft: 'd', mid: 'm' }
+    const steps = (await replayGreedy(t, hierarchy)).flatMap((p) => p.steps)
+    expect(steps.every((s) => s.levels !== undefined && s.levels !== null)).toBe(true)
+    const costs: CostTable = { targetMs: COSTS.targetMs, drafts: { d: { ms: 2, roundScale: 2 }, m: { ms: 5, batchMs: [3, 4, 5] } } }
+    const verdict = (await rankCandidates(t, [hierarchy], costs)).find((x) => x.candidate === hierarchy)!
+    expect(verdict.error).toBeNull()
+    expect(verdict.prediction!.ms).toBeCloseTo(predictFromSteps(steps, { targetMs: COSTS.targetMs, draftMs: 2, midMs: 4 }).ms, 9) // c_M(2)
+    // The pair's own calibration: apart costs (c_D 2 / 2 = 1) scaled by 1.5, c_T(1) kept.
+    costs.drafts.m.hierarchyScale = { d: 1.5 }
+    const scaled = (await rankCandidates(t, [hierarchy], costs)).find((x) => x.candidate === hierarchy)!
+    const [single, ...rest] = COSTS.targetMs
+    expect(scaled.prediction!.ms).toBeCloseTo(predictFromSteps(steps, { targetMs: [single, ...rest.map((ms) => ms * 1.5)], draftMs: 1.5, midMs: 6 }).ms, 9)
+    // Without the mid model's batch costs it is not priced, and says why.
+    delete costs.drafts.m.batchMs
+    expect((await rankCandidates(t, [hierarchy], costs)).find((x) => x.candidate === hierarchy)!.error).toMatch(/no batch cost measured for the mid model 'm'/)
   })
 
   it('lists a candidate the trace cannot replay with its reason, last', async () => {

@@ -167,6 +167,22 @@ describe('round costs as a decode pays them (decode-calibration.ts)', () => {
     expect(await scaleWith(0.5)).toBeGreaterThan(1)
   })
 
+  it("a hierarchy's decode: its mid model's calls priced at c_M, so s is 1 when every call costs what it was timed at", async () => {
+    const sequence = Array.from({ length: 60 }, (_, i) => 1 + (i % 5))
+    const scaleWith = async (midMs: number) => {
+      const clock = { ms: 0 }
+      const target = timed(clock, 4, 0.5)
+      const draft = timed(clock, 1, 0)
+      const mid = timed(clock, 2, 0) // a call costs 2 ms whatever its batch
+      const m = { sequence, promptLength: 10, warp: WARP, maxPositions: 8, clock: () => clock.ms }
+      const measured = await measureCostCurve(target, draft, m)
+      return (await calibrateRounds(target, draft, m, { ...measured, midMs }, { mid, shape: { m: 2, n: 1 } }))!.scale
+    }
+    expect(await scaleWith(2)).toBeCloseTo(1, 12)
+    expect(await scaleWith(0)).toBeGreaterThan(1.1) // the mid model's calls left out of the price
+    expect(calibrated({ targetMs: [10, 14], draftMs: 2, midMs: 3 }, { scale: 2, rounds: 1 })).toEqual({ targetMs: [10, 28], draftMs: 4, midMs: 6 })
+  })
+
   it('takes in what each model pays for following the other, which calls timed apart never pay', async () => {
     const scaleWith = async (switching: number) => {
       const { clock, target, draft } = handingOver(switching)

@@ -13,6 +13,7 @@
 import { isGreedy } from '../sampling/warp'
 import { prepare } from '../methods/prepare'
 import { targetCost, type CostCurve } from './cost-curve'
+import { calibrated } from './decode-calibration'
 import { readsFullEntropy, replayExpected } from './expected-replay'
 import { arSummary, predict, summaryOfExpected, summaryOfSteps, withPrefill, type Prediction, type ReplaySummary } from './predict'
 import { replayGreedy, type Candidate, type LiveModels } from './replay'
@@ -34,6 +35,12 @@ export interface DraftCost {
    * three-model candidate (its calls evaluate batches); absent for a draft used as a draft only.
    */
   batchMs?: number[]
+  /**
+   * By the name of a small draft it forms a hierarchy with: s of real hier-chen decodes of that pair
+   * (decode-calibration.ts), which scales the pair's apart costs — c_D, c_M and c_T(k ≥ 2) — for every hier-chen
+   * candidate of the pair. Absent: the pair was not calibrated (its candidates keep the small draft's `sd` scale).
+   */
+  hierarchyScale?: Record<string, number>
   /**
    * s: how much more than c_D and c_T(k ≥ 2) timed apart a real decode's rounds with this draft took; `ms` and
    * `targetMs` are already scaled by it (decode-calibration.ts). Absent: not calibrated (a draft of another
@@ -101,9 +108,14 @@ function curveFor(costs: CostTable, candidate: Candidate, fullEntropy: boolean):
   const draftMs = draft ? (fullEntropy ? (draft.fullEntropyMs ?? draft.ms) : draft.ms) : 0
   const curve: CostCurve = { targetMs: draft?.targetMs ?? costs.targetMs, draftMs }
   if (!candidate.mid) return curve
-  const batchMs = costs.drafts[candidate.mid]?.batchMs
-  if (!batchMs) throw new Error(`no batch cost measured for the mid model '${candidate.mid}'`)
-  return { ...curve, midMs: targetCost({ targetMs: batchMs, draftMs: 0 }, midBatchOf(candidate)) }
+  const mid = costs.drafts[candidate.mid]
+  if (!mid?.batchMs) throw new Error(`no batch cost measured for the mid model '${candidate.mid}'`)
+  const midMs = targetCost({ targetMs: mid.batchMs, draftMs: 0 }, midBatchOf(candidate))
+  const scale = candidate.draft === null ? undefined : mid.hierarchyScale?.[candidate.draft]
+  if (scale === undefined || !draft) return { ...curve, midMs }
+  // The pair's own calibration replaces the small draft's `sd` one: every call of its rounds scaled from apart.
+  const apart = { targetMs: costs.targetMs, draftMs: draftMs / (draft.roundScale ?? 1), midMs }
+  return calibrated(apart, { scale, rounds: 0 })
 }
 
 /**

@@ -5,7 +5,7 @@
  * the k distributions, the draft's sampling and entropies, the commit). So one short `sd` decode of the measured
  * contexts, timed round by round with the costs' clock, is priced with the costs as measured:
  *
- *   s = Σ_rounds measured ms / Σ_rounds (draftCalls · c_D + c_T(proposed + 1))
+ *   s = Σ_rounds measured ms / Σ_rounds (draftCalls · c_D + midCalls · c_M + c_T(proposed + 1))
  *
  * over its rounds after the first (the first one evaluates the prompt, which prefill prices), and the draft's round
  * costs are scaled by s: c_D ← s · c_D, c_T(k) ← s · c_T(k) for k ≥ 2. c_T(1) keeps the target's own measurement (a
@@ -23,7 +23,8 @@ import { prepare } from '../methods/prepare'
 import type { LanguageModel } from '../model/types'
 import type { StepRecord } from '../decoders/types'
 import { nonDecreasing } from './isotonic'
-import { targetCost, withDefaults, type CostCurve, type CurveMeasurement } from './cost-curve'
+import { roundCost, withDefaults, type CostCurve, type CurveMeasurement } from './cost-curve'
+import { kindOfStep } from './predict'
 
 /** The draft length of the calibrating decode: the catalog's default γ, the rounds most candidates make. */
 export const CALIBRATION_GAMMA = 4
@@ -45,10 +46,14 @@ export interface TimedRound {
   ms: number
 }
 
-/** s from timed rounds priced with `costs`; null without a round that drafted (nothing to scale by). */
+/** s from timed rounds priced with `costs` (a hierarchy's mid-model calls at c_M); null without a round that drafted. */
 export function calibrationOf(rounds: readonly TimedRound[], costs: CostCurve): RoundCalibration | null {
   const drafted = rounds.filter((r) => r.record.index > 0 && r.record.proposed > 0)
-  const priced = drafted.reduce((sum, r) => sum + r.record.draftCalls * costs.draftMs + targetCost(costs, r.record.proposed + 1), 0)
+  const cost = roundCost(costs)
+  const priced = drafted.reduce((sum, r) => {
+    const kind = kindOfStep(r.record)
+    return sum + cost(kind.proposed, kind.draftCalls, kind.midCalls ?? 0)
+  }, 0)
   if (drafted.length === 0 || priced <= 0) return null
   return { scale: drafted.reduce((sum, r) => sum + r.ms, 0) / priced, rounds: drafted.length }
 }
@@ -56,23 +61,32 @@ export function calibrationOf(rounds: readonly TimedRound[], costs: CostCurve): 
 /** The round costs scaled by s; c_T(1) is kept (and the curve kept non-decreasing: s may be below 1). */
 export function calibrated(costs: CostCurve, calibration: RoundCalibration): CostCurve {
   const [single, ...rest] = costs.targetMs
-  return { targetMs: nonDecreasing([single, ...rest.map((ms) => ms * calibration.scale)]), draftMs: costs.draftMs * calibration.scale }
+  const mid = costs.midMs === undefined ? {} : { midMs: costs.midMs * calibration.scale }
+  return { targetMs: nonDecreasing([single, ...rest.map((ms) => ms * calibration.scale)]), draftMs: costs.draftMs * calibration.scale, ...mid }
 }
 
 /**
- * Runs CALIBRATION_DECODES `sd` decodes (γ = CALIBRATION_GAMMA) of the measurement's prompt, as long as its
- * output up to CALIBRATION_TOKENS, timing every round with the measurement's clock, and returns s for `costs` (null
- * when no round drafted).
+ * The decode a calibration times: `sd` at CALIBRATION_GAMMA with a draft; with a mid model, Chen's hierarchy at the
+ * shape given (its rounds pay three models' calls in turn, and the decoder's chain between them).
  */
-export async function calibrateRounds(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, costs: CostCurve): Promise<RoundCalibration | null> {
+export type CalibrationDecode = { mid?: undefined } | { mid: LanguageModel; shape: { m: number; n: number } }
+
+/**
+ * Runs CALIBRATION_DECODES `sd` decodes (γ = CALIBRATION_GAMMA; `calibrating`: hier-chen with its mid model) of the
+ * measurement's prompt, as long as its output up to CALIBRATION_TOKENS, timing every round with the measurement's
+ * clock, and returns s for `costs` (null when no round drafted).
+ */
+export async function calibrateRounds(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, costs: CostCurve, calibrating: CalibrationDecode = {}): Promise<RoundCalibration | null> {
   const m = withDefaults(measurement)
-  const decoder = prepare('sd', { gamma: CALIBRATION_GAMMA, params: {} }).newRun()
+  const decoder = calibrating.mid
+    ? prepare('hier-chen', { gamma: 1, params: { 'chen.m': calibrating.shape.m, 'chen.n': calibrating.shape.n, 'chen.residual': true } }).newRun()
+    : prepare('sd', { gamma: CALIBRATION_GAMMA, params: {} }).newRun()
   const rounds: TimedRound[] = []
   for (let decode = 0; decode < CALIBRATION_DECODES; decode++) {
     let last = m.clock()
     await decodeOnce({
       decoder: decoder(),
-      models: { target, draft },
+      models: calibrating.mid ? { target, draft, mid: calibrating.mid } : { target, draft },
       promptTokens: m.sequence.slice(0, m.promptLength),
       maxTokens: Math.min(CALIBRATION_TOKENS, m.sequence.length - m.promptLength),
       warp: m.warp,

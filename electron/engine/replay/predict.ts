@@ -51,7 +51,7 @@ function mergeKinds(kinds: readonly RoundKind[]): RoundKind[] {
 }
 
 /** A round's kind from its step record: a hierarchy's (per-level counters) counts its small and mid models apart. */
-function kindOfStep(step: StepRecord): RoundKind {
+export function kindOfStep(step: StepRecord): RoundKind {
   if (!step.levels) return { proposed: step.proposed, draftCalls: step.draftCalls, count: 1 }
   return { proposed: step.proposed, draftCalls: step.levels.q1.calls, midCalls: step.levels.q2.calls, count: 1 }
 }
