@@ -55,6 +55,9 @@ export const AdviceCandidate = z.object({
 })
 export type AdviceCandidate = z.infer<typeof AdviceCandidate>
 
+/** A candidate's drafting models as the advice tables show them: "D", "D → M" for a hierarchy, null without a draft. */
+export const draftChain = (c: { draft: string | null; mid?: string | null }): string | null => (c.mid ? `${c.draft} → ${c.mid}` : c.draft)
+
 export const AdvicePrediction = AdviceCandidate.extend({
   /** The thread plan that priced it (`--try-threads`); null: the threads as loaded. */
   plan: z.string().nullable(),

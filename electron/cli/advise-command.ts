@@ -11,6 +11,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { Command, InvalidArgumentError, Option } from 'commander'
+import { draftChain } from '../api/advice'
 import { DEPLOY_TARGETS } from '../api/advisor'
 import { assertGgufFile } from '../engine/model/llama-cpp-model'
 import { describeInterval, type Interval } from '../engine/replay/recommend'
@@ -162,7 +163,7 @@ export function adviceText(result: AdviceView): string {
   const rows = result.candidates.map((c, i) => [
     String(i + 1),
     describeCandidate(c),
-    c.mid ? `${c.draft} → ${c.mid}` : (c.draft ?? '–'),
+    draftChain(c) ?? '–',
     ...(plans ? [c.plan ?? '–'] : []),
     formatFixed(c.predicted?.tokensPerSecond, 1),
     c.predicted ? `${formatFixed(c.predicted.speedup, 2)}×` : '–',

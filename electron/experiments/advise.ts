@@ -23,7 +23,7 @@ import { draftSequenceOf } from '../engine/replay/foreign-text'
 import type { PhaseThreads } from '../engine/model/thread-calibration'
 import { candidateGrid, rolloutLengthFor } from '../engine/replay/candidates'
 import { nonDecreasing } from '../engine/replay/isotonic'
-import { measureCostCurve, measureDraftCost, measurePrefill, type CostCurve, type CurveMeasurement } from '../engine/replay/cost-curve'
+import { measureCostCurve, measureDraftCost, measurePrefill, targetCost, type CostCurve, type CurveMeasurement } from '../engine/replay/cost-curve'
 import { calibrated, calibrateRounds } from '../engine/replay/decode-calibration'
 import { readsFullEntropy } from '../engine/replay/expected-replay'
 import { recordTrace, type TraceProgress } from '../engine/replay/record'
@@ -152,10 +152,15 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
  * and builds its chain between them, which the small draft's `sd` scale does not cover.
  */
 async function calibrateHierarchies(input: AdviseInput, candidates: readonly Candidate[], measurement: CurveMeasurement, costs: CostTable): Promise<void> {
-  const pairs = new Map<string, Candidate[]>()
-  for (const c of candidates) if (c.mid && c.draft !== null) pairs.set(`${c.draft}\u0000${c.mid}`, [...(pairs.get(`${c.draft}\u0000${c.mid}`) ?? []), c])
-  for (const group of pairs.values()) {
-    const { draft: small, mid } = group[0] as Candidate & { draft: string; mid: string }
+  const pairs = new Map<string, { small: string; mid: string; group: Candidate[] }>()
+  for (const c of candidates) {
+    if (!c.mid || c.draft === null) continue
+    const key = JSON.stringify([c.draft, c.mid])
+    const pair = pairs.get(key) ?? { small: c.draft, mid: c.mid, group: [] }
+    pair.group.push(c)
+    pairs.set(key, pair)
+  }
+  for (const { small, mid, group } of pairs.values()) {
     const shape = middleShape(group)
     const smallCost = costs.drafts[small]
     const midCost = costs.drafts[mid]
@@ -163,7 +168,7 @@ async function calibrateHierarchies(input: AdviseInput, candidates: readonly Can
     const apart: CostCurve = {
       targetMs: costs.targetMs,
       draftMs: smallCost.ms / (smallCost.roundScale ?? 1),
-      midMs: midCost.batchMs[Math.min(shape.n + 1, midCost.batchMs.length) - 1]
+      midMs: targetCost({ targetMs: midCost.batchMs, draftMs: 0 }, shape.n + 1)
     }
     const calibration = await calibrateRounds(input.target, input.drafts[small], measurement, apart, { mid: input.drafts[mid], shape })
     if (calibration) midCost.hierarchyScale = { ...midCost.hierarchyScale, [small]: calibration.scale }

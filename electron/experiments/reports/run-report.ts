@@ -4,6 +4,7 @@
  * `speclab show RUN --format md|html` prints it; the app's Runs screen downloads it. Built from the stored run
  * (api/runs-service.ts buildRunReport) and its prompt results, so it can be re-rendered at any time.
  */
+import { draftChain } from '../../api/advice'
 import type { RunReport, RunSummary } from '../../api/runs'
 import { storedAdvice, type StoredAdvice } from '../advice-result'
 import { describeRunThreads } from '../../api/thread-summary'
@@ -95,7 +96,7 @@ const candidateName = (c: StoredAdvice['candidates'][number]) =>
 
 const ADVICE_COLUMNS: Column<StoredAdvice['candidates'][number]>[] = [
   [{ label: 'candidate', format: 'text' }, candidateName],
-  [{ label: 'draft', format: 'text' }, (c) => c.draft ?? '—'],
+  [{ label: 'draft', format: 'text' }, (c) => draftChain(c) ?? '—'],
   [{ label: 'predicted tokens/s', format: 'number', digits: 1 }, (c) => c.predicted?.tokensPerSecond ?? null],
   [{ label: 'predicted speedup', format: 'number' }, (c) => c.predicted?.speedup ?? null],
   [{ label: 'measured tokens/s [95% CI]', format: 'number', digits: 1 }, (c) => c.measured?.tokensPerSecond ?? null],
