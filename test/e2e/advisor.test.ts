@@ -1,6 +1,6 @@
 /**
  * The Advisor screen end to end in browser mode: load target5M-q8_0 ← 260K on the Models screen, *Recommend a
- * setup…* opens the Advisor with them, a small advice (2 prompts × 32 tokens, greedy, the best candidate measured
+ * setup…* opens the Advisor with them (a mid model from the library, chosen and cleared, leaves and rejoins the drafts), a small advice (2 prompts × 32 tokens, greedy, the best candidate measured
  * beside ar with 2 repeats) runs with its stages ticked off, then the recommendation card, the predicted-vs-measured
  * chart and the candidate table (a refused prompt file's message goes once another set is chosen, on the Advisor and
  * the Workbench); *Copy method* / *Copy command* put the card's text on the clipboard, *Use in Chat*
