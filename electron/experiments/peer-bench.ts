@@ -33,7 +33,7 @@ export interface ArmThreads {
   threads: number
   /** Target: a batch of tokens. */
   batchThreads: number
-  /** Draft: every evaluation. */
+  /** Draft, and a mid model where the trio has one: every evaluation. */
   draftThreads: number
 }
 
