@@ -45,6 +45,7 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     await waitForText(page.getByTestId('adv-uses-loaded'), /Uses the loaded models/)
     // A mid model is chosen apart from the drafts: it leaves the drafts, and the advice no longer uses the loaded trio.
     expect(await page.getByTestId('adv-mid').inputValue()).toBe('')
+    expect(await page.getByTestId('adv-mid').locator('option:checked').textContent()).toBe('none')
     await page.getByTestId('adv-mid').selectOption({ label: path.basename(mid) })
     const midBox = page.getByTestId('adv-drafts').locator(`label:has-text("${path.basename(mid)}") input`)
     expect(await midBox.isDisabled()).toBe(true)
