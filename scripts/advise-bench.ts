@@ -14,7 +14,10 @@
  * The grid is the advisor's own (engine/replay/candidates.ts candidateGrid), restricted by --methods as the advisor is.
  * Every process runs one after the other: never two measurements at once on a shared machine.
  *
- * Usage: npm run bench:advise -- --target T --draft D [--dataset stories|--prompts F] [--limit 4] [--max-tokens 128]
+ * With `--mid M` the advisor gets the mid model too, and the grid holds its candidates as the advisor's does (M as
+ * a draft, and the hierarchy hier-chen of D and M); each `speclab run` names the draft its candidates draft with.
+ *
+ * Usage: npm run bench:advise -- --target T --draft D [--mid M] [--dataset stories|--prompts F] [--limit 4] [--max-tokens 128]
  *        [--repeats 3] [--temperature 0] [--methods ...] [--deploy any|speclab|llama-server] [--seed s] [--skip-grid] [--out FILE]
  */
 import { spawnSync } from 'node:child_process'
@@ -41,6 +44,10 @@ const flag = (name: string) => process.argv.includes(name)
 
 const target = argument('--target')
 const draft = argument('--draft')
+const mid = argument('--mid')
+/** A model's name in the advice (its file name without .gguf), as advise-run.ts draftNames gives it. */
+const nameOf = (file: string) => path.basename(file).replace(/\.gguf$/i, '')
+const draftFiles: Record<string, string> = Object.fromEntries([draft, mid].filter((f): f is string => !!f).map((file) => [nameOf(file), file]))
 if (!target || !draft) {
   process.stderr.write('usage: npm run bench:advise -- --target T --draft D [--dataset stories] [--limit 4] [--max-tokens 128] [--repeats 3]\n')
   process.exit(2)
@@ -72,19 +79,25 @@ function speclab(args: string[]): { json: unknown; seconds: number } {
   return { json: JSON.parse(result.stdout.trim().split('\n').at(-1)!), seconds }
 }
 
-/** `speclab run` groups: one γ per run, each method at most once (its `--set` keys are its own namespace). */
+/**
+ * `speclab run` groups: one γ and one draft model per run, each method at most once (its `--set` keys are its own
+ * namespace); a lookup (no draft) joins any run.
+ */
 export function gridRuns(candidates: readonly Candidate[]): Candidate[][] {
   const runs: Candidate[][] = []
+  const draftOf = (r: readonly Candidate[]) => r.find((c) => c.draft !== null)?.draft ?? null
   for (const candidate of candidates) {
-    const run = runs.find((r) => r[0].gamma === candidate.gamma && !r.some((c) => c.method === candidate.method))
+    const run = runs.find(
+      (r) => r[0].gamma === candidate.gamma && !r.some((c) => c.method === candidate.method) && (candidate.draft === null || draftOf(r) === null || draftOf(r) === candidate.draft)
+    )
     if (run) run.push(candidate)
     else runs.push([candidate])
   }
   return runs
 }
 
-const sameConfiguration = (a: { method: string; gamma: number; params: Record<string, unknown> }, b: typeof a) =>
-  a.method === b.method && a.gamma === b.gamma && JSON.stringify(Object.entries(a.params).sort()) === JSON.stringify(Object.entries(b.params).sort())
+const sameConfiguration = (a: { method: string; gamma: number; params: Record<string, unknown>; draft: string | null; mid?: string | null }, b: typeof a) =>
+  a.method === b.method && a.gamma === b.gamma && a.draft === b.draft && (a.mid ?? null) === (b.mid ?? null) && JSON.stringify(Object.entries(a.params).sort()) === JSON.stringify(Object.entries(b.params).sort())
 
 interface GridCell {
   candidate: Candidate
@@ -106,8 +119,10 @@ function measureGrid(candidates: readonly Candidate[]): { cells: GridCell[]; sec
   let seconds = 0
   for (const run of gridRuns(candidates)) {
     const sets = run.flatMap((c) => Object.entries(c.params).flatMap(([key, value]) => ['--set', `${key}=${value}`]))
-    const args = ['run', '--target', target!, '--draft', draft!, '--methods', ['ar', ...run.map((c) => c.method)].join(','), '--gamma', String(run[0].gamma), ...sets, ...workload]
-    process.stderr.write(`grid: ${args.slice(5).join(' ')}\n`)
+    const drafting = run.find((c) => c.draft !== null)?.draft
+    const midArgs = run.some((c) => c.mid) ? ['--mid', mid!] : []
+    const args = ['run', '--target', target!, ...midArgs, '--draft', drafting ? draftFiles[drafting] : draft!, '--methods', ['ar', ...run.map((c) => c.method)].join(','), '--gamma', String(run[0].gamma), ...sets, ...workload]
+    process.stderr.write(`grid: ${args.slice(3).join(' ')}\n`)
     const { json, seconds: s } = speclab(args)
     seconds += s
     const report = json as { runId: number; methods: MethodSummaryJson[] }
@@ -131,12 +146,12 @@ const median = (values: number[]) => {
 }
 const fixed = (x: number | null | undefined, digits = 2) => (x === null || x === undefined ? '–' : x.toFixed(digits))
 const intervalText = (i: Interval | null | undefined, digits = 2) => (i ? `${fixed(i.median, digits)} [${fixed(i.low, digits)}, ${fixed(i.high, digits)}]` : '–')
-const label = (c: { method: string; gamma: number; params: Record<string, unknown> }) =>
-  [c.method, `γ=${c.gamma}`, ...Object.entries(c.params).map(([k, v]) => `${k}=${v}`)].join(' ')
+const label = (c: { method: string; gamma: number; params: Record<string, unknown>; draft?: string | null; mid?: string | null }) =>
+  [c.method, `γ=${c.gamma}`, ...Object.entries(c.params).map(([k, v]) => `${k}=${v}`), ...(mid && c.draft ? [`← ${c.draft}`] : []), ...(c.mid ? [`← ${c.mid}`] : [])].join(' ')
 
 function main(): void {
   const deploy = argument('--deploy', 'any')!
-  const adviseArgs = ['advise', '--target', target!, '--draft', draft!, '--deploy', deploy, ...(methods ? ['--methods', methods] : []), ...workload]
+  const adviseArgs = ['advise', '--target', target!, '--draft', draft!, ...(mid ? ['--mid', mid] : []), '--deploy', deploy, ...(methods ? ['--methods', methods] : []), ...workload]
   process.stderr.write(`advise: ${adviseArgs.slice(1).join(' ')}\n`)
   const advised = speclab(adviseArgs)
   const advice = advised.json as AdviceResult
@@ -147,7 +162,7 @@ function main(): void {
     .filter((c) => c.predicted && c.method !== 'ar' && (!c.method.startsWith('llama-server:') || c.pricedWith === 'llama-server'))
     .map((c) => Math.abs(c.predicted!.tokensPerSecond - (c.measured.tokensPerSecond?.median ?? NaN)) / (c.measured.tokensPerSecond?.median ?? NaN))
   const recommendation = advice.recommendation!
-  const picked = measured.find((c) => sameConfiguration(c, recommendation) && c.draft === recommendation.draft)
+  const picked = measured.find((c) => sameConfiguration(c, recommendation))
 
   const lines: string[] = []
   lines.push(`advisor: ${fixed(advised.seconds, 0)} s · run ${advice.runId} · ${advice.prompts} prompts, ${advice.tokens} tokens, ${advice.mode}`)
@@ -166,7 +181,7 @@ function main(): void {
   const output: Record<string, unknown> = { advisor: { seconds: advised.seconds, advice }, medianRelativeError: errors.length ? median(errors) : null }
 
   if (!flag('--skip-grid')) {
-    const candidates = candidateGrid([path.basename(draft!).replace(/\.gguf$/i, '')]).filter((c) => !methods || methods.split(',').includes(c.method))
+    const candidates = candidateGrid(Object.keys(draftFiles), new Set(), mid ? nameOf(mid) : null).filter((c) => !methods || methods.split(',').includes(c.method))
     const grid = measureGrid(candidates)
     const best = grid.cells.reduce((a, b) => (b.tokensPerSecond.median > a.tokensPerSecond.median ? b : a))
     const bestBySpeedup = grid.cells.reduce((a, b) => ((b.speedup?.median ?? 0) > (a.speedup?.median ?? 0) ? b : a))
