@@ -8,6 +8,10 @@
  * The real runs are timed with the same clock as the costs, prompt processing included; so is the prediction
  * (CostTable.prefillMs: each prompt evaluated in one call by the target and by each draft).
  *
+ * A mid model (`--mid`) is one of the drafts by name, and each candidate of Chen's hierarchy names it as `mid`: it is
+ * traced and priced like a draft, its batch cost c(k) measured for the calls it makes there, and each (draft, mid)
+ * pair calibrated by real hierarchy decodes (calibrateHierarchies).
+ *
  * A draft of ANOTHER vocabulary (model/vocabulary-check.ts) is a candidate too: the grid gives it the
  * cross-vocabulary methods (sd-tli, sd-uad), the trace marks it foreign, its rounds replay with the live draft beside
  * the recorded target (replay/replay.ts; greedy only), and its costs are measured on the target's text as its own
