@@ -28,7 +28,7 @@ import type { PhaseThreads } from '../engine/model/thread-calibration'
 import { candidateGrid, rolloutLengthFor } from '../engine/replay/candidates'
 import { nonDecreasing } from '../engine/replay/isotonic'
 import { measureCostCurve, measureDraftCost, measurePrefill, targetCost, type CostCurve, type CurveMeasurement } from '../engine/replay/cost-curve'
-import { calibrated, calibrateRounds } from '../engine/replay/decode-calibration'
+import { calibrated, calibrateRounds, calibrateSingle } from '../engine/replay/decode-calibration'
 import { readsFullEntropy } from '../engine/replay/expected-replay'
 import { recordTrace, type TraceProgress } from '../engine/replay/record'
 import type { Candidate } from '../engine/replay/replay'
@@ -126,10 +126,12 @@ export function measurementOf(trace: Trace, maxPositions: number, clock: (() => 
 async function measureCosts(input: AdviseInput, trace: Trace, candidates: readonly Candidate[]): Promise<CostTable> {
   const measurement = { ...measurementOf(trace, input.curve?.maxPositions ?? 16, input.clock), ...(input.curve?.points ? { points: input.curve.points } : {}), ...(input.curve?.repeats ? { repeats: input.curve.repeats } : {}) }
   input.onProgress?.('costs')
-  const curve = await measureCostCurve(input.target, null, measurement)
+  const timed = await measureCostCurve(input.target, null, measurement)
+  const single = await calibrateSingle(input.target, measurement, timed)
+  const curve = single ? { ...timed, targetMs: nonDecreasing([timed.targetMs[0] * single.scale, ...timed.targetMs.slice(1)]) } : timed
   const prompts = trace.prompts.map((p) => p.promptTokens)
   const prefill = { clock: input.clock }
-  const costs: CostTable = { targetMs: curve.targetMs, drafts: {}, prefillMs: { target: await measurePrefill(input.target, prompts, trace.warp, prefill), drafts: {} } }
+  const costs: CostTable = { targetMs: curve.targetMs, ...(single ? { singleScale: single.scale } : {}), drafts: {}, prefillMs: { target: await measurePrefill(input.target, prompts, trace.warp, prefill), drafts: {} } }
   for (const [name, draft] of Object.entries(input.drafts)) {
     const used = candidates.filter((c) => c.draft === name)
     const asMid = candidates.filter((c) => c.mid === name)

@@ -8,7 +8,7 @@ import type { StepRecord } from '../../electron/engine/decoders/types'
 import { stepRecord } from '../../electron/engine/decoders/step-record'
 import { emptyLevels } from '../../electron/engine/decoders/hierarchy'
 import { measureCostCurve, roundCost, targetCost, type CostCurve } from '../../electron/engine/replay/cost-curve'
-import { calibrated, calibrateRounds, calibrationOf } from '../../electron/engine/replay/decode-calibration'
+import { calibrated, calibrateRounds, calibrateSingle, calibrationOf, singleCalibrationOf } from '../../electron/engine/replay/decode-calibration'
 import { expectedRun } from '../../electron/engine/replay/expected'
 import { predictFromExpected, predictFromSteps } from '../../electron/engine/replay/predict'
 import { nonDecreasing } from '../../electron/engine/replay/isotonic'
@@ -165,6 +165,23 @@ describe('round costs as a decode pays them (decode-calibration.ts)', () => {
     // After a fully accepted chain the drafter catches up two tokens in its first call (its last draft and the
     // bonus), which calls of one token each never pay.
     expect(await scaleWith(0.5)).toBeGreaterThan(1)
+  })
+
+  it("c_T(1) as an ar decode pays it: s₁ = its tokens' mean ms over c_T(1), the prompt's token left out", async () => {
+    const rounds = [round(0, 0, 0), round(1, 0, 0), round(2, 0, 0)].map((record, i) => ({ record, ms: [300, 12, 14][i] }))
+    expect(singleCalibrationOf(rounds, costs)!.scale).toBeCloseTo(13 / costs.targetMs[0], 12)
+    expect(singleCalibrationOf(rounds.slice(0, 1), costs)).toBeNull()
+    const sequence = Array.from({ length: 60 }, (_, i) => 1 + (i % 5))
+    const scaleWith = async (slower: number) => {
+      const clock = { ms: 0 }
+      const target = timed(clock, 4, 0.5)
+      const m = { sequence, promptLength: 10, warp: WARP, maxPositions: 6, clock: () => clock.ms }
+      const measured = await measureCostCurve(target, null, m)
+      // The machine is slower (or quicker) while the curve is timed than while the decode runs.
+      return (await calibrateSingle(target, m, { ...measured, targetMs: measured.targetMs.map((ms) => ms * slower) }))!.scale
+    }
+    expect(await scaleWith(1)).toBeCloseTo(1, 12)
+    expect(await scaleWith(1.5)).toBeCloseTo(1 / 1.5, 12)
   })
 
   it("a hierarchy's decode: its mid model's calls priced at c_M, so s is 1 when every call costs what it was timed at", async () => {

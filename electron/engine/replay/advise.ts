@@ -50,8 +50,10 @@ export interface DraftCost {
 }
 
 export interface CostTable {
-  /** c_T(k), k = 1 … K, ms. */
+  /** c_T(k), k = 1 … K, ms; c_T(1) as an `ar` decode paid it where `singleScale` is set. */
   targetMs: number[]
+  /** s₁: a real `ar` decode's ms per token over c_T(1) as timed in the curve (decode-calibration.ts calibrateSingle); absent: not calibrated. */
+  singleScale?: number
   /** By traced draft name. */
   drafts: Record<string, DraftCost>
   /**

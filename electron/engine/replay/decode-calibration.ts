@@ -8,8 +8,8 @@
  *   s = Σ_rounds measured ms / Σ_rounds (draftCalls · c_D + midCalls · c_M + c_T(proposed + 1))
  *
  * over its rounds after the first (the first one evaluates the prompt, which prefill prices), and the draft's round
- * costs are scaled by s: c_D ← s · c_D, c_T(k) ← s · c_T(k) for k ≥ 2. c_T(1) keeps the target's own measurement (a
- * target-only round follows no draft call; `ar` is predicted within a few per cent from it). One scale for both terms
+ * costs are scaled by s: c_D ← s · c_D, c_T(k) ← s · c_T(k) for k ≥ 2. c_T(1) is not (a target-only round follows
+ * no draft call): it is calibrated apart, by an `ar` decode (calibrateSingle). One scale for both terms
  * is a choice: a decode's wall time cannot tell them apart, and the decode's rounds (γ = 4, mostly k = 5) carry both
  * in the proportion most candidates' rounds do; a draft call is a tenth of such a round here, so what one scale
  * misattributes between the terms moves another γ's price by a per cent or two.
@@ -21,7 +21,7 @@
 import { decodeOnce } from '../methods/decode-once'
 import { prepare } from '../methods/prepare'
 import type { LanguageModel } from '../model/types'
-import type { StepRecord } from '../decoders/types'
+import type { Decoder, DecoderModels, StepRecord } from '../decoders/types'
 import { nonDecreasing } from './isotonic'
 import { roundCost, withDefaults, type CostCurve, type CurveMeasurement } from './cost-curve'
 import { kindOfStep } from './predict'
@@ -77,16 +77,41 @@ export type CalibrationDecode = { mid?: undefined } | { mid: LanguageModel; shap
  * clock, and returns s for `costs` (null when no round drafted).
  */
 export async function calibrateRounds(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, costs: CostCurve, calibrating: CalibrationDecode = {}): Promise<RoundCalibration | null> {
-  const m = withDefaults(measurement)
   const decoder = calibrating.mid
     ? prepare('hier-chen', { gamma: 1, params: { 'chen.m': calibrating.shape.m, 'chen.n': calibrating.shape.n, 'chen.residual': true } }).newRun()
     : prepare('sd', { gamma: CALIBRATION_GAMMA, params: {} }).newRun()
+  const models = calibrating.mid ? { target, draft, mid: calibrating.mid } : { target, draft }
+  return calibrationOf(await timedRounds(decoder, models, measurement, CALIBRATION_DECODES), costs)
+}
+
+/** s₁ from an `ar` decode's timed tokens: their mean ms over c_T(1), each decode's first (the prompt's) left out. */
+export function singleCalibrationOf(rounds: readonly TimedRound[], costs: CostCurve): RoundCalibration | null {
+  const tokens = rounds.filter((r) => r.record.index > 0)
+  if (tokens.length === 0 || !(costs.targetMs[0] > 0)) return null
+  return { scale: tokens.reduce((sum, r) => sum + r.ms, 0) / (tokens.length * costs.targetMs[0]), rounds: tokens.length }
+}
+
+/**
+ * c_T(1) as an `ar` decode pays it: one `ar` decode of the measurement's prompt, as long as its output up to
+ * CALIBRATION_TOKENS, timed token by token, gives s₁ for c_T(1) (singleCalibrationOf). The curve's calls are timed
+ * one after another over a minute or so and the drafts' rounds are calibrated by real decodes; c_T(1) alone would
+ * otherwise keep whatever the machine was doing while it was timed — measured on this project's VM, one advice's
+ * c_T(1) of 12.0 ms against 8.0–8.8 ms in the advices around it, and `ar` predicted at 81.7 tok/s against 114.6
+ * measured, while its speculative arms, calibrated, were within 8 %.
+ */
+export async function calibrateSingle(target: LanguageModel, measurement: CurveMeasurement, costs: CostCurve): Promise<RoundCalibration | null> {
+  return singleCalibrationOf(await timedRounds(prepare('ar', { gamma: 1, params: {} }).newRun(), { target }, measurement, 1), costs)
+}
+
+/** `decodes` decodes of the measurement's prompt by `decoder` on `models`, each round timed with the measurement's clock. */
+async function timedRounds(decoder: () => Decoder, models: DecoderModels, measurement: CurveMeasurement, decodes: number): Promise<TimedRound[]> {
+  const m = withDefaults(measurement)
   const rounds: TimedRound[] = []
-  for (let decode = 0; decode < CALIBRATION_DECODES; decode++) {
+  for (let decode = 0; decode < decodes; decode++) {
     let last = m.clock()
     await decodeOnce({
       decoder: decoder(),
-      models: calibrating.mid ? { target, draft, mid: calibrating.mid } : { target, draft },
+      models,
       promptTokens: m.sequence.slice(0, m.promptLength),
       maxTokens: Math.min(CALIBRATION_TOKENS, m.sequence.length - m.promptLength),
       warp: m.warp,
@@ -100,5 +125,5 @@ export async function calibrateRounds(target: LanguageModel, draft: LanguageMode
       }
     })
   }
-  return calibrationOf(rounds, costs)
+  return rounds
 }
