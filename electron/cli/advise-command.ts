@@ -55,7 +55,7 @@ export function adviseCommand(): Command {
     .description('predict the fastest method / draft / draft length on a workload from one trace, measure the best beside ar with intervals, and recommend one (stored as a run)')
     .requiredOption('--target <file>', 'target model (GGUF)')
     .option('--draft <files>', `candidate draft models (GGUF): comma-separated or repeated; one of another vocabulary than the target's is tried with ${crossVocabularyMethods().join(' and ')} (greedy only)`, collectDrafts, [])
-    .option('--mid <file>', "mid model M_q2 (GGUF, the target's vocabulary): a draft candidate itself, and with each --draft the hierarchy hier-chen (small guesses checked by the mid model's, all verified by the target)")
+    .option('--mid <file>', "mid model M_q2 (GGUF, the target's vocabulary): a draft candidate itself, and with each --draft the hierarchy hier-chen (the draft's guesses, then the mid model's, all verified by the target)")
     .option('--prompts <file>', 'JSONL prompts (as `run`)')
     .option('--dataset <id>', 'built-in prompt set (default stories)')
     .addOption(settingOption('limit'))

@@ -43,7 +43,7 @@ describe('llamaServerCommand', () => {
   })
 
   it('null with the reason where llama-server has no equivalent', () => {
-    for (const [method, reason] of [['svip', /entropy/], ['sd+ngram', /one speculative type/], ['pld', /prompt lookup/]] as const) {
+    for (const [method, reason] of [['svip', /entropy/], ['sd+ngram', /one speculative type/], ['pld', /prompt lookup/], ['hier-chen', /no hierarchy/]] as const) {
       const command = llamaServerCommand(config(method, 5), T, THREADS)
       expect(command.command).toBeNull()
       expect(command.reason).toMatch(reason)
@@ -64,6 +64,10 @@ describe('speclabCommand and LM Studio', () => {
   it('the method, γ where it reads it, and the given parameters', () => {
     expect(speclabCommand(config('sd', 4), T)).toBe(`speclab run --target ${T} --draft '${D}' --methods sd --gamma 4`)
     expect(speclabCommand(config('sd-pmin', 5, { 'pmin.p': 0.3 }), T)).toBe(`speclab run --target ${T} --draft '${D}' --methods sd-pmin --set pmin.p=0.3`)
+    // A hierarchy names its mid model too.
+    const hierarchy = { ...config('hier-chen', 1, { 'chen.m': 2, 'chen.n': 1, 'chen.residual': true }), midFile: '/models/mid.gguf' }
+    expect(speclabCommand(hierarchy, T)).toBe(`speclab run --target ${T} --mid /models/mid.gguf --draft '${D}' --methods hier-chen --set chen.m=2 --set chen.n=1 --set chen.residual=true`)
+    expect(lmStudioChoice(hierarchy)).toBeNull() // LM Studio drafts with one model
   })
 
   it('LM Studio: the draft file where a draft model applies', () => {
