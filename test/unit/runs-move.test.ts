@@ -83,8 +83,9 @@ describe('run transfer', () => {
     // The app writing a chat reply, or a CLI run writing its steps, holds the write lock for a moment.
     const writer = await holdWriteLock(targetFile, 300)
     expect(importRuns(target.database, file).transferred).toHaveLength(ids.length)
-    // A lock held past the wait names the database that is locked, not the file being imported.
-    const holder = await holdWriteLock(targetFile, 1500)
+    // A lock held past the wait (3 s, against a 100 ms busy timeout) names the database that is locked, not the file
+    // being imported.
+    const holder = await holdWriteLock(targetFile, 3000)
     target.database.pragma('busy_timeout = 100')
     expect(() => importRuns(target.database, file)).toThrow(`${targetFile} is locked by another process`)
     target.close()

@@ -368,10 +368,11 @@ describe('RunStore', () => {
   }, 30_000)
 
   it('switches a file to WAL while another process holds its write lock, once the lock is released', async () => {
-    // SQLite answers this switch with SQLITE_BUSY at once, without its busy handler: the switch must retry.
+    // SQLite answers this switch with SQLITE_BUSY at once, without its busy handler: the switch must retry. The lock
+    // is held for a second, so a test process slow to start the switch on a loaded machine still finds it held.
     const plain = path.join(dir, 'plain.sqlite')
     new Database(plain).exec('CREATE TABLE t (x)')
-    const holder = await holdWriteLock(plain, 300)
+    const holder = await holdWriteLock(plain, 1000)
     const db = new Database(plain)
     const begun = Date.now()
     switchToWal(db)
