@@ -46,7 +46,9 @@ describe.skipIf(missing.length > 0)('Advisor screen (browser mode)', () => {
     // A mid model is chosen apart from the drafts: it leaves the drafts, and the advice no longer uses the loaded trio.
     expect(await page.getByTestId('adv-mid').inputValue()).toBe('')
     expect(await page.getByTestId('adv-mid').locator('option:checked').textContent()).toBe('none')
+    expect(await page.getByTestId('adv-method-hier-chen').isDisabled()).toBe(true) // a hierarchy needs the mid model
     await page.getByTestId('adv-mid').selectOption({ label: path.basename(mid) })
+    expect(await page.getByTestId('adv-method-hier-chen').isDisabled()).toBe(false)
     const midBox = page.getByTestId('adv-drafts').locator(`label:has-text("${path.basename(mid)}") input`)
     expect(await midBox.isDisabled()).toBe(true)
     await waitForText(page.getByTestId('adv-drafts').locator(`label:has-text("${path.basename(mid)}")`), /\(the mid model\)/)
