@@ -21,7 +21,7 @@ import { UserInputError } from '../engine/errors'
 import { decodeOnce } from '../engine/methods/decode-once'
 import { prepare } from '../engine/methods/prepare'
 import type { LanguageModel } from '../engine/model/types'
-import { AR_CANDIDATE, fastestFirst, midBatchOf, price, rankPlans, replayAll, roundAcceptanceByDraft, type CostTable, type DraftCost, type Replayed, type Verdict } from '../engine/replay/advise'
+import { AR_CANDIDATE, fastestFirst, hierarchyShapeOf, midBatchOf, price, rankPlans, replayAll, roundAcceptanceByDraft, type CostTable, type DraftCost, type Replayed, type Verdict } from '../engine/replay/advise'
 import { vocabularyMismatch } from '../engine/model/vocabulary-check'
 import { draftSequenceOf } from '../engine/replay/foreign-text'
 import type { PhaseThreads } from '../engine/model/thread-calibration'
@@ -138,9 +138,12 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
     if (used.length === 0 && asMid.length === 0) continue
     const foreign = trace.drafts[name]?.foreign === true
     const own = foreign ? foreignMeasurement(input, trace, draft, measurement) : { measurement, prompts }
-    const apart = await measureDraftCost(draft, own.measurement)
+    // A mid model's batch curve holds its one-token call too (a mid model shares the target's vocabulary: `own` is
+    // the target's measurement), so that call is not timed a second time.
+    const batchMs = asMid.length > 0 ? (await measureCostCurve(draft, null, { ...measurement, maxPositions: Math.min(measurement.maxPositions ?? 16, Math.max(...asMid.map(midBatchOf))) })).targetMs : undefined
+    const apart = batchMs ? batchMs[0] : await measureDraftCost(draft, own.measurement)
     costs.drafts[name] = foreign || used.length === 0 ? { ms: apart } : await calibratedDraft(input.target, draft, measurement, { draftMs: apart, targetMs: curve.targetMs })
-    if (asMid.length > 0) costs.drafts[name].batchMs = (await measureCostCurve(draft, null, { ...measurement, maxPositions: Math.min(measurement.maxPositions ?? 16, Math.max(...asMid.map(midBatchOf))) })).targetMs
+    if (batchMs) costs.drafts[name].batchMs = batchMs
     if (used.some(readsFullEntropy)) {
       // Every logit transferred costs the same on top of a draft call timed apart as in a decode's round.
       costs.drafts[name].fullEntropyMs = (await measureDraftCost(draft, own.measurement, { fullEntropy: true })) + costs.drafts[name].ms - apart
@@ -186,12 +189,7 @@ async function calibrateHierarchies(input: AdviseInput, candidates: readonly Can
  * mid-model calls — (2, 1) for the grid's six shapes, whose rounds make both models' calls.
  */
 function middleShape(candidates: readonly Candidate[]): { m: number; n: number } {
-  const shapes = candidates
-    .map((c) => {
-      const params = prepare(c.method, { gamma: c.gamma, params: c.params }).params
-      return { m: Number(params['chen.m']), n: Number(params['chen.n']) }
-    })
-    .sort((a, b) => a.m * (a.n + 1) - b.m * (b.n + 1) || b.m - a.m)
+  const shapes = candidates.map(hierarchyShapeOf).sort((a, b) => a.m * (a.n + 1) - b.m * (b.n + 1) || b.m - a.m)
   return shapes[Math.floor((shapes.length - 1) / 2)]
 }
 

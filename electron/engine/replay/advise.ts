@@ -99,10 +99,14 @@ export const PROFILE_POSITIONS = 8
 
 export const AR_CANDIDATE: Candidate = { method: 'ar', gamma: 1, params: {}, draft: null }
 
-/** The tokens one mid-model call of a three-model candidate evaluates: hier-chen's n small guesses and the token before them. */
-export function midBatchOf(candidate: Candidate): number {
-  return Number(prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }).params['chen.n']) + 1
+/** A hier-chen candidate's (m, n), the catalog's defaults filled in: m mid-model guesses, each after n small ones. */
+export function hierarchyShapeOf(candidate: Candidate): { m: number; n: number } {
+  const params = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }).params
+  return { m: Number(params['chen.m']), n: Number(params['chen.n']) }
 }
+
+/** The tokens one mid-model call of a three-model candidate evaluates: hier-chen's n small guesses and the token before them. */
+export const midBatchOf = (candidate: Candidate): number => hierarchyShapeOf(candidate).n + 1
 
 function curveFor(costs: CostTable, candidate: Candidate, fullEntropy: boolean): CostCurve {
   const draft = candidate.draft === null ? undefined : costs.drafts[candidate.draft]
