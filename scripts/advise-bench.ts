@@ -27,6 +27,7 @@ import path from 'node:path'
 import { candidateGrid } from '../electron/engine/replay/candidates'
 import type { Candidate } from '../electron/engine/replay/replay'
 import type { AdviceResult, CandidateResult } from '../electron/experiments/advice-result'
+import { draftNames } from '../electron/experiments/advise-run'
 
 interface Interval {
   median: number
@@ -45,11 +46,12 @@ const flag = (name: string) => process.argv.includes(name)
 const target = argument('--target')
 const draft = argument('--draft')
 const mid = argument('--mid')
-/** A model's name in the advice (its file name without .gguf), as advise-run.ts draftNames gives it. */
-const nameOf = (file: string) => path.basename(file).replace(/\.gguf$/i, '')
-const draftFiles: Record<string, string> = Object.fromEntries([draft, mid].filter((f): f is string => !!f).map((file) => [nameOf(file), file]))
+/** Each model's name in the advice (the mid model's last), as the advisor names them. */
+const modelFiles = [draft, mid].filter((f): f is string => !!f)
+const names = draftNames(modelFiles)
+const draftFiles: Record<string, string> = Object.fromEntries(names.map((name, i) => [name, modelFiles[i]]))
 if (!target || !draft) {
-  process.stderr.write('usage: npm run bench:advise -- --target T --draft D [--dataset stories] [--limit 4] [--max-tokens 128] [--repeats 3]\n')
+  process.stderr.write('usage: npm run bench:advise -- --target T --draft D [--mid M] [--dataset stories] [--limit 4] [--max-tokens 128] [--repeats 3]\n')
   process.exit(2)
 }
 const dbFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-advise-bench-')), 'runs.db')
@@ -181,7 +183,7 @@ function main(): void {
   const output: Record<string, unknown> = { advisor: { seconds: advised.seconds, advice }, medianRelativeError: errors.length ? median(errors) : null }
 
   if (!flag('--skip-grid')) {
-    const candidates = candidateGrid(Object.keys(draftFiles), new Set(), mid ? nameOf(mid) : null).filter((c) => !methods || methods.split(',').includes(c.method))
+    const candidates = candidateGrid(names, new Set(), mid ? names[names.length - 1] : null).filter((c) => !methods || methods.split(',').includes(c.method))
     const grid = measureGrid(candidates)
     const best = grid.cells.reduce((a, b) => (b.tokensPerSecond.median > a.tokensPerSecond.median ? b : a))
     const bestBySpeedup = grid.cells.reduce((a, b) => ((b.speedup?.median ?? 0) > (a.speedup?.median ?? 0) ? b : a))
