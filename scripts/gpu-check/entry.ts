@@ -6,7 +6,8 @@
  *
  * Loads the target and the draft (every layer on the GPU in cuda mode: `--gpu-layers` clamps to the model's layer
  * count, and the report fails a model that did not go there wholly), runs the arms interleaved with peer-bench's
- * runner (experiments/peer-bench.ts) and writes report.json and report.md (report.ts). Exit 0 when every greedy
+ * runner (experiments/peer-bench.ts), splits an `ar` token's time beside llama-server's (token-split.ts) and writes
+ * report.json and report.md (report.ts). Exit 0 when every greedy
  * output equals `ar`'s or leaves it only at a numerical tie of the target (divergence.ts), and every model is
  * offloaded as asked; 1 otherwise, 2 on bad arguments. No database: the store (better-sqlite3, a native addon) is
  * never imported, so the bundle needs only node-llama-cpp's own addon.
@@ -21,13 +22,16 @@ import { nativeBackend, sharedLlama } from '../../electron/engine/model/llama-cp
 import { needsSharedVocabulary } from '../../electron/engine/methods/prepare'
 import { loadTrio } from '../../electron/experiments/models'
 import { describeMachine, machineAfter, machineBefore } from '../../electron/experiments/machine-state'
-import { parseArm, prepareArms, runPeerBench, type ArmResult } from '../../electron/experiments/peer-bench'
+import { applyThreads, parseArm, prepareArms, runPeerBench, type ArmResult, type ArmSpec } from '../../electron/experiments/peer-bench'
+import { findLlamaServer } from '../../electron/engine/peers/llama-server-binary'
+import type { LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import type { LanguageModel } from '../../electron/engine/model/types'
 import { loadPrompts } from '../../electron/experiments/prompts'
 import { tokenizePrompts } from '../../electron/experiments/runner'
 import { warpOfSettings } from '../../electron/experiments/run-request'
 import { firstDifference, historiesOf, noiseOf, weighDivergence, type Divergence } from './divergence'
 import type { Distribution } from '../../electron/engine/sampling/distribution'
+import { measureTokenSplit } from './token-split'
 import { armRows, engineRows, greedyRows, problemsOf, referenceArm, reportMarkdown, type GpuCheckReport, type GreedyRow, type ModelOffload } from './report'
 
 /**
@@ -93,6 +97,27 @@ async function weighedGreedyRows(results: ArmResult[], target: LanguageModel, pr
   } catch (error) {
     process.stderr.write(`gpu-check: could not weigh the greedy differences (${(error as Error).message}); every difference counts\n`)
     return rows
+  }
+}
+
+/**
+ * Where an `ar` token's time goes (token-split.ts), at the threads of SpecLab's `ar` arm, beside the llama-server its
+ * `llama-server:ar` arm ran. A failure is reported, not fatal: the split explains the figures, it is not the check.
+ */
+async function tokenSplitOf(models: Parameters<typeof applyThreads>[0], specs: readonly ArmSpec[], promptTokens: number[][], maxTokens: number): Promise<GpuCheckReport['tokenSplit']> {
+  const ar = specs.find((s) => s.method === 'ar')
+  if (!ar) return { error: 'no SpecLab ar arm' }
+  try {
+    applyThreads(models, ar.threads)
+    const target = models.target as LlamaCppModel
+    const binary = findLlamaServer()
+    const server =
+      binary.path === null
+        ? null
+        : { binary: binary.path, target: target.info.path, draft: null, threads: ar.threads.threads, batchThreads: ar.threads.batchThreads, draftThreads: ar.threads.draftThreads, contextSize: target.context.contextSize, speculative: [] }
+    return await measureTokenSplit(target, promptTokens, maxTokens, server)
+  } catch (error) {
+    return { error: (error as Error).message }
   }
 }
 
@@ -164,6 +189,7 @@ async function main(): Promise<number> {
     process.stderr.write('\n')
     const machine = machineAfter(before)
     const greedy = await weighedGreedyRows(results, trio.models.target, promptTokens, config.gamma + 1)
+    const tokenSplit = await tokenSplitOf(trio.models, specs, promptTokens, config.maxTokens)
     const problems = problemsOf(greedy, models, mode)
     const report: GpuCheckReport = {
       date: new Date().toISOString(),
@@ -176,6 +202,7 @@ async function main(): Promise<number> {
       arms: armRows(results),
       greedy,
       engines: engineRows(results),
+      tokenSplit,
       passed: problems.length === 0,
       problems
     }

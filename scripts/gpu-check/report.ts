@@ -7,6 +7,7 @@
 import type { Interval } from '../../electron/engine/stats/bootstrap'
 import { pairedRatio, sameOutputs, type ArmResult } from '../../electron/experiments/peer-bench'
 import type { Divergence } from './divergence'
+import type { TokenSplit } from './token-split'
 
 export interface GreedyRow {
   arm: string
@@ -44,6 +45,8 @@ export interface GpuCheckReport {
   greedy: GreedyRow[]
   /** SpecLab's arm over llama-server's doing the same job, paired per (prompt, repeat). */
   engines: EngineRow[]
+  /** Where a SpecLab `ar` token's time goes beside llama-server's token (token-split.ts); why not, where it failed. */
+  tokenSplit: TokenSplit | { error: string }
   /** Every arm's outputs equal ar's or leave them only at a numerical tie, and (cuda) every model is fully offloaded. */
   passed: boolean
   problems: string[]
@@ -76,8 +79,9 @@ export function realDifferences(row: GreedyRow): number[] {
  */
 export function problemsOf(greedy: readonly GreedyRow[], models: readonly ModelOffload[], mode: GpuCheckReport['mode']): string[] {
   const problems = greedy
-    .filter((g) => realDifferences(g).length > 0)
-    .map((g) => `${g.arm}: greedy output differs from ar, not at a numerical tie, on prompts ${realDifferences(g).join(', ')}`)
+    .map((g) => ({ arm: g.arm, real: realDifferences(g) }))
+    .filter((g) => g.real.length > 0)
+    .map((g) => `${g.arm}: greedy output differs from ar, not at a numerical tie, on prompts ${g.real.join(', ')}`)
   if (mode === 'cuda')
     for (const m of models) if (m.gpuLayers < m.totalLayers) problems.push(`${m.role} ${m.file}: ${m.gpuLayers} of ${m.totalLayers} layers on the GPU`)
   return problems
@@ -137,6 +141,26 @@ function divergenceLines(greedy: readonly GreedyRow[]): string[] {
   )
 }
 
+/** The token split's section (token-split.ts defines every term). */
+function tokenSplitLines(split: GpuCheckReport['tokenSplit']): string[] {
+  const heading = ['## Where an `ar` token\'s time goes', '']
+  if ('error' in split) return [...heading, `Not measured: ${split.error}`]
+  const ms = (value: Interval | null) => interval(value, 3)
+  return [
+    ...heading,
+    `${split.tokens} greedy tokens of SpecLab's target session, one evaluation each (${split.direct} through the addon path), medians per token [95% CI]:`,
+    '',
+    '| part | ms per token |',
+    '|---|---|',
+    `| SpecLab's step (\`append\` of one token) | ${ms(split.stepMs)} |`,
+    `| – awaited \`decodeBatch\` (hand-off, \`llama_decode\`, hand-back) | ${ms(split.decodeMs)} |`,
+    `| – awaited \`sampleToken\` (hand-off, wait for the logits, top-64, hand-back) | ${ms(split.readMs)} |`,
+    `| – the rest: SpecLab's JS and node-llama-cpp's synchronous calls | ${ms(split.engineMs)} |`,
+    `| the same read again (one asynchronous call with nothing to wait for; not in the step) | ${ms(split.rereadMs)} |`,
+    `| llama-server's own time per generated token (predicted_ms / (predicted_n − 1), HTTP excluded) | ${ms(split.serverMs)} |`
+  ]
+}
+
 export function reportMarkdown(report: GpuCheckReport): string {
   const { config } = report
   const greedy = new Map(report.greedy.map((g) => [g.arm, g]))
@@ -164,6 +188,7 @@ export function reportMarkdown(report: GpuCheckReport): string {
   ]
   if (report.engines.length > 0)
     lines.push('', '| SpecLab | llama-server | SpecLab / llama-server [95% CI] |', '|---|---|---|', ...report.engines.map((e) => `| ${e.speclab} | ${e.llamaServer} | ${interval(e.ratio, 3, '×')} |`))
+  lines.push('', ...tokenSplitLines(report.tokenSplit))
   const divergences = divergenceLines(report.greedy)
   if (divergences.length > 0)
     lines.push(

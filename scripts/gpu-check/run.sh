@@ -10,7 +10,8 @@
 #    and llama.cpp's llama-server from the same source: CUDA (-DGGML_CUDA=ON) or, with --cpu, the CPU only
 # 3. puts the addon where node-llama-cpp looks for a local build (llama/localBuilds/<linux-x64[-cuda]>/Release with
 #    its _nlcBuildMetadata.json and buildDone.status) and runs the check (gpu-check.mjs): greedy sd = ar, then ar / sd /
-#    svip / pearl / llama-server:ar / llama-server:draft interleaved with repeats and 95 % intervals → OUT/report.md, .json
+#    svip / pearl / llama-server:ar / llama-server:draft interleaved with repeats and 95 % intervals, then where an ar
+#    token's time goes beside llama-server's → OUT/report.md, .json
 # ENTRY OPTIONS go to gpu-check.mjs (--repeats N, --prompts N, --max-tokens N, --arms A,B,…). --build-only stops after
 # step 3's install (a later run reuses the build and measures; a script can size its workload to the time left).
 # The build tree stays in WORK (default ./work), so a second run only relinks. Exit: 0 passed, 1 failed, 2 bad usage.
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift ;;
     --jobs) jobs=$2; shift ;;
     --) shift; entry_args=("$@"); break ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift

@@ -51,6 +51,9 @@ describe.skipIf(!enabled || process.platform !== 'linux')('gpu-check: pack and r
       expect(report.buildSeconds.build).toBeGreaterThan(0)
       expect(report.engines.map((e) => [e.speclab, e.llamaServer])).toEqual([['ar@1/2', 'llama-server:ar@1/2'], ['sd@1/2', 'llama-server:draft@1/2/1']])
       expect(report.engines[0]!.ratio?.median).toBeGreaterThan(0)
+      // The token split ran beside the pack's own llama-server: 2 prompts × 47 timed tokens, all through the addon path.
+      expect(report.tokenSplit).toMatchObject({ tokens: 2 * 47, direct: 2 * 47 })
+      expect('serverMs' in report.tokenSplit && report.tokenSplit.serverMs?.cells).toBe(2)
       expect(fs.readFileSync(path.join(reportDir, 'report.md'), 'utf8')).toContain('# SpecLab GPU check — PASSED')
       // Kept for docs/performance.md.
       if (process.env.SPECLAB_GPU_CHECK_KEEP) fs.cpSync(reportDir, process.env.SPECLAB_GPU_CHECK_KEEP, { recursive: true })

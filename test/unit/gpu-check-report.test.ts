@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { ArmResult, PeerCell } from '../../electron/experiments/peer-bench'
+import type { Interval } from '../../electron/engine/stats/bootstrap'
 import { firstDifference, isNumericalTie, noiseOf, weighDivergence, type Divergence } from '../../scripts/gpu-check/divergence'
 import { armRows, engineRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type ModelOffload } from '../../scripts/gpu-check/report'
 
@@ -97,6 +98,7 @@ describe('GPU check report', () => {
       arms: armRows([ar, sd]),
       greedy: greedyRows([ar, sd]),
       engines: engineRows([ar, sd, peer]),
+      tokenSplit: { error: 'no SpecLab ar arm' },
       passed: true,
       problems: []
     }
@@ -111,6 +113,16 @@ describe('GPU check report', () => {
     expect(failed).toContain('- sd@1/2: greedy output differs from ar on prompts 0')
     const tied = reportMarkdown({ ...report, greedy: [{ arm: 'sd@1/2', same: 1, prompts: 2, differing: [1], divergences: [divergence(true)] }] })
     expect(tied).toContain('| 1/2, 1 at ties |')
+    expect(passed).toContain('Not measured: no SpecLab ar arm')
+    const ms = (median: number): Interval => ({ median, low: median - 0.01, high: median + 0.01, cells: 4, prompts: 2, repeats: 2 })
+    const split = reportMarkdown({
+      ...report,
+      tokenSplit: { tokens: 4, direct: 3, stepMs: ms(1.3), decodeMs: ms(0.4), readMs: ms(0.8), rereadMs: ms(0.06), engineMs: ms(0.1), serverMs: null }
+    })
+    expect(split).toContain("4 greedy tokens of SpecLab's target session, one evaluation each (3 through the addon path)")
+    expect(split).toContain("| SpecLab's step (`append` of one token) | 1.300 [1.290–1.310] |")
+    expect(split).toContain('| – awaited `sampleToken` (hand-off, wait for the logits, top-64, hand-back) | 0.800 [0.790–0.810] |')
+    expect(split).toContain("| llama-server's own time per generated token (predicted_ms / (predicted_n − 1), HTTP excluded) | – |")
     expect(tied).toContain("- sd@1/2, prompt 1, token 1: ar 5, arm 6; gap 0.0010 under ar's evaluation, -0.0020 in chunks of 2…; the prompt's noise 0.0030 → numerical tie")
   })
 })
