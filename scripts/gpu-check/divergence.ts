@@ -132,9 +132,12 @@ export function weighDivergence(histories: readonly (readonly Distribution[])[],
   return { position, ar: a, arm: armToken, gap, gapChunked, noise, tie: isNumericalTie(gap, gapChunked, noise) }
 }
 
-/** ar's history and the chunked ones (k = 2 … maxChunk) for one prompt. */
-export async function historiesOf(target: LanguageModel, prompt: readonly number[], output: readonly number[], maxChunk: number): Promise<Distribution[][]> {
-  const histories: Distribution[][] = []
-  for (let chunk = 1; chunk <= Math.max(1, maxChunk); chunk++) histories.push(await distributionsUnderHistory(target, prompt, output, chunk))
+/**
+ * ar's history and the chunked ones (k = 2 … maxChunk) for one prompt. `own`: ar's history where the caller has it
+ * already (greedyOutput's distributions), so it is not evaluated twice.
+ */
+export async function historiesOf(target: LanguageModel, prompt: readonly number[], output: readonly number[], maxChunk: number, own?: Distribution[]): Promise<Distribution[][]> {
+  const histories: Distribution[][] = [own ?? (await distributionsUnderHistory(target, prompt, output, 1))]
+  for (let chunk = 2; chunk <= maxChunk; chunk++) histories.push(await distributionsUnderHistory(target, prompt, output, chunk))
   return histories
 }

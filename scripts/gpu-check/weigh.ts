@@ -42,8 +42,8 @@ try {
   const fmt = (gap: number | null) => (gap === null ? 'outside top-64' : gap.toFixed(4))
   for (const prompt of new Set(cases.map((c) => c.prompt))) {
     const tokens = promptTokens[prompt]!
-    const { output } = await greedyOutput(model, tokens, maxTokens)
-    const histories = await historiesOf(model, tokens, output, Number(values.gamma) + 1)
+    const { output, distributions } = await greedyOutput(model, tokens, maxTokens)
+    const histories = await historiesOf(model, tokens, output, Number(values.gamma) + 1, distributions)
     const noise = noiseOf(histories, output)
     for (const c of cases.filter((x) => x.prompt === prompt))
       process.stdout.write(
