@@ -153,8 +153,8 @@ function tokenSplitLines(split: GpuCheckReport['tokenSplit']): string[] {
     '| part | ms per token |',
     '|---|---|',
     `| SpecLab's step (\`append\` of one token) | ${ms(split.stepMs)} |`,
-    `| – awaited \`decodeBatch\` (hand-off, \`llama_decode\`, hand-back) | ${ms(split.decodeMs)} |`,
-    `| – awaited \`sampleToken\` (hand-off, wait for the logits, top-64, hand-back) | ${ms(split.readMs)} |`,
+    `| – awaited \`decodeBatch\` (hand-off, \`llama_decode\` and synchronize, hand-back) | ${ms(split.decodeMs)} |`,
+    `| – awaited \`sampleToken\` (hand-off, the logits' top 64, hand-back) | ${ms(split.readMs)} |`,
     `| – the rest: SpecLab's JS and node-llama-cpp's synchronous calls | ${ms(split.engineMs)} |`,
     `| the same read again (one asynchronous call with nothing to wait for; not in the step) | ${ms(split.rereadMs)} |`,
     `| llama-server's own time per generated token (predicted_ms / (predicted_n − 1), HTTP excluded) | ${ms(split.serverMs)} |`

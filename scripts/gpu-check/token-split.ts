@@ -6,11 +6,11 @@
  * into the two node-llama-cpp addon calls it awaits, timed on the addon object the session's evaluation calls
  * (direct-evaluation.ts makes exactly these calls; the wrappers are removed afterwards). Terms, per generated token:
  * - step: the wall time of the session's `append` of one token — SpecLab's whole path for a target token.
- * - decode: the awaited `decodeBatch()`: a hand-off to a libuv worker thread, `llama_decode`, and the completion's
- *   hand-off back to the JS thread. On CUDA `llama_decode` builds and launches the graph and returns without waiting
- *   for the GPU.
- * - read: the awaited `sampleToken()` of the position: a hand-off and back around `llama_get_logits_ith`, which waits
- *   for the GPU (it synchronizes), the copy of the logits and the top-64 sampler chain.
+ * - decode: the awaited `decodeBatch()`: a hand-off to a libuv worker thread, `llama_decode` and `llama_synchronize`
+ *   (the addon's worker waits there for the backend, GPU included), and the completion's hand-off back to the JS
+ *   thread.
+ * - read: the awaited `sampleToken()` of the position: a hand-off and back around the sampler chain on the logits
+ *   (copied under the context's sampling lock) that returns the top 64.
  * - reread: the same read again at once, when nothing is left to wait for: the price of one asynchronous addon call
  *   (two thread hand-offs) plus a copy and a sort of the 64 best logits. Not part of the step: it runs after it.
  * - engine: step − decode − read: SpecLab's JS and node-llama-cpp's synchronous calls (batch set-up, bookkeeping,

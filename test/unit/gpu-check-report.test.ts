@@ -121,7 +121,7 @@ describe('GPU check report', () => {
     })
     expect(split).toContain("4 greedy tokens of SpecLab's target session, one evaluation each (3 through the addon path)")
     expect(split).toContain("| SpecLab's step (`append` of one token) | 1.300 [1.290–1.310] |")
-    expect(split).toContain('| – awaited `sampleToken` (hand-off, wait for the logits, top-64, hand-back) | 0.800 [0.790–0.810] |')
+    expect(split).toContain('| – awaited `sampleToken` (hand-off, the logits\' top 64, hand-back) | 0.800 [0.790–0.810] |')
     expect(split).toContain("| llama-server's own time per generated token (predicted_ms / (predicted_n − 1), HTTP excluded) | – |")
     expect(tied).toContain("- sd@1/2, prompt 1, token 1: ar 5, arm 6; gap 0.0010 under ar's evaluation, -0.0020 in chunks of 2…; the prompt's noise 0.0030 → numerical tie")
   })
