@@ -1,8 +1,8 @@
 /**
  * Where one `ar` token's time goes, SpecLab's against llama-server's, on the machine under test.
  *
- * SpecLab's `ar` ran at 0.81× llama-server's on an H100 (docs/performance.md, GPU check): about 0.23 ms more per
- * 1.1–1.3 ms token. This splits a greedy token of SpecLab's target session (one token per evaluation, as `ar` decodes)
+ * Why: SpecLab's `ar` runs at about 0.81× llama-server's on an H100 (docs/performance.md, GPU check), a quarter of
+ * a millisecond more per token of about one. This splits a greedy token of SpecLab's target session (one token per evaluation, as `ar` decodes)
  * into the two node-llama-cpp addon calls it awaits, timed on the addon object the session's evaluation calls
  * (direct-evaluation.ts makes exactly these calls; the wrappers are removed afterwards). Terms, per generated token:
  * - step: the wall time of the session's `append` of one token — SpecLab's whole path for a target token.
