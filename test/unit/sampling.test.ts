@@ -11,6 +11,7 @@ import {
   probabilityOf,
   sample,
   softmaxEntropy,
+  sortUnlessOrdered,
   type Distribution
 } from '../../electron/engine/sampling/distribution'
 import { createPrng, type Prng } from '../../electron/engine/sampling/prng'
@@ -161,6 +162,39 @@ describe('warp', () => {
       // The kept token with the largest logit is the argmax.
       const best = ids[logits.indexOf(Math.max(...logits))]
       expect(argmax(d)).toBe(best)
+    }
+  })
+})
+
+describe('ranking: input in order passes through, any other is sorted', () => {
+  const byLogit = (logits: number[], ids: number[]) => (a: number, b: number) => logits[b]! - logits[a]! || ids[a]! - ids[b]!
+
+  it('sortUnlessOrdered leaves a ranked order as it is and sorts any other, ties by id', () => {
+    const ids = [7, 3, 9, 1]
+    const ranked = [4, 3, 3, 1] // logits: highest first; the tie (3, 3) is in id order only if 3 comes before 9
+    expect(sortUnlessOrdered([0, 1, 2, 3], byLogit(ranked, ids))).toEqual([0, 1, 2, 3])
+    // The tie in the other id order: ids 9 before 3 must swap.
+    expect(sortUnlessOrdered([0, 1, 2, 3], byLogit(ranked, [7, 9, 3, 1]))).toEqual([0, 2, 1, 3])
+    // Unordered logits, and an order that is ranked but for the last pair.
+    expect(sortUnlessOrdered([0, 1, 2, 3], byLogit([0, 5, -1, 2], ids))).toEqual([1, 3, 0, 2])
+    expect(sortUnlessOrdered([0, 1, 2, 3], byLogit([5, 4, 3, 3.5], ids))).toEqual([0, 1, 3, 2])
+    expect(sortUnlessOrdered([], byLogit([], []))).toEqual([])
+  })
+
+  it('warp and fromWeights give the same distribution for any order of the same logits', () => {
+    const ids = [12, 4, 30, 7, 19, 2]
+    const logits = [1.5, 3, 1.5, -2, 0.25, 3]
+    const prng = createPrng(11)
+    for (let shuffle = 0; shuffle < 20; shuffle++) {
+      const order = range(ids.length).sort(() => prng.next() - 0.5)
+      for (const config of [T1, { temperature: 0.7, topK: 4, topP: 0.9 }]) {
+        const shuffled = warp(order.map((i) => ids[i]!), order.map((i) => logits[i]!), config)
+        // Highest logit first; equal logits (3: ids 4, 2; 1.5: ids 12, 30) by lower id.
+        expect(Array.from(shuffled.ids.slice(0, 4))).toEqual([2, 4, 12, 30].slice(0, Math.min(4, shuffled.ids.length)))
+        expect(shuffled).toEqual(warp(ids, logits, config))
+      }
+      const weights = [0.5, 2, 0.5, 0, 1, 2]
+      expect(Array.from(fromWeights(order.map((i) => ids[i]!), order.map((i) => weights[i]!)).ids)).toEqual([2, 4, 19, 12, 30])
     }
   })
 })

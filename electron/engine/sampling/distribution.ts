@@ -80,11 +80,21 @@ export function fromWeights(ids: ArrayLike<number>, weights: ArrayLike<number>):
     }
   }
   if (total <= 0) throw new Error('distribution has no mass')
-  order.sort((a, b) => weights[b] - weights[a] || ids[a] - ids[b])
+  sortUnlessOrdered(order, (a, b) => weights[b] - weights[a] || ids[a] - ids[b])
   const out: Distribution = { ids: new Int32Array(order.length), probs: new Float64Array(order.length) }
   order.forEach((source, i) => {
     out.ids[i] = ids[source]
     out.probs[i] = weights[source] / total
   })
   return out
+}
+
+/**
+ * Sorts `order` by `compare` unless it is already strictly in that order: one pass instead of a sort where the input
+ * comes ranked (node-llama-cpp returns the top-k by logit, so warp's and fromWeights' orders are usually the input's).
+ * The result is the sort's either way: a comparator that orders distinct ids strictly has one sorted order.
+ */
+export function sortUnlessOrdered(order: number[], compare: (a: number, b: number) => number): number[] {
+  for (let i = 1; i < order.length; i++) if (!(compare(order[i - 1]!, order[i]!) < 0)) return order.sort(compare)
+  return order
 }

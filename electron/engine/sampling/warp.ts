@@ -7,7 +7,7 @@
  * Temperature 0 means greedy: the distribution is then the temperature-1 softmax (so entropies stay meaningful)
  * and decoders take its argmax.
  */
-import { fromWeights, type Distribution } from './distribution'
+import { fromWeights, sortUnlessOrdered, type Distribution } from './distribution'
 
 export interface WarpConfig {
   /** 0 = greedy. */
@@ -28,23 +28,27 @@ export function isGreedy(warp: WarpConfig): boolean {
 export function warp(ids: ArrayLike<number>, logits: ArrayLike<number>, config: WarpConfig): Distribution {
   const n = ids.length
   const temperature = config.temperature > 0 ? config.temperature : 1
-  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => logits[b] - logits[a] || ids[a] - ids[b])
+  // Plain arrays for the scratch work: this runs once per evaluated position, and a typed array's allocation or
+  // Array.from costs more than the 64 exponentials (docs/performance.md, "Where an ar token's time goes").
+  const order: number[] = []
+  for (let i = 0; i < n; i++) order.push(i)
+  sortUnlessOrdered(order, (a, b) => logits[b] - logits[a] || ids[a] - ids[b])
   const keep = config.topK > 0 ? Math.min(config.topK, n) : n
   const maxLogit = logits[order[0]]
-  const keptIds = new Int32Array(keep)
-  const weights = new Float64Array(keep)
+  const keptIds: number[] = []
+  const weights: number[] = []
   let total = 0
   for (let i = 0; i < keep; i++) {
-    keptIds[i] = ids[order[i]]
-    weights[i] = Math.exp((logits[order[i]] - maxLogit) / temperature)
+    keptIds.push(ids[order[i]])
+    weights.push(Math.exp((logits[order[i]] - maxLogit) / temperature))
     total += weights[i]
   }
   const nucleus = config.topP < 1 ? nucleusSize(weights, total, config.topP) : keep
-  return fromWeights(keptIds.subarray(0, nucleus), weights.subarray(0, nucleus))
+  return nucleus < keep ? fromWeights(keptIds.slice(0, nucleus), weights.slice(0, nucleus)) : fromWeights(keptIds, weights)
 }
 
 /** Smallest prefix (weights sorted descending) whose mass reaches topP; always ≥ 1 token. */
-function nucleusSize(weights: Float64Array, total: number, topP: number): number {
+function nucleusSize(weights: readonly number[], total: number, topP: number): number {
   let cumulative = 0
   for (let i = 0; i < weights.length; i++) {
     cumulative += weights[i] / total
