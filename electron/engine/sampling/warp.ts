@@ -29,7 +29,7 @@ export function warp(ids: ArrayLike<number>, logits: ArrayLike<number>, config: 
   const n = ids.length
   const temperature = config.temperature > 0 ? config.temperature : 1
   // Plain arrays for the scratch work: this runs once per evaluated position, and a typed array's allocation or
-  // Array.from costs more than the 64 exponentials (docs/performance.md, "Where an ar token's time goes").
+  // Array.from costs more than the 64 exponentials (docs/performance.md, "Measured on an H100": SpecLab's own share).
   const order: number[] = []
   for (let i = 0; i < n; i++) order.push(i)
   sortUnlessOrdered(order, (a, b) => logits[b] - logits[a] || ids[a] - ids[b])
