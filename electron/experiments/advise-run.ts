@@ -130,6 +130,9 @@ function draftModelsOf(trio: Pick<LoadedTrio, 'models' | 'drafts'>, names: reado
   return { ...drafts, [mid]: trio.models.mid }
 }
 
+/** The files the advice traces as drafts, in the order of `names`: the --draft files, then the mid model's. */
+const advisedDraftFiles = (options: AdviseOptions): string[] => (options.mid ? [...options.draft, options.mid] : options.draft)
+
 /** The mid model's name in the advice (its place in `names`), or null without --mid. */
 const midNameOf = (options: AdviseOptions, names: readonly string[]) => (options.mid ? names[names.length - 1] : null)
 
@@ -172,7 +175,7 @@ export function prepareAdvice(options: AdviseOptions): PreparedAdvice {
   if (options.mid && options.draft.length === 0) throw new UserInputError('--mid needs a --draft: the hierarchy drafts with the small model and checks with the mid model')
   if (options.mid && options.draft.some((file) => path.resolve(file) === path.resolve(options.mid!))) throw new UserInputError(`--mid ${options.mid} is also a --draft: the hierarchy needs two models`)
   const seed = options.seed ?? randomInt(2 ** 32)
-  const names = draftNames(options.mid ? [...options.draft, options.mid] : options.draft)
+  const names = draftNames(advisedDraftFiles(options))
   const preliminary = buildRunRequest(requestOf(options, seed, ['ar', ...possibleMethods(options, names, midNameOf(options, names))], options.repeats))
   const prompts = loadPrompts(preliminary.config.prompts)
   return { options, seed, names, prompts, preliminary, load: { ...preliminary.load, sharedVocabulary: false } }
@@ -269,7 +272,7 @@ export async function runAdvice(prepared: PreparedAdvice, trio: Pick<LoadedTrio,
   const mid = midNameOf(options, names)
   const drafts = draftModelsOf(trio, names, mid)
   const grid = gridAsServed(gridOf(options, names, foreignDraftsOf(trio, drafts), mid), options.deploy, warp)
-  const files = options.mid ? [...options.draft, options.mid] : options.draft
+  const files = advisedDraftFiles(options)
   const draftFiles = Object.fromEntries(names.map((name, i) => [name, path.resolve(files[i])]))
   const promptTokens = tokenizePrompts(trio.models, prompts, { maxTokens: options.maxTokens, contextSize: options.contextSize })
   const advice = await adviseWorkload({

@@ -61,6 +61,9 @@ export const HIER_CHEN_SHAPES: readonly (readonly [m: number, n: number])[] = [
   [3, 1]
 ]
 
+/** hier-chen's parameters at shape (m, n) as the advisor runs it: with the exact residual correction (lossless). */
+export const hierChenParams = ({ m, n }: { m: number; n: number }) => ({ 'chen.m': m, 'chen.n': n, 'chen.residual': true })
+
 /**
  * `foreign`: the drafts whose vocabulary is not the target's (model/vocabulary-check.ts). `mid`: one of `drafts`
  * that is also the mid model M_q2 of the hierarchies (`--mid`): with it every other draft of the target's vocabulary
@@ -82,7 +85,7 @@ export function candidateGrid(drafts: readonly string[], foreign: ReadonlySet<st
   }
   if (mid !== null && !foreign.has(mid))
     for (const small of drafts.filter((d) => d !== mid && !foreign.has(d)))
-      for (const [m, n] of HIER_CHEN_SHAPES) grid.push({ method: 'hier-chen', gamma: 1, params: { 'chen.m': m, 'chen.n': n, 'chen.residual': true }, draft: small, mid })
+      for (const [m, n] of HIER_CHEN_SHAPES) grid.push({ method: 'hier-chen', gamma: 1, params: hierChenParams({ m, n }), draft: small, mid })
   for (const gamma of [3, 5]) grid.push({ method: 'pld', gamma, params: {}, draft: null })
   grid.push({ method: 'ngram-simple', gamma: 5, params: {}, draft: null })
   grid.push({ method: 'ngram-simple', gamma: 5, params: { 'ngramsimple.n': 3, 'ngramsimple.m': 8 }, draft: null })

@@ -25,6 +25,7 @@ import type { Decoder, DecoderModels, StepRecord } from '../decoders/types'
 import { nonDecreasing } from './isotonic'
 import { roundCost, withDefaults, type CostCurve, type CurveMeasurement } from './cost-curve'
 import { kindOfStep } from './predict'
+import { hierChenParams } from './candidates'
 
 /** The draft length of the calibrating decode: the catalog's default γ, the rounds most candidates make. */
 export const CALIBRATION_GAMMA = 4
@@ -78,7 +79,7 @@ export type CalibrationDecode = { mid?: undefined } | { mid: LanguageModel; shap
  */
 export async function calibrateRounds(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, costs: CostCurve, calibrating: CalibrationDecode = {}): Promise<RoundCalibration | null> {
   const decoder = calibrating.mid
-    ? prepare('hier-chen', { gamma: 1, params: { 'chen.m': calibrating.shape.m, 'chen.n': calibrating.shape.n, 'chen.residual': true } }).newRun()
+    ? prepare('hier-chen', { gamma: 1, params: hierChenParams(calibrating.shape) }).newRun()
     : prepare('sd', { gamma: CALIBRATION_GAMMA, params: {} }).newRun()
   const models = calibrating.mid ? { target, draft, mid: calibrating.mid } : { target, draft }
   return calibrationOf(await timedRounds(decoder, models, measurement, CALIBRATION_DECODES), costs)
