@@ -71,7 +71,7 @@ export class CpuBuildService {
     const status = this.deps.status()
     const choice =
       llamaBackendChoice() ??
-      chooseLlamaBackend({ requested: requestedGpu(), gpuBackends: await this.deps.gpuBackends(), cpuBuildInstalled: status?.installed != null })
+      chooseLlamaBackend({ requested: requestedGpu(), gpuBackends: await this.deps.gpuBackends(), cpuBuildInstalled: status?.installed != null || status?.stale === true })
     const inUse = knownNativeBackend()
     const installed = status?.installed ?? null
     const cpuRunsPrebuilt = inUse ? inUse.gpu === 'cpu' && inUse.build === 'prebuilt' : choice.binary === 'cpu-prebuilt'
@@ -80,7 +80,8 @@ export class CpuBuildService {
       binary: choice.binary,
       reason: choice.reason,
       cpuBuild: { installed, cached: status?.cached ?? false, cacheDir: status?.cacheDir ?? null },
-      offerBuild: cpuRunsPrebuilt && installed === null,
+      // A stale build (SpecLab's, for another llama.cpp, CPU or recipe) loads until a build for this one replaces it.
+      offerBuild: (cpuRunsPrebuilt && installed === null) || status?.stale === true,
       cannotBuild: this.cannotBuild(status),
       restartNeeded: cpuRunsPrebuilt && installed !== null && inUse !== null,
       job: this.job

@@ -14,10 +14,11 @@ import type { CpuBuildDeps } from '../../electron/host/cpu-build-job'
 import { EngineHost } from '../../electron/host/host'
 
 const status = (installed: CpuBuildStatus['installed']): CpuBuildStatus => ({
-  key: { commit: 'a'.repeat(40), nodeLlamaCpp: '3.22.1', platform: 'linux', arch: 'x64', cpu: 'Test CPU', cpuHash: '0123456789ab' },
+  key: { commit: 'a'.repeat(40), nodeLlamaCpp: '3.22.1', platform: 'linux', arch: 'x64', cpu: 'Test CPU', cpuHash: '0123456789ab', recipe: 2 },
   cacheDir: '/cache/native/x',
   cached: installed !== null,
-  installed
+  installed,
+  stale: false
 })
 
 /** A build that reports progress and then waits to be told how to end. */

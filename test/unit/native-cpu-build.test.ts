@@ -4,6 +4,9 @@ import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { chooseLlamaBackend, requestedGpu, type GpuBackend, type GpuOption } from '../../electron/engine/model/llama-backend-choice'
 import {
+  AMX_OFF_FLAGS,
+  BUILD_RECIPE,
+  buildEnvironment,
   bundleCommit,
   cpuBuildCacheDir,
   cpuBuildKey,
@@ -96,7 +99,7 @@ describe('the CPU build cache', () => {
     const key = cpuBuildKey(packageDir)
     expect(key).toMatchObject({ commit, nodeLlamaCpp: '9.9.9', platform: process.platform, arch: process.arch })
     expect(key.cpuHash).toMatch(/^[0-9a-f]{12}$/)
-    expect(path.basename(cpuBuildCacheDir(key))).toBe(`${commit.slice(0, 12)}-9.9.9-${process.platform}-${process.arch}-${key.cpuHash}`)
+    expect(path.basename(cpuBuildCacheDir(key))).toBe(`${commit.slice(0, 12)}-9.9.9-${process.platform}-${process.arch}-${key.cpuHash}-r${BUILD_RECIPE}`)
     expect(cpuBuildCacheDir(key).startsWith(path.join(root, 'cache', 'native'))).toBe(true)
   })
 
@@ -122,13 +125,23 @@ describe('the CPU build cache', () => {
     expect(fs.readdirSync(path.dirname(localCpuBuildDir(packageDir)))).toEqual([path.basename(localCpuBuildDir(packageDir))])
   })
 
-  it('does not hand a build to another llama.cpp commit', () => {
+  it('does not hand a build to another llama.cpp commit, and calls its own build for another key stale', () => {
     fakeLocalBuild(localCpuBuildDir(packageDir), 'addon v1')
     storeCpuBuild(packageDir, 1)
     const other = 'b'.repeat(40)
     fs.writeFileSync(path.join(packageDir, 'llama', 'gitRelease.bundle'), `# v2 git bundle\n${other} HEAD\n\n`)
-    expect(cpuBuildStatus(packageDir)).toMatchObject({ cached: false, installed: 'other' })
+    // SpecLab's build for the old commit: not installed for this one (the install replaces it), but what loads now.
+    expect(cpuBuildStatus(packageDir)).toMatchObject({ cached: false, installed: null, stale: true })
     expect(() => restoreCpuBuild(packageDir)).toThrow(/no cached CPU build/)
+  })
+
+  it('names the compilers with the AMX-off flags on x64 Linux and macOS, keeping the user’s own compiler, and nowhere else', () => {
+    const onPath = (tool: string) => ['gcc', 'g++'].includes(tool)
+    const env = buildEnvironment({ PATH: '/bin' }, 'linux', 'x64', onPath)
+    expect(env).toMatchObject({ CC: `gcc ${AMX_OFF_FLAGS}`, CXX: `g++ ${AMX_OFF_FLAGS}`, PATH: '/bin', NODE_LLAMA_CPP_GPU: 'false', ELECTRON_RUN_AS_NODE: '1' })
+    expect(buildEnvironment({ CXX: 'clang++-18' }, 'darwin', 'x64', onPath).CXX).toBe(`clang++-18 ${AMX_OFF_FLAGS}`)
+    expect(buildEnvironment({ CC: 'gcc-12' }, 'linux', 'arm64', onPath).CC).toBe('gcc-12')
+    expect(buildEnvironment({}, 'win32', 'x64', onPath).CXX).toBeUndefined()
   })
 })
 

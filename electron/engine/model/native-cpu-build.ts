@@ -8,8 +8,9 @@
  * looks for local builds (node_modules/node-llama-cpp/llama/localBuilds/<platform>-<arch>) and getLlama finds it
  * with no option (llama-backend-choice.ts says when it is used). node-llama-cpp offers no way to load an addon from
  * elsewhere, and `npm ci` deletes node_modules, so the result is also kept in the user cache directory under
- * native/<llama.cpp commit>-<node-llama-cpp version>-<platform>-<arch>-<CPU hash> (the CPU's model and feature flags:
- * GGML_NATIVE compiles for exactly this CPU) and copied back at the next install in a second instead of ~6 minutes.
+ * native/<llama.cpp commit>-<node-llama-cpp version>-<platform>-<arch>-<CPU hash>-r<recipe> (the CPU's model and
+ * feature flags: GGML_NATIVE compiles for exactly this CPU; the recipe: BUILD_RECIPE) and copied back at the next
+ * install in a second instead of ~6 minutes.
  * Both copies go through a temporary folder renamed into place, so a killed build leaves nothing half-written.
  */
 import { spawn, spawnSync } from 'node:child_process'
@@ -19,6 +20,49 @@ import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 import { userCacheDir } from '../peers/llama-server-binary'
+
+/**
+ * The build's own choices beyond node-llama-cpp's, versioned so that a cached or installed build made otherwise is
+ * not reused. 2: Intel AMX compiled out on x64 (AMX_OFF_FLAGS).
+ */
+export const BUILD_RECIPE = 2
+
+/**
+ * Compiler flags that keep Intel AMX out of the build: GGML_NATIVE's -march=native enables AMX on a CPU that has it
+ * (Sapphire Rapids and later), and llama.cpp's AMX kernels at node-llama-cpp 3.22.1's commit then run for q8_0 and
+ * q4 weights. On an Intel Xeon VM with amx_tile and amx_int8 (2026-11-27) the first q8_0 evaluation killed the
+ * process with an invalid opcode at `tilezero` in tinygemm_kernel_amx — a tile instruction without a valid tile
+ * configuration — while a small program that loads a configuration and zeroes a tile ran there; upstream llama.cpp
+ * PR #26954 (open) names the cause (the configuration on the stack can be optimised away; per-thread tile permission).
+ * Choice: no AMX until node-llama-cpp ships that fix — node-llama-cpp's prebuilt CPU binary has none either, and
+ * a token's matrix-vector products do not use AMX. GCC and Clang let an explicit -mno-* override -march whatever
+ * the order, so these hold after cmake's -march=native. x64 only; MSVC's GGML_NATIVE does not enable AMX.
+ */
+export const AMX_OFF_FLAGS = '-mno-amx-tile -mno-amx-int8 -mno-amx-bf16'
+
+/**
+ * The environment of the build: node-llama-cpp's CLI run by Node, no GPU, and on x64 (not Windows) the C and C++
+ * compilers named with AMX_OFF_FLAGS after them (CC / CXX: the user's compiler if set, else the first on PATH).
+ * Why there: CMake keeps what follows the compiler in CC / CXX as its mandatory arguments on every compile line,
+ * whereas cmake-js sets CMAKE_CXX_FLAGS itself (CXXFLAGS would be dropped), and a NODE_LLAMA_CPP_CMAKE_OPTION_* flag
+ * would rename the build folder away from the plain CPU one that getLlama looks for.
+ */
+export function buildEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+  arch: string = process.arch,
+  hasTool: (tool: string) => boolean = onPath
+): NodeJS.ProcessEnv {
+  // ELECTRON_RUN_AS_NODE: under Electron, process.execPath is Electron itself.
+  const out: NodeJS.ProcessEnv = { ...env, ELECTRON_RUN_AS_NODE: '1', NODE_LLAMA_CPP_GPU: 'false' }
+  if (arch !== 'x64' || platform === 'win32') return out
+  const compiler = (set: string | undefined, candidates: readonly string[]) => set?.trim() || candidates.find(hasTool)
+  const cc = compiler(env.CC, ['cc', 'gcc', 'clang'])
+  const cxx = compiler(env.CXX, ['c++', 'g++', 'clang++'])
+  if (cc) out.CC = `${cc} ${AMX_OFF_FLAGS}`
+  if (cxx) out.CXX = `${cxx} ${AMX_OFF_FLAGS}`
+  return out
+}
 
 /** The file SpecLab leaves in an installed build, naming the cache entry it came from. */
 const MARKER = 'speclab-cpu-build.json'
@@ -74,6 +118,8 @@ export interface CpuBuildKey {
   cpu: string
   /** sha256 of the CPU model and flags, 12 hex digits. */
   cpuHash: string
+  /** BUILD_RECIPE. */
+  recipe: number
 }
 
 export function cpuBuildKey(dir: string = nodeLlamaCppDir()): CpuBuildKey {
@@ -85,13 +131,14 @@ export function cpuBuildKey(dir: string = nodeLlamaCppDir()): CpuBuildKey {
     platform: process.platform,
     arch: process.arch,
     cpu: cpu.model,
-    cpuHash: createHash('sha256').update(`${cpu.model}\n${cpu.flags}`).digest('hex').slice(0, 12)
+    cpuHash: createHash('sha256').update(`${cpu.model}\n${cpu.flags}`).digest('hex').slice(0, 12),
+    recipe: BUILD_RECIPE
   }
 }
 
-const keyName = (key: CpuBuildKey) => `${key.commit.slice(0, 12)}-${key.nodeLlamaCpp}-${key.platform}-${key.arch}-${key.cpuHash}`
+const keyName = (key: CpuBuildKey) => `${key.commit.slice(0, 12)}-${key.nodeLlamaCpp}-${key.platform}-${key.arch}-${key.cpuHash}-r${key.recipe}`
 
-/** The cache folder of `key`: native/<commit>-<version>-<platform>-<arch>-<cpu hash>. */
+/** The cache folder of `key`: native/<commit>-<version>-<platform>-<arch>-<cpu hash>-r<recipe>. */
 export function cpuBuildCacheDir(key: CpuBuildKey): string {
   return path.join(userCacheDir(), 'native', keyName(key))
 }
@@ -121,6 +168,11 @@ export interface CpuBuildStatus {
    * ran node-llama-cpp's own `source build`; left alone), or nothing (the prebuilt binary is used).
    */
   installed: 'speclab' | 'other' | null
+  /**
+   * The folder holds a build SpecLab made for another key (an older llama.cpp, CPU or recipe): `installed` is null,
+   * so that the install replaces it, but it is what node-llama-cpp loads until then.
+   */
+  stale: boolean
 }
 
 export function cpuBuildStatus(dir: string = nodeLlamaCppDir()): CpuBuildStatus {
@@ -128,17 +180,24 @@ export function cpuBuildStatus(dir: string = nodeLlamaCppDir()): CpuBuildStatus 
   const cacheDir = cpuBuildCacheDir(key)
   const local = localCpuBuildDir(dir)
   let installed: CpuBuildStatus['installed'] = null
-  if (isCompleteLocalBuild(local)) installed = readMarker(local) === keyName(key) ? 'speclab' : 'other'
-  return { key, cacheDir, cached: isCompleteLocalBuild(path.join(cacheDir, 'build')), installed }
+  let stale = false
+  if (isCompleteLocalBuild(local)) {
+    const marker = readMarker(local)
+    if (marker === keyName(key)) installed = 'speclab'
+    else if (marker === null) installed = 'other'
+    else stale = true
+  }
+  return { key, cacheDir, cached: isCompleteLocalBuild(path.join(cacheDir, 'build')), installed, stale }
 }
 
 /**
- * Whether node-llama-cpp's CPU local-build folder holds a build (SpecLab's, or one made with its own CLI); false when
- * its bundle is unreadable.
+ * Whether node-llama-cpp's CPU local-build folder holds a build (SpecLab's — a stale one too: it is what loads —, or
+ * one made with its own CLI); false when its bundle is unreadable.
  */
 export function cpuBuildInstalled(): boolean {
   try {
-    return cpuBuildStatus().installed !== null
+    const status = cpuBuildStatus()
+    return status.installed !== null || status.stale
   } catch {
     return false // node-llama-cpp's bundle unreadable: the prebuilt binary is what loads anyway
   }
@@ -251,8 +310,7 @@ export async function buildCpuBackend(dir: string = nodeLlamaCppDir(), options: 
   await new Promise<void>((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(dir, 'dist', 'cli', 'cli.js'), 'source', 'download', '--gpu', 'false', '--noUsageExample'], {
       cwd: dir,
-      // ELECTRON_RUN_AS_NODE: under Electron, process.execPath is Electron itself.
-      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1', NODE_LLAMA_CPP_GPU: 'false' },
+      env: buildEnvironment(),
       stdio: ['ignore', 'pipe', 'pipe']
     })
     let lastFraction = -1
