@@ -1,7 +1,8 @@
 /**
  * `npm run build:llama-server`: builds llama.cpp's `llama-server` from the source node-llama-cpp ships, so the peer
  * methods (`llama-server:*`) run the same llama.cpp commit as SpecLab's own methods. Needs git, cmake and a C++
- * compiler (Debian: `apt install cmake g++`). CPU only, tuned to this machine (GGML_NATIVE), no curl/SSL (SpecLab
+ * compiler (Debian: `apt install cmake g++`). CPU only, tuned to this machine (GGML_NATIVE; without Intel AMX on x64:
+ * electron/engine/model/cpu-build-flags.ts says why), no curl/SSL (SpecLab
  * passes local files). Cached by commit in the user cache directory; a second call returns at once (`--force`
  * rebuilds). Prints the binary's path.
  */
@@ -15,6 +16,7 @@ import {
   llamaCppBundlePath,
   llamaServerBuildDir,
 } from '../electron/engine/peers/llama-server-binary'
+import { AMX_OFF_FLAGS, amxOffApplies } from '../electron/engine/model/cpu-build-flags'
 
 function run(command: string, args: string[], cwd?: string): void {
   process.stderr.write(`$ ${command} ${args.join(' ')}\n`)
@@ -59,6 +61,7 @@ run('cmake', [
   '-DLLAMA_BUILD_SERVER=ON',
   '-DLLAMA_BUILD_UI=OFF',
   '-DLLAMA_USE_PREBUILT_UI=OFF',
+  ...(amxOffApplies() ? [`-DCMAKE_C_FLAGS=${AMX_OFF_FLAGS}`, `-DCMAKE_CXX_FLAGS=${AMX_OFF_FLAGS}`] : []),
 ])
 run('cmake', ['--build', build, '--target', 'llama-server', '--config', 'Release', '-j', String(availableParallelism())])
 const produced = [join(build, 'bin', 'llama-server'), join(build, 'bin', 'Release', 'llama-server.exe')].find(existsSync)

@@ -9,6 +9,7 @@
  *                      and llama-server do not compile (other backends' sources, the web UI's sources, models, docs)
  * - models/*.xz        the inflated target and the 260K draft
  * - run.sh             unpack, build (CUDA, or `--cpu`), run the entry, write report.md / report.json
+ * - x64-build-flags.txt the compiler flags SpecLab's builds add on x64 (cpu-build-flags.ts: no Intel AMX)
  * - manifest.json, SHA256SUMS   every file's size and sha256 (run.sh checks them with sha256sum before anything else)
  *
  * A file over PART_BYTES is split into .partNN files (run.sh joins them). The compressed files are kept in the user
@@ -22,6 +23,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
+import { AMX_OFF_FLAGS } from '../../electron/engine/model/cpu-build-flags'
 import { bundleCommit, nodeLlamaCppDir } from '../../electron/engine/model/native-cpu-build'
 import { sharedModelsDirectory } from '../../electron/experiments/shared-paths'
 import { userCacheDir } from '../../electron/engine/peers/llama-server-binary'
@@ -204,8 +206,10 @@ export async function pack(out: string): Promise<PackManifest> {
   fs.mkdirSync(path.join(out, 'models'), { recursive: true })
   fs.cpSync(path.join(root, 'scripts/gpu-check/run.sh'), path.join(out, 'run.sh'))
   fs.chmodSync(path.join(out, 'run.sh'), 0o755)
+  // The compiler flags SpecLab's builds add on x64 (electron/engine/model/cpu-build-flags.ts); run.sh reads them.
+  fs.writeFileSync(path.join(out, 'x64-build-flags.txt'), `${AMX_OFF_FLAGS}\n`)
   const parts: Record<string, string[]> = {}
-  const files: PackedFile[] = [{ name: 'run.sh', bytes: fs.statSync(path.join(out, 'run.sh')).size, sha256: sha256(path.join(out, 'run.sh')) }]
+  const files: PackedFile[] = ['run.sh', 'x64-build-flags.txt'].map((name) => ({ name, bytes: fs.statSync(path.join(out, name)).size, sha256: sha256(path.join(out, name)) }))
   for (const [name, source] of outputs) {
     const pieces = copySplit(source, out, name)
     if (pieces.length > 1) parts[name] = pieces

@@ -101,6 +101,11 @@ options=(
   -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF
 )
+# SpecLab's builds keep Intel AMX out on x64 (electron/engine/model/cpu-build-flags.ts says why; pack.ts writes the flags).
+if [ "$arch" = x64 ] && [ -f "$here/x64-build-flags.txt" ]; then
+  cpu_flags=$(cat "$here/x64-build-flags.txt")
+  options+=("-DCMAKE_C_FLAGS=$cpu_flags" "-DCMAKE_CXX_FLAGS=$cpu_flags")
+fi
 if [ "$mode" = cuda ]; then
   options+=(-DGGML_CUDA=ON)
   # Only the GPU that is here: the compute capability nvidia-smi reports (cmake ≥ 3.24 finds it itself otherwise).

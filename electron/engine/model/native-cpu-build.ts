@@ -20,25 +20,9 @@ import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 import { userCacheDir } from '../peers/llama-server-binary'
+import { AMX_OFF_FLAGS, BUILD_RECIPE, amxOffApplies } from './cpu-build-flags'
 
-/**
- * The build's own choices beyond node-llama-cpp's, versioned so that a cached or installed build made otherwise is
- * not reused. 2: Intel AMX compiled out on x64 (AMX_OFF_FLAGS).
- */
-export const BUILD_RECIPE = 2
-
-/**
- * Compiler flags that keep Intel AMX out of the build: GGML_NATIVE's -march=native enables AMX on a CPU that has it
- * (Sapphire Rapids and later), and llama.cpp's AMX kernels at node-llama-cpp 3.22.1's commit then run for q8_0 and
- * q4 weights. On an Intel Xeon VM with amx_tile and amx_int8 (2026-11-27) the first q8_0 evaluation killed the
- * process with an invalid opcode at `tilezero` in tinygemm_kernel_amx — a tile instruction without a valid tile
- * configuration — while a small program that loads a configuration and zeroes a tile ran there; upstream llama.cpp
- * PR #26954 (open) names the cause (the configuration on the stack can be optimised away; per-thread tile permission).
- * Choice: no AMX until node-llama-cpp ships that fix — node-llama-cpp's prebuilt CPU binary has none either, and
- * a token's matrix-vector products do not use AMX. GCC and Clang let an explicit -mno-* override -march whatever
- * the order, so these hold after cmake's -march=native. x64 only; MSVC's GGML_NATIVE does not enable AMX.
- */
-export const AMX_OFF_FLAGS = '-mno-amx-tile -mno-amx-int8 -mno-amx-bf16'
+export { AMX_OFF_FLAGS, BUILD_RECIPE }
 
 /**
  * The environment of the build: node-llama-cpp's CLI run by Node, no GPU, and on x64 (not Windows) the C and C++
@@ -55,7 +39,7 @@ export function buildEnvironment(
 ): NodeJS.ProcessEnv {
   // ELECTRON_RUN_AS_NODE: under Electron, process.execPath is Electron itself.
   const out: NodeJS.ProcessEnv = { ...env, ELECTRON_RUN_AS_NODE: '1', NODE_LLAMA_CPP_GPU: 'false' }
-  if (arch !== 'x64' || platform === 'win32') return out
+  if (!amxOffApplies(platform, arch)) return out
   const compiler = (set: string | undefined, candidates: readonly string[]) => set?.trim() || candidates.find(hasTool)
   const cc = compiler(env.CC, ['cc', 'gcc', 'clang'])
   const cxx = compiler(env.CXX, ['c++', 'g++', 'clang++'])

@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { homedir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { BUILD_RECIPE } from '../model/cpu-build-flags'
 
 /** The git bundle of llama.cpp inside the installed node-llama-cpp. */
 export function llamaCppBundlePath(): string {
@@ -35,8 +36,9 @@ export function userCacheDir(): string {
   return join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'speclab')
 }
 
+/** The build of `commit` with SpecLab's build flags of this version (BUILD_RECIPE): an older recipe's is not reused. */
 export function llamaServerBuildDir(commit: string): string {
-  return join(userCacheDir(), 'llama-server', commit.slice(0, 12))
+  return join(userCacheDir(), 'llama-server', `${commit.slice(0, 12)}-r${BUILD_RECIPE}`)
 }
 
 const executableName = process.platform === 'win32' ? 'llama-server.exe' : 'llama-server'
