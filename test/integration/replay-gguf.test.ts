@@ -3,7 +3,8 @@
  * draft stories260K-f32, greedy, 3 story prompts and 1 copying prompt × 64 tokens. One trace is recorded; then each
  * method is run for real (decodeOnce on the prepared catalog method) and replayed (replay/replay.ts), and the two
  * step-record streams are compared round by round: (stage, draft tokens proposed, tokens accepted, tokens emitted,
- * draft calls, source of an sd+ngram round).
+ * draft calls, source of an sd+ngram round, and a parallel round's kind, carried drafts, overlapped draft calls and
+ * verified positions — what the advisor prices it by).
  *
  * Tolerance rule (docs/testing.md "Greedy equivalence on real models"): llama.cpp's batched and single-token
  * evaluations round differently (~1e-2 in logits). The trace evaluates the draft in batches and the target one token
@@ -59,13 +60,26 @@ const CANDIDATES: Candidate[] = [
   { method: 'ngram-simple', gamma: 5, params: {}, draft: null },
   { method: 'ngram-simple', gamma: 5, params: { 'ngramsimple.n': 3, 'ngramsimple.m': 8 }, draft: null },
   { method: 'sd+ngram', gamma: 5, params: { 'sdngram.n': 3 }, draft: '260K' },
+  { method: 'pearl', gamma: 3, params: {}, draft: '260K' },
+  { method: 'pearl', gamma: 5, params: {}, draft: '260K' },
+  { method: 'sd', gamma: 4, params: { 'sd.parallel': true }, draft: '260K' },
   { method: 'hier-chen', gamma: 1, params: { 'chen.m': 2, 'chen.n': 2, 'chen.residual': true }, draft: '260K', mid: '1M' },
   { method: 'hier-chen', gamma: 1, params: { 'chen.m': 1, 'chen.n': 3, 'chen.residual': true }, draft: '260K', mid: '1M' },
   { method: 'hier-chen', gamma: 1, params: { 'chen.m': 3, 'chen.n': 1, 'chen.residual': true }, draft: '260K', mid: '1M' }
 ]
 
+/** What a round decided and did; a parallel round's kind, carried drafts and overlap too (what prices it). */
 const roundKey = (step: StepRecord) =>
-  JSON.stringify([step.stage, step.proposed, step.accepted, step.emitted, step.draftCalls, step.levels?.q2.calls ?? null, step.decision?.source ?? null])
+  JSON.stringify([
+    step.stage,
+    step.proposed,
+    step.accepted,
+    step.emitted,
+    step.draftCalls,
+    step.levels?.q2.calls ?? null,
+    step.decision?.source ?? null,
+    ...['verify', 'carried', 'overlapCalls', 'positions'].map((key) => step.decision?.[key] ?? null)
+  ])
 
 /** Each round with the output position it starts at. */
 const withStarts = (steps: readonly StepRecord[]) => {
@@ -215,7 +229,8 @@ withModels('greedy replay of one trace = real runs, round by round (target5M-q8_
   it.each([
     { method: 'sd', gamma: 5, params: {}, draft: '260K' },
     { method: 'svip', gamma: 5, params: { 'svip.h': 0.5 }, draft: '260K' },
-    { method: 'hier-chen', gamma: 1, params: { 'chen.m': 2, 'chen.n': 2, 'chen.residual': true }, draft: '260K', mid: '1M' }
+    { method: 'hier-chen', gamma: 1, params: { 'chen.m': 2, 'chen.n': 2, 'chen.residual': true }, draft: '260K', mid: '1M' },
+    { method: 'pearl', gamma: 4, params: {}, draft: '260K' }
   ] as Candidate[])('sampling: expected tokens per round of $method ≈ real sampled runs', async (candidate) => {
     const seeds = [1, 2, 3, 4, 5, 6]
     let expectedRounds = 0

@@ -101,7 +101,7 @@ describe('trace file', () => {
     const rounds = async (x: typeof t, c: Candidate) =>
       (await replayGreedy(x, c)).map((p) => p.steps.map(({ draftMs: _d, verifyMs: _v, totalMs: _t, ...round }) => round))
     for (const candidate of [SD, SVIP]) expect(await rounds(back, candidate)).toEqual(await rounds(t, candidate))
-    expect(roundCost({ targetMs: COSTS.targetMs, draftMs: 1 })(3, 3)).toBe(14.5)
+    expect(roundCost({ targetMs: COSTS.targetMs, draftMs: 1 })({ proposed: 3, draftCalls: 3 })).toBe(14.5)
   })
 
   it('refuses another version', () => {

@@ -8,7 +8,7 @@ import type { StepRecord } from '../../electron/engine/decoders/types'
 import { stepRecord } from '../../electron/engine/decoders/step-record'
 import { emptyLevels } from '../../electron/engine/decoders/hierarchy'
 import { measureCostCurve, roundCost, targetCost, type CostCurve } from '../../electron/engine/replay/cost-curve'
-import { calibrated, calibrateRounds, calibrateSingle, calibrationOf, singleCalibrationOf } from '../../electron/engine/replay/decode-calibration'
+import { calibrated, calibrateOverlap, calibrateRounds, calibrateSingle, calibrationOf, overlapCalibrationOf, singleCalibrationOf } from '../../electron/engine/replay/decode-calibration'
 import { expectedRun } from '../../electron/engine/replay/expected'
 import { predictFromExpected, predictFromSteps } from '../../electron/engine/replay/predict'
 import { nonDecreasing } from '../../electron/engine/replay/isotonic'
@@ -48,8 +48,8 @@ describe('cost curve', () => {
   it('extends the curve along its last slope and prices a round', () => {
     const curve: CostCurve = { targetMs: [10, 11, 13], draftMs: 2 }
     expect(targetCost(curve, 5)).toBe(17)
-    expect(roundCost(curve)(2, 2)).toBe(4 + 13)
-    expect(roundCost(curve)(0, 0)).toBe(10)
+    expect(roundCost(curve)({ proposed: 2, draftCalls: 2 })).toBe(4 + 13)
+    expect(roundCost(curve)({ proposed: 0, draftCalls: 0 })).toBe(10)
   })
 })
 
@@ -77,7 +77,7 @@ describe('prediction', () => {
     const p = predictFromSteps([hierarchical, round(0, 0, 1, 0)], { ...curve, midMs: 2.5 })
     expect(p.ms).toBe(4 * 1 + 2 * 2.5 + 16 + 10) // c_T(7) = 16 along the last slope
     expect(predictFromSteps([hierarchical], curve).ms).toBe(4 + 16) // no mid cost measured: its calls are free
-    expect(roundCost({ ...curve, midMs: 2.5 })(2, 1, 1)).toBe(1 + 2.5 + 12)
+    expect(roundCost({ ...curve, midMs: 2.5 })({ proposed: 2, draftCalls: 1, midCalls: 1 })).toBe(1 + 2.5 + 12)
   })
 
   it('ar replayed is speedup 1', () => {
@@ -142,6 +142,38 @@ describe('round costs as a decode pays them (decode-calibration.ts)', () => {
     expect(calibration!.rounds).toBe(2)
     expect(calibration!.scale).toBeCloseTo((22 + 18.4) / (24 + 16), 12)
     expect(calibrationOf([{ record: round(0, 3, 3), ms: 500 }], costs)).toBeNull()
+  })
+
+  it("s‖ of parallel rounds: their measured time, less what was drafted alone, over max(overlapped draft calls · c_D, c_T(positions))", () => {
+    const parallel = (index: number, proposed: number, draftCalls: number, overlapCalls: number, positions: number): StepRecord => ({
+      ...round(index, proposed, draftCalls),
+      decision: { verify: 'post-verify', carried: 0, overlapCalls, positions }
+    })
+    const calibration = overlapCalibrationOf(
+      [
+        { record: parallel(0, 1, 4, 4, 1), ms: 500 }, // the prompt's round: left out
+        { record: parallel(1, 1, 4, 4, 1), ms: 12 }, // max(4·2, c_T(1) = 10) = 10
+        { record: parallel(2, 4, 6, 2, 4), ms: 8 + 27 }, // 4 calls alone (8 ms), then max(2·2, c_T(4) = 18) = 18
+        { record: round(3, 3, 3), ms: 99 } // an sd round: no overlap
+      ],
+      costs
+    )
+    expect(calibration!.rounds).toBe(2)
+    expect(calibration!.scale).toBeCloseTo((12 + 27) / (10 + 18), 12)
+    expect(overlapCalibrationOf([{ record: round(1, 3, 3), ms: 20 }], costs)).toBeNull()
+  })
+
+  it('s‖ is above 1 on a machine that runs one call at a time: PEARL\'s overlap buys nothing there, and the price says so', async () => {
+    const sequence = Array.from({ length: 60 }, (_, i) => 1 + (i % 5))
+    const clock = { ms: 0 }
+    const target = timed(clock, 4, 0.5)
+    const draft = timed(clock, 1, 0)
+    const m = { sequence, promptLength: 10, warp: WARP, maxPositions: 6, clock: () => clock.ms }
+    const measured = await measureCostCurve(target, draft, m)
+    const overlap = await calibrateOverlap(target, draft, m, measured)
+    // Each round pays the draft's calls and the target's call one after the other: sum over max.
+    expect(overlap!.scale).toBeGreaterThan(1.2)
+    expect(overlap!.rounds).toBeGreaterThan(3)
   })
 
   it('scales c_D and c_T(k ≥ 2), keeps c_T(1), and keeps the curve non-decreasing', () => {

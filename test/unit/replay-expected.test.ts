@@ -13,7 +13,7 @@ import { prepare } from '../../electron/engine/methods/prepare'
 import { ToyModel } from '../../electron/engine/model/toy-model'
 import { fixedLengthPolicy } from '../../electron/engine/policies/fixed'
 import { pMinPolicy } from '../../electron/engine/policies/p-min'
-import { acceptedLengthLaw, expectedRun, hierarchyProposer, lookupProposer, modelProposer, overlap, type Proposer } from '../../electron/engine/replay/expected'
+import { acceptedLengthLaw, expectedRun, hierarchyProposer, lookupProposer, modelProposer, overlap, type Proposer, type RoundShape } from '../../electron/engine/replay/expected'
 import { replayExpected } from '../../electron/engine/replay/expected-replay'
 import { recordTrace } from '../../electron/engine/replay/record'
 import type { Trace } from '../../electron/engine/replay/trace'
@@ -124,10 +124,10 @@ describe('expected rounds under sampling', () => {
     const trace = await sampledTrace()
     const prompt = trace.prompts[0]
     const proposer = modelProposer(prompt, prompt.drafts.d, pMinPolicy({ p: 0.6, min: 0, max: 5 }), MAX_TOKENS)
-    const cost = (k: number, calls: number) => 7 + 2 * k + 0.5 * calls
+    const cost = ({ proposed, draftCalls }: RoundShape) => 7 + 2 * proposed + 0.5 * draftCalls
     const run = expectedRun(MAX_TOKENS, proposer, cost)
     expect(run.kinds.reduce((n, kind) => n + kind.count, 0)).toBeCloseTo(run.rounds, 12)
-    expect(run.kinds.reduce((ms, kind) => ms + kind.count * cost(kind.proposed, kind.draftCalls), 0)).toBeCloseTo(run.ms, 9)
+    expect(run.kinds.reduce((ms, kind) => ms + kind.count * cost(kind), 0)).toBeCloseTo(run.ms, 9)
     expect(run.kinds.reduce((n, kind) => n + kind.count * kind.proposed, 0)).toBeCloseTo(run.proposed, 9)
   })
 

@@ -62,6 +62,10 @@ interface RoundOutcome {
   verifyMs: number
   /** Tokens drafted during this verification and carried to the next round. */
   carried: number
+  /** Of `draftCalls`, those made while the target verified (the rest were drafted alone, before it). */
+  overlapCalls: number
+  /** Positions the verification evaluated: the committed token the target has not seen, and the waiting drafts. */
+  positions: number
 }
 
 /** The first `n` tokens of a proposal (with their q and entropies), or the rest after them. */
@@ -94,7 +98,18 @@ export function parallelDraftingDecoder(policy: DraftLengthPolicy, options: Para
       const tested = head(drafted, 1)
       const verdict = verify(tested.tokens, tested.distributions, scored.p)
       const waiting = verdict.correction === null ? tail(drafted, 1) : null
-      const outcome: RoundOutcome = { kind: 'pre-verify', tested, verdict, bonus: null, draftMs: drafted.ms, draftCalls: drafted.calls, verifyMs: scored.ms, carried: waiting?.tokens.length ?? 0 }
+      const outcome: RoundOutcome = {
+        kind: 'pre-verify',
+        tested,
+        verdict,
+        bonus: null,
+        draftMs: drafted.ms,
+        draftCalls: drafted.calls,
+        verifyMs: scored.ms,
+        carried: waiting?.tokens.length ?? 0,
+        overlapCalls: drafted.calls,
+        positions: 1
+      }
       return { outcome, waiting }
     }
 
@@ -119,7 +134,9 @@ export function parallelDraftingDecoder(policy: DraftLengthPolicy, options: Para
         draftMs: draftedAlone.ms + (ahead?.ms ?? 0),
         draftCalls: draftedAlone.calls + (ahead?.calls ?? 0),
         verifyMs: scored.ms,
-        carried: next?.tokens.length ?? 0
+        carried: next?.tokens.length ?? 0,
+        overlapCalls: ahead?.calls ?? 0,
+        positions: waiting.tokens.length + 1
       }
       return { outcome, waiting: next }
     }
@@ -172,7 +189,8 @@ export function parallelDraftingDecoder(policy: DraftLengthPolicy, options: Para
         }),
         draftEntropies: tested.entropies,
         threshold: explanation.threshold,
-        decision: { ...(explanation.decision ?? {}), verify: outcome.kind, carried: outcome.carried },
+        // overlapCalls and positions: what the advisor prices a parallel round by (replay/predict.ts kindOfStep).
+        decision: { ...(explanation.decision ?? {}), verify: outcome.kind, carried: outcome.carried, overlapCalls: outcome.overlapCalls, positions: outcome.positions },
         totalMs: now() - started
       })
       yield* emitRound(events, record)

@@ -42,6 +42,11 @@ export interface DraftCost {
    */
   hierarchyScale?: Record<string, number>
   /**
+   * s‖: what a parallel round (PEARL) with this draft costs over the longer of its draft calls and its verification
+   * (cost-curve.ts, decode-calibration.ts calibrateOverlap). Absent: not calibrated (no parallel candidate; then 1).
+   */
+  overlapScale?: number
+  /**
    * s: how much more than c_D and c_T(k ≥ 2) timed apart a real decode's rounds with this draft took; `ms` and
    * `targetMs` are already scaled by it (decode-calibration.ts). Absent: not calibrated (a draft of another
    * vocabulary, or a decode that drafted nothing).
@@ -112,7 +117,8 @@ function curveFor(costs: CostTable, candidate: Candidate, fullEntropy: boolean):
   const draft = candidate.draft === null ? undefined : costs.drafts[candidate.draft]
   if (candidate.draft !== null && !draft) throw new Error(`no cost measured for the draft '${candidate.draft}'`)
   const draftMs = draft ? (fullEntropy ? (draft.fullEntropyMs ?? draft.ms) : draft.ms) : 0
-  const curve: CostCurve = { targetMs: draft?.targetMs ?? costs.targetMs, draftMs }
+  const overlap = draft?.overlapScale === undefined ? {} : { overlapScale: draft.overlapScale }
+  const curve: CostCurve = { targetMs: draft?.targetMs ?? costs.targetMs, draftMs, ...overlap }
   if (!candidate.mid) return curve
   const mid = costs.drafts[candidate.mid]
   if (!mid?.batchMs) throw new Error(`no batch cost measured for the mid model '${candidate.mid}'`)

@@ -2,7 +2,9 @@
  * The configurations an advisor replays by default, and how long a trace's rollouts must be for them.
  *
  * The grid, per traced draft model: `sd` at γ = 1 … 8; `sd-pmin` at its llama.cpp defaults and at p_min ∈ {0.3, 0.5}
- * (n_max 8); `svip` at the paper's grid h ∈ {0.2, 0.3, 0.4, 0.5} (SVIP §3.1; cap 40); `sd+ngram` at γ = 3, 5; and,
+ * (n_max 8); `svip` at the paper's grid h ∈ {0.2, 0.3, 0.4, 0.5} (SVIP §3.1; cap 40); `sd+ngram` at γ = 3, 5; `pearl`
+ * at γ = 2 … 8 (PEARL_GAMMAS: its rounds overlap the draft with the verification, which pays where the hardware runs
+ * the two at once — a GPU, or spare cores; γ = 1 would commit one token per round, as ar); and,
  * without a draft, `pld` (γ = 3, 5) and `ngram-simple` (llama.cpp's defaults and n = 3, m = 8). With a mid
  * model (`--mid`), Chen's hierarchy `hier-chen` over HIER_CHEN_SHAPES for each other draft.
  * A draft of ANOTHER vocabulary (`foreign`) gets only the methods that map between vocabularies: `sd-tli` and `sd-uad`
@@ -27,6 +29,7 @@ export function maxDraftLength(candidate: Candidate): number | null {
       return 0 // its guesses after a divergence are answered with a filler (replay/replay.ts HIERARCHY_REPLAYABLE)
     case 'sd':
     case 'sd+ngram':
+    case 'pearl':
       return gamma
     case 'sd-pmin':
       return Number(params['pmin.max'])
@@ -43,6 +46,9 @@ export function maxDraftLength(candidate: Candidate): number | null {
 export function rolloutLengthFor(candidates: readonly Candidate[], fallback = 16): number {
   return Math.max(0, ...candidates.map((c) => (maxDraftLength(c) ?? fallback) - 1))
 }
+
+/** PEARL's windows in the grid: γ = 1 makes every round a pre-verify that commits one token. */
+export const PEARL_GAMMAS = [2, 3, 4, 5, 6, 7, 8] as const
 
 /** γ of the cross-vocabulary candidates (sd-tli, sd-uad) of a foreign draft. */
 export const CROSS_VOCABULARY_GAMMAS = [1, 2, 4, 6] as const
@@ -82,6 +88,7 @@ export function candidateGrid(drafts: readonly string[], foreign: ReadonlySet<st
     for (const p of [0.3, 0.5]) grid.push({ method: 'sd-pmin', gamma: 5, params: { 'pmin.p': p, 'pmin.max': 8 }, draft })
     for (const h of [0.2, 0.3, 0.4, 0.5]) grid.push({ method: 'svip', gamma: 5, params: { 'svip.h': h }, draft })
     for (const gamma of [3, 5]) grid.push({ method: 'sd+ngram', gamma, params: {}, draft })
+    for (const gamma of PEARL_GAMMAS) grid.push({ method: 'pearl', gamma, params: {}, draft })
   }
   if (mid !== null && !foreign.has(mid))
     for (const small of drafts.filter((d) => d !== mid && !foreign.has(d)))

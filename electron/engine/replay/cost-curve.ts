@@ -7,7 +7,14 @@
  *
  *   cost of a round = draftCalls · c_D + midCalls · c_M + c_T(proposed + 1)
  *
- * (c_M: a three-model method's mid model per call, at the batch its calls evaluate.)
+ * (c_M: a three-model method's mid model per call, at the batch its calls evaluate.) A parallel round (PEARL,
+ * `sd.parallel`: expected.ts Overlap) drafts o of its calls while the target evaluates n positions:
+ *
+ *   cost of a parallel round = (draftCalls − o) · c_D + s‖ · max(o · c_D, c_T(n))
+ *
+ * with s‖ (`overlapScale`) what running the two models at once costs over the longer of them alone — contention for
+ * cores, memory bandwidth or the GPU, and the hand-offs between them —, measured by a real PEARL decode
+ * (decode-calibration.ts); 1 where none was.
  *
  * A draft's c_D and the c_T(k ≥ 2) its rounds pay are then scaled to what real decodes' rounds cost
  * (decode-calibration.ts): timed calls leave out what a decode does between them.
@@ -33,6 +40,8 @@ export interface CostCurve {
    * the token before them: c_M(n + 1)); absent without a mid model.
    */
   midMs?: number
+  /** s‖ of a parallel round (the header); absent: 1. */
+  overlapScale?: number
 }
 
 /** c_T(k) for any k ≥ 1: measured up to K, then extended along the last measured slope. */
@@ -46,7 +55,12 @@ export function targetCost(curve: CostCurve, k: number): number {
 }
 
 export function roundCost(curve: CostCurve): RoundCost {
-  return (proposed, draftCalls, midCalls = 0) => draftCalls * curve.draftMs + midCalls * (curve.midMs ?? 0) + targetCost(curve, proposed + 1)
+  return ({ proposed, draftCalls, midCalls = 0, overlap }) => {
+    const mid = midCalls * (curve.midMs ?? 0)
+    if (!overlap) return draftCalls * curve.draftMs + mid + targetCost(curve, proposed + 1)
+    const together = Math.max(overlap.draftCalls * curve.draftMs, targetCost(curve, overlap.positions))
+    return (draftCalls - overlap.draftCalls) * curve.draftMs + mid + (curve.overlapScale ?? 1) * together
+  }
 }
 
 export interface CurveMeasurement {

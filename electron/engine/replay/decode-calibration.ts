@@ -14,6 +14,12 @@
  * in the proportion most candidates' rounds do; a draft call is a tenth of such a round here, so what one scale
  * misattributes between the terms moves another γ's price by a per cent or two.
  *
+ * A parallel round (PEARL: its draft drafts while the target verifies) is priced as max(o · c_D, c_T(n)) for its
+ * overlapped part (cost-curve.ts); how much more running both at once costs than the longer alone — contention for the
+ * cores or the device, the hand-offs — is s‖, from a short real `pearl` decode priced with the `sd`-calibrated costs:
+ *
+ *   s‖ = (Σ_rounds measured ms − Σ_rounds the rounds' parts drafted alone) / Σ_rounds max(o · c_D, c_T(n))
+ *
  * Measured on this project's 2-core VM (inflated stories target ← 260K draft, greedy, top-k 64, one process): real
  * verifications of 5 positions 23.0–24.0 ms against 21.3–22.7 ms timed after draft calls, draft calls 0.65–0.77 ms
  * against 0.51–0.63 ms timed after verifications and 0.44–0.57 ms timed apart.
@@ -51,12 +57,28 @@ export interface TimedRound {
 export function calibrationOf(rounds: readonly TimedRound[], costs: CostCurve): RoundCalibration | null {
   const drafted = rounds.filter((r) => r.record.index > 0 && r.record.proposed > 0)
   const cost = roundCost(costs)
-  const priced = drafted.reduce((sum, r) => {
-    const kind = kindOfStep(r.record)
-    return sum + cost(kind.proposed, kind.draftCalls, kind.midCalls ?? 0)
-  }, 0)
+  const priced = drafted.reduce((sum, r) => sum + cost(kindOfStep(r.record)), 0)
   if (drafted.length === 0 || priced <= 0) return null
   return { scale: drafted.reduce((sum, r) => sum + r.ms, 0) / priced, rounds: drafted.length }
+}
+
+/** s‖ from timed parallel rounds priced with `costs` (the header); null without a parallel round after the first. */
+export function overlapCalibrationOf(rounds: readonly TimedRound[], costs: CostCurve): RoundCalibration | null {
+  const parallel = rounds.map((r) => ({ r, kind: kindOfStep(r.record) })).filter(({ r, kind }) => r.record.index > 0 && kind.overlap)
+  const alone = roundCost({ ...costs, overlapScale: 0 })
+  const together = parallel.reduce((sum, { kind }) => sum + roundCost({ ...costs, overlapScale: 1 })(kind) - alone(kind), 0)
+  if (parallel.length === 0 || together <= 0) return null
+  const measured = parallel.reduce((sum, { r, kind }) => sum + r.ms - alone(kind), 0)
+  return { scale: measured / together, rounds: parallel.length }
+}
+
+/**
+ * s‖ of `draft` beside `target`: CALIBRATION_DECODES `pearl` decodes (γ = CALIBRATION_GAMMA) of the measurement's
+ * prompt, timed round by round and priced with `costs` (the draft's `sd`-calibrated costs); null when none overlapped.
+ */
+export async function calibrateOverlap(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, costs: CostCurve): Promise<RoundCalibration | null> {
+  const decoder = prepare('pearl', { gamma: CALIBRATION_GAMMA, params: {} }).newRun()
+  return overlapCalibrationOf(await timedRounds(decoder, { target, draft }, measurement, CALIBRATION_DECODES), costs)
 }
 
 /** The round costs scaled by s; c_T(1) is kept (and the curve kept non-decreasing: s may be below 1). */

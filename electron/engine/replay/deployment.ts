@@ -72,6 +72,8 @@ export function llamaServerEquivalent(c: Configuration): ServerEquivalent {
       return { method: null, reason: 'llama-server runs one speculative type at a time: a draft model or an n-gram lookup, not one after the other (sd+ngram)' }
     case 'hier-chen':
       return { method: null, reason: 'llama-server drafts with one draft model; it has no hierarchy of draft models (hier-chen)' }
+    case 'pearl':
+      return { method: null, reason: 'llama-server drafts and verifies one after the other; it has no parallel drafting (PEARL)' }
     case 'pld':
       return { method: null, reason: "llama-server has no prompt lookup decoding (pld); its nearest is --spec-type ngram-simple (SpecLab's ngram-simple)" }
     default:

@@ -2,8 +2,10 @@
  * A candidate configuration's expected rounds on a sampled trace (replay/expected.ts): the catalog method and its
  * resolved parameters (methods/prepare.ts) mapped to the real policy and lookup objects, then the renewal sums (replay/expected.ts) per
  * prompt. Covered: `sd` (fixed γ), `sd-pmin`, `svip`, `pld`, `ngram-simple`, `sd+ngram`, `hier-chen` (with its mid
- * model) — the chain methods whose decisions depend on the current round alone — and `llama-server:draft`, whose verification under sampling is
- * llama.cpp's own (replay/llama-server-draft.ts). Any other method is refused by name.
+ * model) — the chain methods whose decisions depend on the current round alone —, `llama-server:draft`, whose verification under sampling is
+ * llama.cpp's own (replay/llama-server-draft.ts), and parallel drafting at a fixed window — `pearl` and `sd` with
+ * `sd.parallel` — whose rounds carry drafts from one to the next (replay/expected-parallel.ts). Any other method, and
+ * a draft-length policy with its `parallel` option, is refused by name.
  */
 import { ngramSimpleState } from '../lookup/ngram-map'
 import { promptLookupState } from '../lookup/prompt-lookup'
@@ -12,11 +14,12 @@ import { fixedLengthPolicy } from '../policies/fixed'
 import { pMinPolicy } from '../policies/p-min'
 import { svipPolicy } from '../policies/svip'
 import { llamaServerDraftProposer } from './llama-server-draft'
-import { chainProposer, expectedRun, hierarchyProposer, lookupProposer, modelProposer, type ExpectedRun, type Proposer, type RoundCost } from './expected'
-import type { Candidate } from './replay'
+import { chainProposer, expectedRun, hierarchyProposer, lookupProposer, modelProposer, overlap, type ExpectedRun, type Proposer, type RoundCost } from './expected'
+import { parallelExpectedRun } from './expected-parallel'
+import { draftsInParallel, type Candidate } from './replay'
 import type { PromptTrace, Trace } from './trace'
 
-export const EXPECTED_METHODS = ['sd', 'sd-pmin', 'svip', 'pld', 'ngram-simple', 'sd+ngram', 'hier-chen', 'llama-server:draft'] as const
+export const EXPECTED_METHODS = ['sd', 'sd-pmin', 'svip', 'pld', 'ngram-simple', 'sd+ngram', 'hier-chen', 'llama-server:draft', 'pearl'] as const
 
 type Params = Readonly<Record<string, number | string | boolean>>
 
@@ -66,11 +69,21 @@ export function readsFullEntropy(candidate: Candidate): boolean {
   return prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }).params['svip.warpedEntropy'] !== true
 }
 
+/** A parallel candidate's expected runs: `pearl`, or `sd.parallel` (the fixed window); refused for the policies' option. */
+function parallelRuns(trace: Trace, candidate: Candidate, gamma: number, cost?: RoundCost): ExpectedRun[] {
+  if (candidate.method !== 'pearl' && candidate.method !== 'sd')
+    throw new Error(`no expected-value replay for ${candidate.method} with parallel drafting (covered: pearl, sd with sd.parallel)`)
+  return trace.prompts.map((prompt) => {
+    if (candidate.draft === null || !prompt.drafts[candidate.draft]) throw new Error(`${candidate.method} needs a traced draft model`)
+    const draft = prompt.drafts[candidate.draft]
+    const alpha = (i: number) => overlap(prompt.target[i], draft.points[i].distribution)
+    return parallelExpectedRun(prompt.tokens.length, alpha, { gamma, preVerify: candidate.method === 'pearl', maxTokens: trace.maxTokens }, cost)
+  })
+}
+
 /** Expected rounds of `candidate` on every prompt of `trace` (priced by `cost` when given). */
 export function replayExpected(trace: Trace, candidate: Candidate, cost?: RoundCost): ExpectedRun[] {
   const prepared = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params })
-  // PEARL's parallel drafting overlaps draft and target: its rounds and costs are not sd's.
-  if (Object.entries(prepared.params).some(([key, value]) => key.endsWith('.parallel') && value === true))
-    throw new Error(`no expected-value replay for ${candidate.method} with parallel drafting`)
+  if (draftsInParallel(candidate)) return parallelRuns(trace, candidate, prepared.gamma, cost)
   return trace.prompts.map((prompt) => expectedRun(prompt.tokens.length, proposerOf(trace, prompt, candidate, prepared.params, prepared.gamma), cost))
 }

@@ -45,22 +45,35 @@ export interface ExpectedProposal {
 export type Proposer = (t: number) => ExpectedProposal
 
 /**
- * What a round costs: ms for a round proposing `proposed` tokens with `draftCalls` draft calls and `midCalls` mid-model
- * calls (replay/cost-curve.ts).
+ * A parallel round (PEARL, `sd.parallel`: decoders/parallel-drafting.ts): `draftCalls` of the round's draft calls
+ * were made while the target evaluated `positions` positions, so that part of the round costs the longer of the two.
  */
-export type RoundCost = (proposed: number, draftCalls: number, midCalls?: number) => number
+export interface Overlap {
+  draftCalls: number
+  positions: number
+}
 
-/** Rounds of one kind: how many (an expected number for a sampling replay). */
-export interface RoundKind {
+/** What prices a round: the draft tokens it proposed, its calls, and what of them overlapped the verification. */
+export interface RoundShape {
   proposed: number
   draftCalls: number
   /** A hierarchy's mid-model calls per round; absent: none. */
   midCalls?: number
+  /** A parallel round's overlapped part; absent: every call one after another, the verification of proposed + 1. */
+  overlap?: Overlap
+}
+
+/** What a round of `shape` costs, ms (replay/cost-curve.ts roundCost). */
+export type RoundCost = (shape: RoundShape) => number
+
+/** Rounds of one shape: how many (an expected number for a sampling replay). */
+export interface RoundKind extends RoundShape {
   count: number
 }
 
-/** Rounds of one kind share this key. */
-export const kindKey = (kind: Pick<RoundKind, 'proposed' | 'draftCalls' | 'midCalls'>) => `${kind.proposed}/${kind.draftCalls}/${kind.midCalls ?? 0}`
+/** Rounds of one shape share this key. */
+export const kindKey = (kind: RoundShape) =>
+  `${kind.proposed}/${kind.draftCalls}/${kind.midCalls ?? 0}${kind.overlap ? `/${kind.overlap.draftCalls}‖${kind.overlap.positions}` : ''}`
 
 export interface ExpectedRun {
   /** L: output tokens. */
@@ -99,6 +112,14 @@ export function acceptedLengthLaw(rates: readonly number[]): number[] {
   return law
 }
 
+/** Adds `visits` rounds of `shape` to `kinds` (keyed by kindKey). */
+export function countKind(kinds: Map<string, RoundKind>, shape: RoundShape, visits: number): void {
+  const key = kindKey(shape)
+  const kind = kinds.get(key) ?? { ...shape, count: 0 }
+  kind.count += visits
+  kinds.set(key, kind)
+}
+
 /** The renewal sums of the header over L output tokens; `cost` (optional) prices E[time] at once. */
 export function expectedRun(length: number, proposer: Proposer, cost?: RoundCost): ExpectedRun {
   const start = new Float64Array(length + 1) // π(t)
@@ -110,13 +131,11 @@ export function expectedRun(length: number, proposer: Proposer, cost?: RoundCost
     if (visit === 0) continue
     const { rates, draftCalls, midCalls = 0 } = proposer(t)
     if (t === 0) run.firstProposed = rates.length
-    const key = kindKey({ proposed: rates.length, draftCalls, midCalls })
-    const kind = kinds.get(key) ?? { proposed: rates.length, draftCalls, ...(midCalls > 0 ? { midCalls } : {}), count: 0 }
-    kind.count += visit
-    kinds.set(key, kind)
+    const shape: RoundShape = { proposed: rates.length, draftCalls, ...(midCalls > 0 ? { midCalls } : {}) }
+    countKind(kinds, shape, visit)
     run.rounds += visit
     run.proposed += visit * rates.length
-    if (cost) run.ms += visit * cost(rates.length, draftCalls, midCalls)
+    if (cost) run.ms += visit * cost(shape)
     acceptedLengthLaw(rates).forEach((probability, a) => {
       run.accepted += visit * probability * Math.min(a, length - t)
       start[Math.min(length, t + a + 1)] += visit * probability

@@ -11,7 +11,7 @@
  */
 import type { StepRecord } from '../decoders/types'
 import { roundCost, targetCost, type CostCurve } from './cost-curve'
-import { kindKey, type ExpectedRun, type RoundKind } from './expected'
+import { countKind, type ExpectedRun, type Overlap, type RoundKind } from './expected'
 
 /** A replay as pricing needs it (every prompt together). */
 export interface ReplaySummary {
@@ -41,19 +41,26 @@ export interface Prediction {
 
 function mergeKinds(kinds: readonly RoundKind[]): RoundKind[] {
   const merged = new Map<string, RoundKind>()
-  for (const kind of kinds) {
-    const key = kindKey(kind)
-    const into = merged.get(key) ?? { ...kind, count: 0 }
-    into.count += kind.count
-    merged.set(key, into)
-  }
+  for (const { count, ...shape } of kinds) countKind(merged, shape, count)
   return [...merged.values()]
+}
+
+/**
+ * A parallel round's overlap, from what decoders/parallel-drafting.ts writes into its decision (`overlapCalls`,
+ * `positions`); null for any other round, and for a stored parallel round recorded without them (it is then priced
+ * as if its calls ran one after another).
+ */
+function overlapOfStep(step: StepRecord): Overlap | null {
+  const calls = step.decision?.overlapCalls
+  const positions = step.decision?.positions
+  return typeof calls === 'number' && typeof positions === 'number' ? { draftCalls: calls, positions } : null
 }
 
 /** A round's kind from its step record: a hierarchy's (per-level counters) counts its small and mid models apart. */
 export function kindOfStep(step: StepRecord): RoundKind {
-  if (!step.levels) return { proposed: step.proposed, draftCalls: step.draftCalls, count: 1 }
-  return { proposed: step.proposed, draftCalls: step.levels.q1.calls, midCalls: step.levels.q2.calls, count: 1 }
+  if (step.levels) return { proposed: step.proposed, draftCalls: step.levels.q1.calls, midCalls: step.levels.q2.calls, count: 1 }
+  const overlap = overlapOfStep(step)
+  return { proposed: step.proposed, draftCalls: step.draftCalls, ...(overlap ? { overlap } : {}), count: 1 }
 }
 
 export function summaryOfSteps(steps: readonly StepRecord[]): ReplaySummary {
@@ -63,7 +70,8 @@ export function summaryOfSteps(steps: readonly StepRecord[]): ReplaySummary {
     proposed: steps.reduce((n, s) => n + s.proposed, 0),
     accepted: steps.reduce((n, s) => n + s.accepted, 0),
     kinds: mergeKinds(steps.map(kindOfStep)),
-    firstBatchRounds: steps.filter((s) => s.index === 0 && s.proposed > 0).length
+    // A parallel first round (PEARL's pre-verify) may test a draft token without sending it to the target's call.
+    firstBatchRounds: steps.filter((s) => s.index === 0 && (overlapOfStep(s)?.positions ?? s.proposed + 1) > 1).length
   }
 }
 
@@ -79,7 +87,7 @@ export function arSummary(tokens: number): ReplaySummary {
 
 export function predict(summary: ReplaySummary, curve: CostCurve): Prediction {
   const cost = roundCost(curve)
-  const ms = summary.kinds.reduce((total, kind) => total + kind.count * cost(kind.proposed, kind.draftCalls, kind.midCalls ?? 0), 0)
+  const ms = summary.kinds.reduce((total, kind) => total + kind.count * cost(kind), 0)
   const arMs = summary.tokens * targetCost(curve, 1)
   return {
     tokens: summary.tokens,

@@ -11,7 +11,8 @@
  * divergence. Contexts nobody reads (the target after a rejected draft token) answer OFF_TRACE, so should a method
  * read one the replayed output leaves the trace and `replayGreedy` throws. Methods that need contexts the trace
  * lacks (sampled drafts, trees, a mid model whose decisions read off-trace contexts) throw TraceGapError;
- * `hier-chen`'s rounds do not read them (HIERARCHY_REPLAYABLE says why).
+ * `hier-chen`'s rounds do not read them (HIERARCHY_REPLAYABLE says why), nor do parallel drafting's (`pearl`,
+ * `sd.parallel`: draftsInParallel says why).
  *
  * A draft of ANOTHER vocabulary (TracedModel.foreign) has no recorded distributions: its ids are not the target's, so
  * the teacher-forced pass cannot feed it the target's tokens. The cross-vocabulary methods (sd-tli, sd-uad) map
@@ -86,6 +87,20 @@ function tokenizedTarget(trace: Trace, prompt: PromptTrace, tokenizer: LanguageM
  */
 export const HIERARCHY_REPLAYABLE: ReadonlySet<string> = new Set(['hier-chen'])
 
+/**
+ * Whether the candidate drafts while the target verifies (decoders/parallel-drafting.ts): `pearl`, or a method with
+ * its `parallel` option on. Such a round drafts its look-ahead after the waiting drafts before their verdict, so
+ * after a waiting draft that leaves the trace it drafts past the recorded rollout; those tokens are dropped with the
+ * rejection and no decision reads them (at a fixed window; a policy's stop would read them and only changes the
+ * dropped look-ahead's length), so they are answered with the lenient filler (trace-models.ts): the replay's draft
+ * calls can exceed a real run's only where a real look-ahead off the trace ends the text early.
+ */
+export function draftsInParallel(candidate: Candidate): boolean {
+  if (candidate.method === 'pearl') return true
+  const { params } = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params })
+  return Object.entries(params).some(([key, value]) => key.endsWith('.parallel') && value === true)
+}
+
 export async function replayGreedy(trace: Trace, candidate: Candidate, live?: LiveModels): Promise<ReplayedPrompt[]> {
   if (!isGreedy(trace.warp)) throw new Error('replayGreedy needs a greedy trace (temperature 0); sampling traces give expected values (replay/expected.ts)')
   const draftModel = candidate.draft === null ? null : trace.drafts[candidate.draft]
@@ -103,8 +118,9 @@ export async function replayGreedy(trace: Trace, candidate: Candidate, live?: Li
   const replayed: ReplayedPrompt[] = []
   for (const [index, prompt] of trace.prompts.entries()) {
     const target = liveDraft ? tokenizedTarget(trace, prompt, live!.target) : recordedTarget(trace.target, trace.warp, prompt)
-    // A hierarchy's models answer contexts after a round's first divergence with a filler (trace-models.ts `lenient`).
-    const lenient = midModel !== null
+    // A hierarchy's models, and a draft drafting in parallel, answer contexts after a round's first divergence with
+    // a filler (trace-models.ts `lenient`).
+    const lenient = midModel !== null || draftsInParallel(candidate)
     const draft = liveDraft ?? (draftModel && candidate.draft ? recordedDraft(draftModel, trace.warp, prompt, prompt.drafts[candidate.draft], { lenient }) : undefined)
     const mid = midModel && candidate.mid ? recordedDraft(midModel, trace.warp, prompt, prompt.drafts[candidate.mid], { lenient }) : undefined
     const steps: StepRecord[] = []
