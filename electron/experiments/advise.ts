@@ -28,10 +28,10 @@ import type { PhaseThreads } from '../engine/model/thread-calibration'
 import { candidateGrid, rolloutLengthFor } from '../engine/replay/candidates'
 import { nonDecreasing } from '../engine/replay/isotonic'
 import { measureCostCurve, measureDraftCost, measurePrefill, targetCost, type CostCurve, type CurveMeasurement } from '../engine/replay/cost-curve'
-import { calibrated, calibrateRounds, calibrateSingle } from '../engine/replay/decode-calibration'
+import { calibrated, calibrateOverlap, calibrateRounds, calibrateSingle } from '../engine/replay/decode-calibration'
 import { readsFullEntropy } from '../engine/replay/expected-replay'
 import { recordTrace, type TraceProgress } from '../engine/replay/record'
-import type { Candidate } from '../engine/replay/replay'
+import { draftsInParallel, type Candidate } from '../engine/replay/replay'
 import type { Trace } from '../engine/replay/trace'
 import type { WarpConfig } from '../engine/sampling/warp'
 
@@ -142,7 +142,7 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
     // the target's measurement), so that call is not timed a second time.
     const batchMs = asMid.length > 0 ? (await measureCostCurve(draft, null, { ...measurement, maxPositions: Math.min(measurement.maxPositions ?? 16, Math.max(...asMid.map(midBatchOf))) })).targetMs : undefined
     const apart = batchMs ? batchMs[0] : await measureDraftCost(draft, own.measurement)
-    costs.drafts[name] = foreign || used.length === 0 ? { ms: apart } : await calibratedDraft(input.target, draft, measurement, { draftMs: apart, targetMs: curve.targetMs })
+    costs.drafts[name] = foreign || used.length === 0 ? { ms: apart } : await calibratedDraft(input.target, draft, measurement, { draftMs: apart, targetMs: curve.targetMs }, used.some(draftsInParallel))
     if (batchMs) costs.drafts[name].batchMs = batchMs
     if (used.some(readsFullEntropy)) {
       // Every logit transferred costs the same on top of a draft call timed apart as in a decode's round.
@@ -197,13 +197,16 @@ function middleShape(candidates: readonly Candidate[]): { m: number; n: number }
  * A draft of the target's vocabulary priced as its rounds pay: c_D timed apart and the target's c_T(k ≥ 2), both
  * scaled to what real decodes' rounds with this draft cost (replay/decode-calibration.ts), which takes in what each
  * model pays for following the other's call as well as the decoder's own work; c_T(1) stays the target's own (a
- * target-only round follows no draft call). A foreign draft's rounds re-tokenise between the calls and are priced
+ * target-only round follows no draft call); with `parallel` candidates, s‖ of PEARL's overlapped rounds too
+ * (decode-calibration.ts calibrateOverlap). A foreign draft's rounds re-tokenise between the calls and are priced
  * with the costs timed apart.
  */
-async function calibratedDraft(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, apart: CostCurve): Promise<DraftCost> {
+async function calibratedDraft(target: LanguageModel, draft: LanguageModel, measurement: CurveMeasurement, apart: CostCurve, parallel: boolean): Promise<DraftCost> {
   const calibration = await calibrateRounds(target, draft, measurement, apart)
   const costs = calibration ? calibrated(apart, calibration) : apart
-  return { ms: costs.draftMs, targetMs: costs.targetMs, ...(calibration ? { roundScale: calibration.scale } : {}) }
+  // PEARL's rounds: what overlapping the two models costs beyond the longer, on top of the costs as sd's rounds pay them.
+  const overlap = parallel ? await calibrateOverlap(target, draft, measurement, costs) : null
+  return { ms: costs.draftMs, targetMs: costs.targetMs, ...(calibration ? { roundScale: calibration.scale } : {}), ...(overlap ? { overlapScale: overlap.scale } : {}) }
 }
 
 /** A foreign draft's contexts: the same prompts and output, tokenised by its own tokenizer (foreign-text.ts). */
@@ -243,9 +246,12 @@ async function measurePlans(input: AdviseInput, trace: Trace, candidates: readon
         // A draft's rounds: its calls at `d` threads; the verifications as calibrated with that draft at `t2` (where
         // both models had t2 threads — the nearest measured), after the plan's own c_T(1).
         const drafts: Record<string, DraftCost> = Object.fromEntries(
-          Object.entries(drafting.drafts).map(([name, { targetMs: _atD, ...cost }]) => {
+          Object.entries(drafting.drafts).map(([name, { targetMs: _atD, overlapScale: _overlapAtD, ...cost }]) => {
             const verifying = batch.drafts[name]?.targetMs
-            return [name, verifying ? { ...cost, targetMs: nonDecreasing([single.targetMs[0], ...verifying.slice(1)]) } : cost]
+            // s‖ as measured with both models at the target's batch threads: its verification is the longer part.
+            const overlapScale = batch.drafts[name]?.overlapScale
+            const withOverlap = overlapScale === undefined ? cost : { ...cost, overlapScale }
+            return [name, verifying ? { ...withOverlap, targetMs: nonDecreasing([single.targetMs[0], ...verifying.slice(1)]) } : withOverlap]
           })
         )
         const costs: CostTable = {
