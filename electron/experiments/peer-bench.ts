@@ -43,6 +43,8 @@ export interface ArmSpec {
   method: string
   params: RawParams
   threads: ArmThreads
+  /** The arm's own γ (`+gamma=N`); absent: the bench's. */
+  gamma?: number
   /** `@auto`: the threads loadTrio measured for these models (withCalibratedThreads); `threads` is a stand-in until then. */
   calibrated?: boolean
 }
@@ -71,20 +73,28 @@ function parseThreads(label: string, text: string): ArmThreads {
   return { threads: threads!, batchThreads, draftThreads }
 }
 
-/** `METHOD[+key=value…]@T[/B[/D]]` → an arm's spec (the method and its parameters are validated by prepareArms). */
+/**
+ * `METHOD[+key=value…]@T[/B[/D]]` → an arm's spec (the method and its parameters are validated by prepareArms);
+ * `+gamma=N` gives the arm its own γ.
+ */
 export function parseArm(label: string): ArmSpec {
   const at = label.lastIndexOf('@')
   if (at <= 0) throw new UserInputError(`arm '${label}': write METHOD[+key=value…]@THREADS, e.g. sd@1/2`)
   const [method, ...settings] = label.slice(0, at).split('+')
   const params: Record<string, string | number | boolean> = {}
+  let gamma: number | undefined
   for (const setting of settings) {
     const eq = setting.indexOf('=')
     if (eq <= 0) throw new UserInputError(`arm '${label}': '${setting}' is not key=value`)
-    params[setting.slice(0, eq)] = parseValue(setting.slice(eq + 1))
+    const value = parseValue(setting.slice(eq + 1))
+    if (setting.slice(0, eq) !== 'gamma') params[setting.slice(0, eq)] = value
+    else if (typeof value === 'number' && Number.isInteger(value) && value >= 1) gamma = value
+    else throw new UserInputError(`arm '${label}': gamma must be a positive integer, got '${setting.slice(eq + 1)}'`)
   }
+  const own = gamma === undefined ? {} : { gamma }
   const threadsText = label.slice(at + 1)
-  if (threadsText === 'auto') return { label, method: method!, params, threads: { threads: 1, batchThreads: 1, draftThreads: 1 }, calibrated: true }
-  return { label, method: method!, params, threads: parseThreads(label, threadsText) }
+  if (threadsText === 'auto') return { label, method: method!, params, ...own, threads: { threads: 1, batchThreads: 1, draftThreads: 1 }, calibrated: true }
+  return { label, method: method!, params, ...own, threads: parseThreads(label, threadsText) }
 }
 
 /** The `@auto` arms with the threads the trio's calibration chose (target: one token / batch; the draft's). */
@@ -138,7 +148,7 @@ export function prepareArms(specs: readonly ArmSpec[], gamma: number): PeerArm[]
     seen.add(spec.label)
     let method: PreparedMethod
     try {
-      method = prepare(spec.method, { gamma, params: spec.params })
+      method = prepare(spec.method, { gamma: spec.gamma ?? gamma, params: spec.params })
     } catch (error) {
       if (error instanceof UserInputError) throw new UserInputError(`arm '${spec.label}': ${error.message}`)
       throw error

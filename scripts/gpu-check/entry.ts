@@ -6,7 +6,8 @@
  *
  * Loads the target and the draft (every layer on the GPU in cuda mode: `--gpu-layers` clamps to the model's layer
  * count, and the report fails a model that did not go there wholly), runs the arms interleaved with peer-bench's
- * runner (experiments/peer-bench.ts), splits an `ar` token's time beside llama-server's (token-split.ts) and writes
+ * runner (experiments/peer-bench.ts) — with `--advise`, the setup advisor's best predicted configurations and llama-server's
+ * default speculation too (advice.ts) —, splits an `ar` token's time beside llama-server's (token-split.ts) and writes
  * report.json and report.md (report.ts). Exit 0 when every greedy
  * output equals `ar`'s or leaves it only at a numerical tie of the target (divergence.ts), and every model is
  * offloaded as asked; 1 otherwise, 2 on bad arguments. No database: the store (better-sqlite3, a native addon) is
@@ -32,7 +33,8 @@ import { warpOfSettings } from '../../electron/experiments/run-request'
 import { firstDifference, historiesOf, noiseOf, weighDivergence, type Divergence } from './divergence'
 import type { Distribution } from '../../electron/engine/sampling/distribution'
 import { measureTokenSplit } from './token-split'
-import { armRows, engineRows, greedyRows, problemsOf, referenceArm, reportMarkdown, type GpuCheckReport, type GreedyRow, type ModelOffload } from './report'
+import { adviceReport, armRows, engineRows, greedyRows, problemsOf, referenceArm, reportMarkdown, type GpuCheckReport, type GreedyRow, type ModelOffload } from './report'
+import { planAdvice, type AdvicePlan } from './advice'
 
 /**
  * The arms: SpecLab's ar, sd, svip and PEARL, and llama-server's AR and draft speculative decoding (the same jobs as
@@ -46,7 +48,11 @@ export function defaultArms(mode: 'cuda' | 'cpu', cores: number): string[] {
   return [`ar@${t}/${b}`, `sd@${t}/${b}`, `svip@${t}/${b}`, `pearl@${t}/${b}/1`, `llama-server:ar@${t}/${b}`, `llama-server:draft@${t}/${b}/1`]
 }
 
-const usage = 'usage: gpu-check.mjs --target T.gguf --draft D.gguf --out DIR [--mode cuda|cpu] [--repeats N] [--prompts N] [--max-tokens N] [--arms A,B,…] [--build-seconds step=s,…]'
+const usage =
+  'usage: gpu-check.mjs --target T.gguf --draft D.gguf --out DIR [--mode cuda|cpu] [--repeats N] [--prompts N] [--max-tokens N] [--arms A,B,…] [--advise] [--build-seconds step=s,…]'
+
+/** The advisor's arms measured with `--advise`: its best predicted SpecLab configurations (advice.ts). */
+const ADVISED_ARMS = 3
 
 function positiveInteger(name: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback
@@ -132,6 +138,7 @@ async function main(): Promise<number> {
       prompts: { type: 'string' },
       'max-tokens': { type: 'string' },
       arms: { type: 'string' },
+      advise: { type: 'boolean', default: false },
       'build-seconds': { type: 'string' }
     }
   })
@@ -148,8 +155,8 @@ async function main(): Promise<number> {
     contextSize: 512,
     seed: 1
   }
-  const specs = (values.arms ? values.arms.split(',') : defaultArms(mode, cores)).map((s) => s.trim()).filter(Boolean).map(parseArm)
-  const arms = prepareArms(specs, config.gamma)
+  let specs = (values.arms ? values.arms.split(',') : defaultArms(mode, cores)).map((s) => s.trim()).filter(Boolean).map(parseArm)
+  let arms = prepareArms(specs, config.gamma)
   // llama-server offloads every layer of both models in cuda mode, as SpecLab's own load does (llama.cpp's env names).
   if (mode === 'cuda') {
     process.env.LLAMA_ARG_N_GPU_LAYERS ??= 'all'
@@ -176,6 +183,21 @@ async function main(): Promise<number> {
     ]
     const prompts = loadPrompts({ dataset: 'stories', limit: config.prompts })
     const promptTokens = tokenizePrompts(trio.models, prompts, config)
+    let plan: AdvicePlan | { error: string } | undefined
+    if (values.advise) {
+      // The advisor prices and predicts at the `ar` arm's threads; its arms run with them, after the check's own.
+      const ar = specs.find((s) => s.method === 'ar')
+      try {
+        if (!ar) throw new Error('no SpecLab ar arm to take the threads from')
+        const advice = await planAdvice({ models: trio.models, draftName: path.basename(values.draft), promptTokens, maxTokens: config.maxTokens, warp: warpOfSettings({ temperature: config.temperature }), seed: config.seed, threads: ar.threads, top: ADVISED_ARMS })
+        plan = advice.plan
+        const labels = new Set(specs.map((s) => s.label))
+        specs = [...specs, ...advice.specs.filter((s) => !labels.has(s.label))]
+        arms = prepareArms(specs, config.gamma)
+      } catch (error) {
+        plan = { error: (error as Error).message }
+      }
+    }
     const before = machineBefore()
     const results = await runPeerBench(arms, {
       models: trio.models,
@@ -203,6 +225,7 @@ async function main(): Promise<number> {
       greedy,
       engines: engineRows(results),
       tokenSplit,
+      ...(plan === undefined ? {} : { advice: 'error' in plan ? plan : adviceReport(plan, results) }),
       passed: problems.length === 0,
       problems
     }

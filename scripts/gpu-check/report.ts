@@ -6,6 +6,7 @@
  */
 import type { Interval } from '../../electron/engine/stats/bootstrap'
 import { pairedRatio, sameOutputs, type ArmResult } from '../../electron/experiments/peer-bench'
+import type { AdvicePlan } from './advice'
 import type { Divergence } from './divergence'
 import type { TokenSplit } from './token-split'
 
@@ -47,9 +48,66 @@ export interface GpuCheckReport {
   engines: EngineRow[]
   /** Where a SpecLab `ar` token's time goes beside llama-server's token (token-split.ts); why not, where it failed. */
   tokenSplit: TokenSplit | { error: string }
+  /** With `--advise`: the advisor's prediction beside the measurement (advice.ts); why not, where it failed. */
+  advice?: AdviceReport | { error: string }
   /** Every arm's outputs equal ar's or leave them only at a numerical tie, and (cuda) every model is fully offloaded. */
   passed: boolean
   problems: string[]
+}
+
+/** An advised arm: what the advisor predicted, what the bench measured (tok/s and × ar, paired). */
+export interface AdviceRow {
+  label: string
+  predicted: { tokensPerSecond: number; speedup: number }
+  measured: Interval | null
+  overAr: Interval | null
+}
+
+export interface AdviceReport extends AdvicePlan {
+  rows: AdviceRow[]
+  /** ar predicted beside measured. */
+  arMeasured: Interval | null
+  /** llama-server's default speculation, measured. */
+  serverDefaultMeasured: Interval | null
+  /** The advisor's first choice (the fastest predicted) over llama-server's default, paired per (prompt, repeat). */
+  firstOverDefault: Interval | null
+  /** The advised arm measured fastest (median tok/s), and its ratio over llama-server's default. */
+  best: { label: string; overDefault: Interval | null } | null
+  /** Median |predicted − measured| / measured over the advised arms and ar. */
+  medianError: number | null
+}
+
+const medianOf = (values: readonly number[]): number | null => {
+  if (values.length === 0) return null
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+/** The advisor's plan beside the bench's results for its arms. */
+export function adviceReport(plan: AdvicePlan, results: readonly ArmResult[]): AdviceReport {
+  const reference = referenceArm(results)
+  const byLabel = new Map(results.map((r) => [r.label, r]))
+  const rows: AdviceRow[] = plan.advised.map((a) => {
+    const result = byLabel.get(a.label)
+    return { label: a.label, predicted: a.predicted, measured: result?.tokensPerSecond ?? null, overAr: result ? pairedRatio(result, reference) : null }
+  })
+  const serverDefault = byLabel.get(plan.serverDefault)
+  const first = byLabel.get(plan.advised[0]?.label ?? '')
+  const measuredBest = rows.filter((r) => r.measured).sort((a, b) => b.measured!.median - a.measured!.median)[0]
+  const bestResult = measuredBest ? byLabel.get(measuredBest.label) : undefined
+  const errors = [...rows.map((r) => [r.predicted.tokensPerSecond, r.measured] as const), [plan.ar.tokensPerSecond, reference.tokensPerSecond] as const]
+    .filter(([, measured]) => measured && measured.median > 0)
+    .map(([predicted, measured]) => Math.abs(predicted - measured!.median) / measured!.median)
+  return {
+    ...plan,
+    rows,
+    arMeasured: reference.tokensPerSecond,
+    serverDefaultMeasured: serverDefault?.tokensPerSecond ?? null,
+    firstOverDefault: first && serverDefault ? pairedRatio(first, serverDefault) : null,
+    best: measuredBest && bestResult ? { label: measuredBest.label, overDefault: serverDefault ? pairedRatio(bestResult, serverDefault) : null } : null,
+    medianError: medianOf(errors)
+  }
 }
 
 /** SpecLab's `ar` arm: the reference of the greedy check and of every ratio. */
@@ -141,6 +199,30 @@ function divergenceLines(greedy: readonly GreedyRow[]): string[] {
   )
 }
 
+/** The advisor's section: each advised arm predicted beside measured, and the picks over llama-server's default. */
+function adviceLines(advice: GpuCheckReport['advice']): string[] {
+  if (!advice) return []
+  const heading = ['## The setup advisor on this machine', '']
+  if ('error' in advice) return [...heading, `Not run: ${advice.error}`]
+  const c = advice.costs
+  return [
+    ...heading,
+    `One greedy trace of the same prompts, this machine's costs (c_T(1…${c.targetMs.length}) ${c.targetMs.map((ms) => ms.toFixed(3)).join(' ')} ms; ` +
+      `c_D ${c.draftMs.toFixed(3)} ms; s ${fixed(c.roundScale, 3)}, s‖ ${fixed(c.overlapScale, 3)}), ${advice.candidates} candidates replayed and priced in ` +
+      `${advice.seconds.toFixed(0)} s; its best ${advice.rows.length} and llama-server's default speculation measured in the bench above:`,
+    '',
+    '| arm | predicted tok/s | measured tok/s [95% CI] | predicted × ar | measured × ar [95% CI] |',
+    '|---|---|---|---|---|',
+    ...advice.rows.map((r) => `| ${r.label} | ${r.predicted.tokensPerSecond.toFixed(1)} | ${interval(r.measured, 1)} | ${r.predicted.speedup.toFixed(3)}× | ${interval(r.overAr, 3, '×')} |`),
+    `| ar | ${advice.ar.tokensPerSecond.toFixed(1)} | ${interval(advice.arMeasured, 1)} | – | – |`,
+    `| ${advice.serverDefault} (llama-server's default: \`-md D --spec-type draft-simple\`, n_max 3, p_min 0) | – | ${interval(advice.serverDefaultMeasured, 1)} | – | – |`,
+    '',
+    `- median |predicted − measured| / measured (advised arms and ar): ${advice.medianError === null ? '–' : `${(100 * advice.medianError).toFixed(1)} %`}`,
+    `- the advisor's first choice over llama-server's default: ${interval(advice.firstOverDefault, 3, '×')}`,
+    `- the advised arm measured fastest${advice.best ? ` (${advice.best.label})` : ''} over llama-server's default: ${interval(advice.best?.overDefault ?? null, 3, '×')}`
+  ]
+}
+
 /** The token split's section (token-split.ts defines every term). */
 function tokenSplitLines(split: GpuCheckReport['tokenSplit']): string[] {
   const heading = ['## Where an `ar` token\'s time goes', '']
@@ -189,6 +271,8 @@ export function reportMarkdown(report: GpuCheckReport): string {
   if (report.engines.length > 0)
     lines.push('', '| SpecLab | llama-server | SpecLab / llama-server [95% CI] |', '|---|---|---|', ...report.engines.map((e) => `| ${e.speclab} | ${e.llamaServer} | ${interval(e.ratio, 3, '×')} |`))
   lines.push('', ...tokenSplitLines(report.tokenSplit))
+  const advice = adviceLines(report.advice)
+  if (advice.length > 0) lines.push('', ...advice)
   const divergences = divergenceLines(report.greedy)
   if (divergences.length > 0)
     lines.push(

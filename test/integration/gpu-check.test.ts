@@ -28,13 +28,14 @@ describe.skipIf(!enabled || process.platform !== 'linux')('gpu-check: pack and r
       const listing = execFileSync('tar', ['-tJf', path.join(out, 'app.tar.xz')], { encoding: 'utf8', maxBuffer: 64 << 20 })
       expect(listing).not.toMatch(/node_modules/)
       expect(listing).toMatch(/^app\/nlc\/dist\/gpu-check\.mjs$/m)
+      expect(manifest.files.map((f) => f.name)).toContain('x64-build-flags.txt')
 
       // Run from a copy elsewhere: nothing may reach back into the checkout.
       const moved = path.join(dir, 'elsewhere')
       fs.cpSync(out, moved, { recursive: true })
       const reportDir = path.join(dir, 'report')
       const work = process.env.SPECLAB_GPU_CHECK_WORK ?? path.join(dir, 'work')
-      const run = spawnSync('bash', [path.join(moved, 'run.sh'), '--cpu', '--work', work, '--out', reportDir, '--', '--prompts', '2', '--max-tokens', '48', '--repeats', '3'], {
+      const run = spawnSync('bash', [path.join(moved, 'run.sh'), '--cpu', '--work', work, '--out', reportDir, '--', '--prompts', '2', '--max-tokens', '48', '--repeats', '3', '--advise'], {
         cwd: dir,
         encoding: 'utf8',
         env: { ...process.env, NODE_OPTIONS: '', SPECLAB_MODELS: '/nonexistent' },
@@ -45,7 +46,18 @@ describe.skipIf(!enabled || process.platform !== 'linux')('gpu-check: pack and r
       expect(report.passed).toBe(true)
       expect(report.mode).toBe('cpu')
       expect(report.native).toMatchObject({ build: 'localBuild', gpu: 'cpu' })
-      expect(report.arms.map((a) => a.method)).toEqual(['ar', 'sd', 'svip', 'pearl', 'llama-server:ar', 'llama-server:draft'])
+      // The check's arms, then (--advise) the advisor's best three and llama-server's default speculation.
+      expect(report.arms.slice(0, 6).map((a) => a.method)).toEqual(['ar', 'sd', 'svip', 'pearl', 'llama-server:ar', 'llama-server:draft'])
+      expect(report.arms.at(-1)!.label).toBe('llama-server:draft+gamma=3@1/2/1')
+      if (!report.advice || 'error' in report.advice) throw new Error(`no advice: ${JSON.stringify(report.advice)}`)
+      expect(report.advice.rows).toHaveLength(3)
+      for (const row of report.advice.rows) {
+        expect(report.arms.some((a) => a.label === row.label)).toBe(true)
+        expect(row.measured?.cells).toBe(2 * 3)
+        expect(row.predicted.tokensPerSecond).toBeGreaterThan(0)
+      }
+      expect(report.advice.serverDefaultMeasured?.cells).toBe(2 * 3)
+      expect(report.advice.medianError).not.toBeNull()
       for (const a of report.arms) expect(a.tokensPerSecond?.cells).toBe(2 * 3)
       expect(report.greedy.find((g) => g.arm.startsWith('sd@'))).toMatchObject({ same: 2, prompts: 2 })
       expect(report.buildSeconds.build).toBeGreaterThan(0)

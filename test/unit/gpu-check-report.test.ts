@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest'
 import type { ArmResult, PeerCell } from '../../electron/experiments/peer-bench'
 import type { Interval } from '../../electron/engine/stats/bootstrap'
 import { firstDifference, isNumericalTie, noiseOf, weighDivergence, type Divergence } from '../../scripts/gpu-check/divergence'
-import { armRows, engineRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type ModelOffload } from '../../scripts/gpu-check/report'
+import { adviceReport, armRows, engineRows, greedyRows, problemsOf, reportMarkdown, type GpuCheckReport, type ModelOffload } from '../../scripts/gpu-check/report'
+import { armLabelOf, type AdvicePlan } from '../../scripts/gpu-check/advice'
+import { parseArm } from '../../electron/experiments/peer-bench'
 
 function cells(tokensPerSecond: number[]): PeerCell[] {
   return tokensPerSecond.map((tps, i) => ({ prompt: i % 2, repeat: Math.floor(i / 2), tokens: 64, wallMs: 64_000 / tps, tokensPerSecond: tps, proposed: 0, accepted: 0, targetCalls: 64 }))
@@ -16,6 +18,25 @@ const offload = (gpuLayers: number): ModelOffload[] => [
   { role: 'target', file: 't.gguf', gpuLayers, totalLayers: 9 },
   { role: 'draft', file: 'd.gguf', gpuLayers: 6, totalLayers: 6 }
 ]
+
+/** A passing report of `results` (the advisor's test adds its section). */
+function reportOf(results: ArmResult[]): GpuCheckReport {
+  return {
+    date: '2026-01-01T00:00:00.000Z',
+    mode: 'cuda',
+    machine: { description: 'load 0.1 on 16 cores', cpus: 16, cpuModel: 'cpu', gpus: ['NVIDIA H100'] },
+    native: { build: 'localBuild', gpu: 'cuda', release: 'v0.5.0', openmp: true },
+    buildSeconds: {},
+    models: offload(9),
+    config: { prompts: 2, maxTokens: 64, repeats: 2, gamma: 4, temperature: 0, contextSize: 512, seed: 1 },
+    arms: armRows(results),
+    greedy: greedyRows(results),
+    engines: [],
+    tokenSplit: { error: 'not asked' },
+    passed: true,
+    problems: []
+  }
+}
 
 describe('GPU check report', () => {
   const ar = arm('ar@1/2', 'ar', 'speclab', [100, 100, 100, 100], [[1, 2, 3], [4, 5]])
@@ -84,6 +105,51 @@ describe('GPU check report', () => {
     expect(rows[1]!.ratio?.median).toBeCloseTo(1.25, 6)
     expect(engineRows([ar, sd, peer]).map((r) => r.speclab)).toEqual(['sd@1/2'])
     expect(engineRows([ar, sd])).toEqual([])
+  })
+
+  it("the advisor's section: each advised arm predicted beside measured, and the picks over llama-server's default", () => {
+    const threads = { threads: 1, batchThreads: 2, draftThreads: 1 }
+    const pearlLabel = armLabelOf({ method: 'pearl', gamma: 4, params: {} }, threads)
+    const pminLabel = armLabelOf({ method: 'sd-pmin', gamma: 5, params: { 'pmin.p': 0.3 } }, threads)
+    // The labels are arms parseArm reads back: the same method, parameters and γ.
+    expect(pearlLabel).toBe('pearl+gamma=4@1/2/1')
+    expect(parseArm(pminLabel)).toMatchObject({ method: 'sd-pmin', params: { 'pmin.p': 0.3 }, gamma: 5, threads })
+    const withSpeed = (a: ArmResult, median: number): ArmResult => ({ ...a, tokensPerSecond: { median, low: median - 5, high: median + 5, cells: 4, prompts: 2, repeats: 2 } })
+    const serverLabel = 'llama-server:draft+gamma=3@1/2/1'
+    const results = [
+      withSpeed(ar, 100),
+      withSpeed(arm(pearlLabel, 'pearl', 'speclab', [160, 160, 160, 160], [[1, 2, 3], [4, 5]]), 160),
+      withSpeed(arm(pminLabel, 'sd-pmin', 'speclab', [140, 140, 140, 140], [[1, 2, 3], [4, 5]]), 140),
+      withSpeed(arm(serverLabel, 'llama-server:draft', 'llama.cpp', [125, 125, 125, 125], [[1, 2, 3], [4, 5]]), 125)
+    ]
+    const plan: AdvicePlan = {
+      advised: [
+        { label: pminLabel, method: 'sd-pmin', gamma: 5, params: { 'pmin.p': 0.3 }, predicted: { tokensPerSecond: 150, speedup: 1.5 } },
+        { label: pearlLabel, method: 'pearl', gamma: 4, params: {}, predicted: { tokensPerSecond: 160, speedup: 1.6 } }
+      ],
+      ar: { tokensPerSecond: 100 },
+      serverDefault: serverLabel,
+      costs: { targetMs: [1, 1.1], draftMs: 0.2, roundScale: 1.05, overlapScale: 1.3 },
+      candidates: 30,
+      seconds: 12
+    }
+    const advice = adviceReport(plan, results)
+    expect(advice.rows.map((r) => [r.label, r.measured?.median, r.overAr?.median])).toEqual([
+      [pminLabel, 140, 1.4],
+      [pearlLabel, 160, 1.6]
+    ])
+    // The first choice is the fastest predicted (sd-pmin); the measured fastest is pearl.
+    expect(advice.firstOverDefault?.median).toBeCloseTo(140 / 125, 6)
+    expect(advice.best?.label).toBe(pearlLabel)
+    expect(advice.best?.overDefault?.median).toBeCloseTo(160 / 125, 6)
+    // Errors: sd-pmin 10/140, pearl 0, ar 0 → median 0.
+    expect(advice.medianError).toBe(0)
+    const markdown = reportMarkdown({ ...reportOf([ar]), advice })
+    expect(markdown).toContain('## The setup advisor on this machine')
+    expect(markdown).toContain(`| ${pminLabel} | 150.0 | 140.0 [135.0–145.0] | 1.500× | 1.400× [1.400–1.400] |`)
+    expect(markdown).toContain("the advisor's first choice over llama-server's default: 1.120×")
+    expect(markdown).toContain('s 1.050, s‖ 1.300')
+    expect(reportMarkdown({ ...reportOf([ar]), advice: { error: 'no SpecLab ar arm to take the threads from' } })).toContain('Not run: no SpecLab ar arm to take the threads from')
   })
 
   it('says PASSED or FAILED and lists the problems', () => {

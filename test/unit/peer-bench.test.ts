@@ -34,6 +34,10 @@ describe('peer-bench arms', () => {
     expect(parseArm('sd+sd.parallel=true@1/2/1').params).toEqual({ 'sd.parallel': true })
     expect(parseArm('llama-server:draft+llamaserver.nMax=8@2/2/1')).toMatchObject({ method: 'llama-server:draft', params: { 'llamaserver.nMax': 8 }, threads: { threads: 2, batchThreads: 2, draftThreads: 1 } })
     expect(parseArm('sd-pmin+pmin.p=0.6@1/2').threads).toEqual({ threads: 1, batchThreads: 2, draftThreads: 1 })
+    // An arm's own γ: not a parameter of the method, and the prepared arm drafts with it.
+    const own = parseArm('pearl+gamma=6@2/1/1')
+    expect(own).toMatchObject({ method: 'pearl', params: {}, gamma: 6 })
+    expect(prepareArms([own, parseArm('pearl@2/1/1')], 5).map((arm) => arm.method.gamma)).toEqual([6, 5])
     // @auto: the calibrated threads, filled in after the load.
     const auto = parseArm('sd@auto')
     expect(auto).toMatchObject({ method: 'sd', calibrated: true })
@@ -47,6 +51,7 @@ describe('peer-bench arms', () => {
     expect(refusal(() => parseArm('sd@0'))).toMatch(/^arm 'sd@0': threads must be T\[\/B\[\/D\]\]/)
     expect(refusal(() => parseArm('sd@1/2/3/4'))).toMatch(/threads must be/)
     expect(refusal(() => parseArm('sd+parallel@1'))).toBe("arm 'sd+parallel@1': 'parallel' is not key=value")
+    expect(refusal(() => parseArm('sd+gamma=0@1'))).toBe("arm 'sd+gamma=0@1': gamma must be a positive integer, got '0'")
     expect(refusal(() => prepareArms([parseArm('warp@1')], 5))).toMatch(/^arm 'warp@1': unknown method 'warp'/)
     expect(refusal(() => prepareArms([parseArm('sd+sd.parallel=maybe@1')], 5))).toMatch(/^arm 'sd\+sd\.parallel=maybe@1': sd\.parallel \(sd\) must be true or false/)
     expect(refusal(() => prepareArms([parseArm('ar@1'), parseArm('ar@1')], 5))).toBe("arm 'ar@1' is listed twice")
