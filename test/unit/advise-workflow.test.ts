@@ -60,7 +60,7 @@ describe('adviseWorkload', () => {
   it('the default grid covers every traced draft and the lookups', async () => {
     const advice = await adviseWorkload({ target: toyTarget(), drafts: { close: toyDraftClose() }, prompts: PROMPTS, warp: GREEDY, seed: 1, maxTokens: 20, curve: { maxPositions: 4, repeats: 1, points: 1 } })
     const methods = new Set(advice.verdicts.map((v) => v.candidate.method))
-    expect([...methods].sort()).toEqual(['ar', 'ngram-simple', 'pld', 'sd', 'sd+ngram', 'sd-pmin', 'svip'])
+    expect([...methods].sort()).toEqual(['ar', 'ngram-simple', 'pearl', 'pld', 'sd', 'sd+ngram', 'sd-pmin', 'svip'])
     expect(advice.verdicts.filter((v) => v.error !== null)).toEqual([])
     expect(advice.trace.rolloutLength).toBe(39)
   })

@@ -4,6 +4,9 @@
  *   time = Σ_rounds (draftCalls · c_D + midCalls · c_M + c_T(proposed + 1)),   ar's time = L · c_T(1)
  *   tokens/s = L / time,   speedup = ar's time / time
  *
+ * (a parallel round — PEARL, `sd.parallel` — pays its overlapped part as the longer of its draft calls and its
+ * verification instead: cost-curve.ts roundCost)
+ *
  * with L the output tokens. A replay is summarised by its rounds per kind (tokens proposed, draft calls): counted
  * from a greedy replay's step records, expected values from a sampling replay (replay/expected.ts; tokens/s is then
  * L / E[time]). Pricing is linear in the kinds, so one replay is priced under any number of cost curves (thread
