@@ -127,6 +127,29 @@ async function tokenSplitOf(models: Parameters<typeof applyThreads>[0], specs: r
   }
 }
 
+/**
+ * `--advise`: the advisor's plan at the `ar` arm's threads and the check's arms with its arms after them (advice.ts);
+ * why not, where it failed (the check goes on without them).
+ */
+async function withAdvisedArms(
+  specs: ArmSpec[],
+  models: Parameters<typeof applyThreads>[0],
+  draftName: string,
+  promptTokens: number[][],
+  config: { maxTokens: number; temperature: number; seed: number }
+): Promise<{ plan: AdvicePlan; specs: ArmSpec[] } | { error: string }> {
+  const ar = specs.find((s) => s.method === 'ar')
+  if (!ar) return { error: 'no SpecLab ar arm to take the threads from' }
+  try {
+    const warp = warpOfSettings({ temperature: config.temperature })
+    const advice = await planAdvice({ models, draftName, promptTokens, maxTokens: config.maxTokens, warp, seed: config.seed, threads: ar.threads, top: ADVISED_ARMS })
+    const labels = new Set(specs.map((s) => s.label))
+    return { plan: advice.plan, specs: [...specs, ...advice.specs.filter((s) => !labels.has(s.label))] }
+  } catch (error) {
+    return { error: (error as Error).message }
+  }
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
@@ -183,21 +206,12 @@ async function main(): Promise<number> {
     ]
     const prompts = loadPrompts({ dataset: 'stories', limit: config.prompts })
     const promptTokens = tokenizePrompts(trio.models, prompts, config)
-    let plan: AdvicePlan | { error: string } | undefined
-    if (values.advise) {
-      // The advisor prices and predicts at the `ar` arm's threads; its arms run with them, after the check's own.
-      const ar = specs.find((s) => s.method === 'ar')
-      try {
-        if (!ar) throw new Error('no SpecLab ar arm to take the threads from')
-        const advice = await planAdvice({ models: trio.models, draftName: path.basename(values.draft), promptTokens, maxTokens: config.maxTokens, warp: warpOfSettings({ temperature: config.temperature }), seed: config.seed, threads: ar.threads, top: ADVISED_ARMS })
-        plan = advice.plan
-        const labels = new Set(specs.map((s) => s.label))
-        specs = [...specs, ...advice.specs.filter((s) => !labels.has(s.label))]
-        arms = prepareArms(specs, config.gamma)
-      } catch (error) {
-        plan = { error: (error as Error).message }
-      }
+    const advised = values.advise ? await withAdvisedArms(specs, trio.models, path.basename(values.draft), promptTokens, config) : undefined
+    if (advised && 'specs' in advised) {
+      specs = advised.specs
+      arms = prepareArms(specs, config.gamma)
     }
+    const plan = advised && 'specs' in advised ? advised.plan : advised
     const before = machineBefore()
     const results = await runPeerBench(arms, {
       models: trio.models,
