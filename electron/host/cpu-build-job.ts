@@ -80,8 +80,7 @@ export class CpuBuildService {
       binary: choice.binary,
       reason: choice.reason,
       cpuBuild: { installed, cached: status?.cached ?? false, cacheDir: status?.cacheDir ?? null },
-      // A stale build (SpecLab's, for another llama.cpp, CPU or recipe) loads until a build for this one replaces it.
-      offerBuild: (cpuRunsPrebuilt && installed === null) || status?.stale === true,
+      offerBuild: cpuRunsPrebuilt && installed === null,
       cannotBuild: this.cannotBuild(status),
       restartNeeded: cpuRunsPrebuilt && installed !== null && inUse !== null,
       job: this.job

@@ -154,7 +154,8 @@ export interface CpuBuildStatus {
   installed: 'speclab' | 'other' | null
   /**
    * The folder holds a build SpecLab made for another key (an older llama.cpp, CPU or recipe): `installed` is null,
-   * so that the install replaces it, but it is what node-llama-cpp loads until then.
+   * so that `npm install` (its postinstall, scripts/install-native.ts) replaces it, but it is what node-llama-cpp
+   * loads until then.
    */
   stale: boolean
 }
