@@ -89,6 +89,7 @@ async function main(): Promise<number> {
     say('node-llama-cpp already has a local CPU build that SpecLab did not make; it stays in use (`npm run build:native -- --force` replaces it)')
     return 0
   }
+  if (status.stale) say('the CPU build installed was made for another llama.cpp, CPU or build recipe: replacing it')
   if (status.cached && !force) {
     restoreCpuBuild(dir)
     say(`installed the CPU backend with OpenMP from the cache (${status.cacheDir})`)

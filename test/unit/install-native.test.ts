@@ -95,6 +95,24 @@ describe('install-native.ts', () => {
     }
   })
 
+  it('replaces its own build made for another key (a stale one) with this key’s, saying so', () => {
+    process.env.SPECLAB_CACHE_DIR = cache
+    try {
+      fakeBuild(localCpuBuildDir(packageDir))
+      storeCpuBuild(packageDir, 300)
+      // The installed build's marker names another key (an older recipe): SpecLab's own, but not for this one.
+      const marker = path.join(localCpuBuildDir(packageDir), 'speclab-cpu-build.json')
+      fs.writeFileSync(marker, JSON.stringify({ key: 'cccccccccccc-9.9.9-linux-x64-000000000000-r1' }))
+      expect(cpuBuildStatus(packageDir)).toMatchObject({ installed: null, stale: true })
+      const { status, lines } = run({ PATH: '' })
+      expect(status).toBe(0)
+      expect(lines).toEqual([expect.stringContaining('made for another llama.cpp, CPU or build recipe: replacing it'), expect.stringContaining('from the cache')])
+      expect(cpuBuildStatus(packageDir)).toMatchObject({ installed: 'speclab', stale: false })
+    } finally {
+      delete process.env.SPECLAB_CACHE_DIR
+    }
+  })
+
   it("leaves a local build it did not make alone", () => {
     fakeBuild(localCpuBuildDir(packageDir))
     const { status, lines } = run({ PATH: '' })
