@@ -1,7 +1,7 @@
 /**
  * The setup advisor inside the GPU check (`--advise`): the advisor's prediction on this machine (engine/replay via
- * experiments/advise.ts adviseWorkload: one greedy trace of the check's prompts, the costs measured here, every
- * candidate of the grid replayed and priced), and the arms that measure it — its best `top` SpecLab candidates and
+ * experiments/advise.ts adviseWorkload: one trace of the check's prompts at its temperature — greedy: the rounds
+ * replayed; sampled: their expected values —, the costs measured here, every candidate of the grid priced), and the arms that measure it — its best `top` SpecLab candidates and
  * llama-server's own default speculation (`-md D --spec-type draft-simple`: n_max 3, n_min 0, p_min 0) — which
  * entry.ts runs in the same interleaved bench as the check's other arms, so every figure has its 95 % interval and
  * every ratio is paired per (prompt, repeat). No store: the bundle never imports better-sqlite3, so the advisor's own

@@ -10,7 +10,8 @@
  * default speculation too (advice.ts) —, splits an `ar` token's time beside llama-server's (token-split.ts) and writes
  * report.json and report.md (report.ts). Exit 0 when every greedy
  * output equals `ar`'s or leaves it only at a numerical tie of the target (divergence.ts), and every model is
- * offloaded as asked; 1 otherwise, 2 on bad arguments. No database: the store (better-sqlite3, a native addon) is
+ * offloaded as asked; 1 otherwise, 2 on bad arguments. `--temperature t > 0` samples instead (the advisor then gives
+ * expected values, and there is no greedy check: only the offload can fail). No database: the store (better-sqlite3, a native addon) is
  * never imported, so the bundle needs only node-llama-cpp's own addon.
  */
 import fs from 'node:fs'
@@ -49,7 +50,7 @@ export function defaultArms(mode: 'cuda' | 'cpu', cores: number): string[] {
 }
 
 const usage =
-  'usage: gpu-check.mjs --target T.gguf --draft D.gguf --out DIR [--mode cuda|cpu] [--repeats N] [--prompts N] [--max-tokens N] [--arms A,B,…] [--advise] [--build-seconds step=s,…]'
+  'usage: gpu-check.mjs --target T.gguf --draft D.gguf --out DIR [--mode cuda|cpu] [--repeats N] [--prompts N] [--max-tokens N] [--arms A,B,…] [--advise] [--temperature t] [--build-seconds step=s,…]'
 
 /** The advisor's arms measured with `--advise`: its best predicted SpecLab configurations (advice.ts). */
 const ADVISED_ARMS = 3
@@ -58,6 +59,14 @@ function positiveInteger(name: string, text: string | undefined, fallback: numbe
   if (text === undefined) return fallback
   const value = Number(text)
   if (!Number.isInteger(value) || value < 1) throw new UserInputError(`--${name} must be a positive integer (got '${text}')`)
+  return value
+}
+
+/** --temperature: 0 (greedy, the default: the greedy check runs) or above (every arm samples; no greedy check). */
+function temperatureOf(text: string | undefined): number {
+  if (text === undefined) return 0
+  const value = Number(text)
+  if (text.trim() === '' || !Number.isFinite(value) || value < 0) throw new UserInputError(`--temperature must be a number ≥ 0 (got '${text}')`)
   return value
 }
 
@@ -162,6 +171,7 @@ async function main(): Promise<number> {
       'max-tokens': { type: 'string' },
       arms: { type: 'string' },
       advise: { type: 'boolean', default: false },
+      temperature: { type: 'string' },
       'build-seconds': { type: 'string' }
     }
   })
@@ -174,7 +184,7 @@ async function main(): Promise<number> {
     maxTokens: positiveInteger('max-tokens', values['max-tokens'], 128),
     repeats: positiveInteger('repeats', values.repeats, 3),
     gamma: 4,
-    temperature: 0,
+    temperature: temperatureOf(values.temperature),
     contextSize: 512,
     seed: 1
   }
@@ -224,7 +234,8 @@ async function main(): Promise<number> {
     })
     process.stderr.write('\n')
     const machine = machineAfter(before)
-    const greedy = await weighedGreedyRows(results, trio.models.target, promptTokens, config.gamma + 1)
+    // Sampled outputs differ from ar's by design: the greedy check runs at temperature 0 only.
+    const greedy = config.temperature === 0 ? await weighedGreedyRows(results, trio.models.target, promptTokens, config.gamma + 1) : []
     const tokenSplit = await tokenSplitOf(trio.models, specs, promptTokens, config.maxTokens)
     const problems = problemsOf(greedy, models, mode)
     const report: GpuCheckReport = {

@@ -150,6 +150,12 @@ describe('GPU check report', () => {
     expect(markdown).toContain("the advisor's first choice over llama-server's default: 1.120×")
     expect(markdown).toContain('s 1.050, s‖ 1.300')
     expect(reportMarkdown({ ...reportOf([ar]), advice: { error: 'no SpecLab ar arm to take the threads from' } })).toContain('Not run: no SpecLab ar arm to take the threads from')
+    // Sampled: no greedy column, and the advice says its rounds are expected values.
+    const sampled = reportOf([ar, sd])
+    const sampledMarkdown = reportMarkdown({ ...sampled, config: { ...sampled.config, temperature: 1 }, greedy: [], advice })
+    expect(sampledMarkdown).toContain('| sd@1/2 | speclab | – | 1.500× [1.500–1.500] | – | – | – |')
+    expect(sampledMarkdown).toContain('sampled: no greedy check')
+    expect(sampledMarkdown).toContain('One sampled trace (temperature 1; expected rounds)')
   })
 
   it('says PASSED or FAILED and lists the problems', () => {
