@@ -60,13 +60,30 @@ describe.skipIf(!enabled || process.platform !== 'linux')('gpu-check: pack and r
       expect(report.advice.medianError).not.toBeNull()
       for (const a of report.arms) expect(a.tokensPerSecond?.cells).toBe(2 * 3)
       expect(report.greedy.find((g) => g.arm.startsWith('sd@'))).toMatchObject({ same: 2, prompts: 2 })
-      expect(report.buildSeconds.build).toBeGreaterThan(0)
+      // A reused build tree (SPECLAB_GPU_CHECK_WORK) builds nothing now; the run that made it is kept as first-build.
+      expect(Math.max(report.buildSeconds.build ?? 0, report.buildSeconds['first-build'] ?? 0)).toBeGreaterThan(0)
       expect(report.engines.map((e) => [e.speclab, e.llamaServer])).toEqual([['ar@1/2', 'llama-server:ar@1/2'], ['sd@1/2', 'llama-server:draft@1/2/1']])
       expect(report.engines[0]!.ratio?.median).toBeGreaterThan(0)
       // The token split ran beside the pack's own llama-server: 2 prompts × 47 timed tokens, all through the addon path.
       expect(report.tokenSplit).toMatchObject({ tokens: 2 * 47, direct: 2 * 47 })
       expect('serverMs' in report.tokenSplit && report.tokenSplit.serverMs?.cells).toBe(2)
       expect(fs.readFileSync(path.join(reportDir, 'report.md'), 'utf8')).toContain('# SpecLab GPU check — PASSED')
+
+      // Sampled (--temperature 1): the build tree is reused, every arm samples, the advisor predicts expected values,
+      // and there is no greedy check.
+      const sampledDir = path.join(dir, 'sampled')
+      const sampledRun = spawnSync(
+        'bash',
+        [path.join(moved, 'run.sh'), '--cpu', '--work', work, '--out', sampledDir, '--', '--prompts', '2', '--max-tokens', '32', '--repeats', '2', '--advise', '--temperature', '1', '--arms', 'ar@1/2'],
+        { cwd: dir, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '', SPECLAB_MODELS: '/nonexistent' }, maxBuffer: 64 << 20 }
+      )
+      expect(sampledRun.status, `${sampledRun.stdout}\n${sampledRun.stderr}`).toBe(0)
+      const sampled = JSON.parse(fs.readFileSync(path.join(sampledDir, 'report.json'), 'utf8')) as GpuCheckReport
+      expect(sampled.config.temperature).toBe(1)
+      expect(sampled.greedy).toEqual([])
+      if (!sampled.advice || 'error' in sampled.advice) throw new Error(`no sampled advice: ${JSON.stringify(sampled.advice)}`)
+      expect(sampled.advice.rows).toHaveLength(3)
+      expect(fs.readFileSync(path.join(sampledDir, 'report.md'), 'utf8')).toContain('One sampled trace (temperature 1; expected rounds)')
       // Kept for docs/performance.md.
       if (process.env.SPECLAB_GPU_CHECK_KEEP) fs.cpSync(reportDir, process.env.SPECLAB_GPU_CHECK_KEEP, { recursive: true })
     } finally {
