@@ -22,6 +22,7 @@ import {
   prepareArms,
   runPeerBench,
   sameOutputs,
+  threadsText,
   withCalibratedThreads,
   type ArmResult,
   type ArmThreads,
@@ -254,7 +255,7 @@ function printable(
         return [
           a.label,
           a.side,
-          `${a.threads.threads}/${a.threads.batchThreads}/${a.threads.draftThreads}`,
+          threadsText(a.threads),
           formatInterval(a.tokensPerSecond, null, 1),
           formatNumber(a.acceptance, 3),
           formatNumber(a.tokensPerCall, 2),

@@ -28,15 +28,13 @@ import { isGreedy } from '../engine/sampling/warp'
 import { longestPrompt, type Advice } from './advise'
 import type { VerifyArm } from './advise-verify'
 import type { MeasuredServerCosts } from './llama-server-costs'
-import type { ArmThreads } from './peer-bench'
+import { threadsText, type ArmThreads } from './peer-bench'
 
 /** Whether llama-server runs the arm (a `llama-server:*` method). */
 export function isServerArm(arm: Pick<VerifyArm, 'candidate'>): boolean {
   const definition = findMethod(arm.candidate.method)
   return definition !== undefined && isLlamaServerMethod(definition)
 }
-
-const threadsKey = (t: ArmThreads) => `${t.threads}/${t.batchThreads}/${t.draftThreads}`
 
 /**
  * The rounds a llama-server arm runs. Under greedy decoding they are its basis's (llama.cpp's draft and verification
@@ -133,11 +131,11 @@ export async function priceServerArms(
   const costs: ServerCosts[] = []
   try {
     for (const arm of served) {
-      const key = threadsKey(arm.threads)
+      const key = threadsText(arm.threads)
       if (tables.has(key)) continue
-      const drafts = [...new Set(served.filter((a) => threadsKey(a.threads) === key).flatMap((a) => (a.candidate.draft === null ? [] : [a.candidate.draft])))]
+      const drafts = [...new Set(served.filter((a) => threadsText(a.threads) === key).flatMap((a) => (a.candidate.draft === null ? [] : [a.candidate.draft])))]
       const measured = await measure(arm.threads, drafts)
-      const calibrating = served.find((a) => threadsKey(a.threads) === key && a.candidate.draft !== null)
+      const calibrating = served.find((a) => threadsText(a.threads) === key && a.candidate.draft !== null)
       const calibration = run && calibrating ? await serverCalibration(calibrating, advice, measured.costs, run) : null
       const table = calibration ? calibratedTable(measured.costs, calibrating!.candidate.draft!, calibration) : measured.costs
       tables.set(key, table)
@@ -151,7 +149,7 @@ export async function priceServerArms(
     return { arms: onSpecLabCurve, server: { costs: [], note: `llama-server's own costs could not be measured (${reason}): its arms are priced with SpecLab's cost curve` } }
   }
   const priced = arms.map((arm) => {
-    const table = isServerArm(arm) ? tables.get(threadsKey(arm.threads)) : undefined
+    const table = isServerArm(arm) ? tables.get(threadsText(arm.threads)) : undefined
     return table ? priceServerArm(arm, advice, table, arMs) : arm
   })
   return { arms: priced, server: { costs, note: null } }

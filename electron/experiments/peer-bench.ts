@@ -64,6 +64,9 @@ function parseValue(raw: string): string | number | boolean {
   return raw.trim() !== '' && Number.isFinite(number) ? number : raw
 }
 
+/** An arm's threads as its label writes them and parseArm reads them back: `T/B/D`. */
+export const threadsText = (t: ArmThreads): string => `${t.threads}/${t.batchThreads}/${t.draftThreads}`
+
 function parseThreads(label: string, text: string): ArmThreads {
   const parts = text.split('/')
   const counts = parts.map(Number)

@@ -13,7 +13,7 @@ import type { Candidate } from '../../electron/engine/replay/replay'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
 import { adviseWorkload } from '../../electron/experiments/advise'
 import { LLAMA_SERVER_DEFAULT_GAMMA } from '../../electron/experiments/advise-verify'
-import { applyThreads, type ArmSpec, type ArmThreads } from '../../electron/experiments/peer-bench'
+import { applyThreads, threadsText, type ArmSpec, type ArmThreads } from '../../electron/experiments/peer-bench'
 
 /** One predicted configuration: its arm's label (as parseArm writes it) and the advisor's figures. */
 export interface AdvisedArm {
@@ -37,8 +37,6 @@ export interface AdvicePlan {
   candidates: number
   seconds: number
 }
-
-const threadsText = (t: ArmThreads) => `${t.threads}/${t.batchThreads}/${t.draftThreads}`
 
 /** The arm label of `candidate`: `METHOD[+key=value…]+gamma=N@T/B/D`, which parseArm reads back. */
 export function armLabelOf(candidate: Pick<Candidate, 'method' | 'gamma' | 'params'>, threads: ArmThreads): string {

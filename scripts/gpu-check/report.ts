@@ -4,7 +4,7 @@
  * and the greedy check (every lossless arm's repeat-0 outputs equal `ar`'s, or leave them only at a numerical tie of
  * the target: divergence.ts). Pure: entry.ts measures, this writes JSON and Markdown from the numbers.
  */
-import type { Interval } from '../../electron/engine/stats/bootstrap'
+import { median, type Interval } from '../../electron/engine/stats/bootstrap'
 import { pairedRatio, sameOutputs, type ArmResult } from '../../electron/experiments/peer-bench'
 import type { AdvicePlan } from './advice'
 import type { Divergence } from './divergence'
@@ -77,13 +77,6 @@ export interface AdviceReport extends AdvicePlan {
   medianError: number | null
 }
 
-const medianOf = (values: readonly number[]): number | null => {
-  if (values.length === 0) return null
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
-}
-
 /** The advisor's plan beside the bench's results for its arms. */
 export function adviceReport(plan: AdvicePlan, results: readonly ArmResult[]): AdviceReport {
   const reference = referenceArm(results)
@@ -106,7 +99,7 @@ export function adviceReport(plan: AdvicePlan, results: readonly ArmResult[]): A
     serverDefaultMeasured: serverDefault?.tokensPerSecond ?? null,
     firstOverDefault: first && serverDefault ? pairedRatio(first, serverDefault) : null,
     best: measuredBest && bestResult ? { label: measuredBest.label, overDefault: serverDefault ? pairedRatio(bestResult, serverDefault) : null } : null,
-    medianError: medianOf(errors)
+    medianError: errors.length > 0 ? median(errors) : null
   }
 }
 

@@ -66,7 +66,8 @@ export function calibrationOf(rounds: readonly TimedRound[], costs: CostCurve): 
 export function overlapCalibrationOf(rounds: readonly TimedRound[], costs: CostCurve): RoundCalibration | null {
   const parallel = rounds.map((r) => ({ r, kind: kindOfStep(r.record) })).filter(({ r, kind }) => r.record.index > 0 && kind.overlap)
   const alone = roundCost({ ...costs, overlapScale: 0 })
-  const together = parallel.reduce((sum, { kind }) => sum + roundCost({ ...costs, overlapScale: 1 })(kind) - alone(kind), 0)
+  const whole = roundCost({ ...costs, overlapScale: 1 })
+  const together = parallel.reduce((sum, { kind }) => sum + whole(kind) - alone(kind), 0)
   if (parallel.length === 0 || together <= 0) return null
   const measured = parallel.reduce((sum, { r, kind }) => sum + r.ms - alone(kind), 0)
   return { scale: measured / together, rounds: parallel.length }

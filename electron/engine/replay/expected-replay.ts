@@ -16,7 +16,7 @@ import { svipPolicy } from '../policies/svip'
 import { llamaServerDraftProposer } from './llama-server-draft'
 import { chainProposer, expectedRun, hierarchyProposer, lookupProposer, modelProposer, overlap, type ExpectedRun, type Proposer, type RoundCost } from './expected'
 import { parallelExpectedRun } from './expected-parallel'
-import { draftsInParallel, type Candidate } from './replay'
+import { parallelDrafting, type Candidate } from './replay'
 import type { PromptTrace, Trace } from './trace'
 
 export const EXPECTED_METHODS = ['sd', 'sd-pmin', 'svip', 'pld', 'ngram-simple', 'sd+ngram', 'hier-chen', 'llama-server:draft', 'pearl'] as const
@@ -84,6 +84,6 @@ function parallelRuns(trace: Trace, candidate: Candidate, gamma: number, cost?: 
 /** Expected rounds of `candidate` on every prompt of `trace` (priced by `cost` when given). */
 export function replayExpected(trace: Trace, candidate: Candidate, cost?: RoundCost): ExpectedRun[] {
   const prepared = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params })
-  if (draftsInParallel(candidate)) return parallelRuns(trace, candidate, prepared.gamma, cost)
+  if (parallelDrafting(candidate.method, prepared.params)) return parallelRuns(trace, candidate, prepared.gamma, cost)
   return trace.prompts.map((prompt) => expectedRun(prompt.tokens.length, proposerOf(trace, prompt, candidate, prepared.params, prepared.gamma), cost))
 }

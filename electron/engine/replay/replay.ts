@@ -95,11 +95,12 @@ export const HIERARCHY_REPLAYABLE: ReadonlySet<string> = new Set(['hier-chen'])
  * dropped look-ahead's length), so they are answered with the lenient filler (trace-models.ts): the replay's draft
  * calls can exceed a real run's only where a real look-ahead off the trace ends the text early.
  */
-export function draftsInParallel(candidate: Candidate): boolean {
-  if (candidate.method === 'pearl') return true
-  const { params } = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params })
-  return Object.entries(params).some(([key, value]) => key.endsWith('.parallel') && value === true)
-}
+export const draftsInParallel = (candidate: Candidate): boolean =>
+  parallelDrafting(candidate.method, prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }).params)
+
+/** draftsInParallel for a method whose parameters are already resolved (prepare's `params`). */
+export const parallelDrafting = (method: string, params: Readonly<Record<string, unknown>>): boolean =>
+  method === 'pearl' || Object.entries(params).some(([key, value]) => key.endsWith('.parallel') && value === true)
 
 export async function replayGreedy(trace: Trace, candidate: Candidate, live?: LiveModels): Promise<ReplayedPrompt[]> {
   if (!isGreedy(trace.warp)) throw new Error('replayGreedy needs a greedy trace (temperature 0); sampling traces give expected values (replay/expected.ts)')
@@ -114,13 +115,13 @@ export async function replayGreedy(trace: Trace, candidate: Candidate, live?: Li
   const prepared = prepare(candidate.method, { gamma: candidate.gamma, params: candidate.params }, { draft: draftModel !== null, mid: midModel !== null })
   if (foreign && needsSharedVocabulary(prepared.definition)) throw new Error(`${candidate.method} compares token ids, and ${candidate.draft} has another vocabulary than the target`)
   // One run per candidate: state a method keeps across prompts (prepare's newRun) persists as in a real run.
+  // A hierarchy's models, and a draft drafting in parallel, answer contexts after a round's first divergence with
+  // a filler (trace-models.ts `lenient`).
+  const lenient = midModel !== null || parallelDrafting(candidate.method, prepared.params)
   const run = prepared.newRun()
   const replayed: ReplayedPrompt[] = []
   for (const [index, prompt] of trace.prompts.entries()) {
     const target = liveDraft ? tokenizedTarget(trace, prompt, live!.target) : recordedTarget(trace.target, trace.warp, prompt)
-    // A hierarchy's models, and a draft drafting in parallel, answer contexts after a round's first divergence with
-    // a filler (trace-models.ts `lenient`).
-    const lenient = midModel !== null || draftsInParallel(candidate)
     const draft = liveDraft ?? (draftModel && candidate.draft ? recordedDraft(draftModel, trace.warp, prompt, prompt.drafts[candidate.draft], { lenient }) : undefined)
     const mid = midModel && candidate.mid ? recordedDraft(midModel, trace.warp, prompt, prompt.drafts[candidate.mid], { lenient }) : undefined
     const steps: StepRecord[] = []
