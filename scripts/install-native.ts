@@ -101,6 +101,8 @@ async function main(): Promise<number> {
     return strict ? 1 : 0
   }
   say(`building llama.cpp's CPU backend with OpenMP for this CPU (${status.key.cpu}; ~6 min on 2 cores, once per llama.cpp version; SPECLAB_NATIVE_BUILD=0 skips)`)
+  if (status.key.addonPatch === 0)
+    say(`SpecLab's addon patch does not apply to node-llama-cpp ${status.key.nodeLlamaCpp}: building without it, so evaluations stay on libuv's workers (docs/architecture.md)`)
   const logDir = path.join(dir, '..', '.speclab')
   fs.mkdirSync(logDir, { recursive: true })
   const log = path.join(logDir, 'native-build.log')

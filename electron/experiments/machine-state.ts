@@ -50,6 +50,7 @@ function binaryText(native: MachineState['native']): string {
   if (!native) return ''
   const openmp = native.openmp === null ? '' : native.openmp ? ' with OpenMP' : ' without OpenMP'
   const workers = native.openmp && native.libuvWorkers ? `, ${native.libuvWorkers} libuv worker${native.libuvWorkers === 1 ? '' : 's'}` : ''
-  const path = native.directEvaluation === false ? ', every evaluation through controlledEvaluate' : ''
+  const path =
+    native.directEvaluation === false ? ', every evaluation through controlledEvaluate' : native.jsThreadEvaluation ? ', evaluations alone on the JS thread' : ''
   return `, llama.cpp ${native.build} ${native.gpu}${openmp}${workers}${path}`
 }

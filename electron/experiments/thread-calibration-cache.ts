@@ -3,7 +3,8 @@
  * model is measured once, not at every load. One JSON file in the user cache directory; a calibration is found again
  * only when everything that changes what a thread is worth is the same: the file's fingerprint (size, first and last
  * MiB), the CPU (model name, logical cores, platform, architecture), node-llama-cpp's binary (prebuilt or local
- * build, OpenMP or not, llama.cpp release, GPU backend), OMP_WAIT_POLICY, libuv's workers and the evaluation path, the GPU layers the model got, the phases
+ * build, OpenMP or not, llama.cpp release, GPU backend), OMP_WAIT_POLICY and GOMP_SPINCOUNT, libuv's workers and the
+ * evaluation path (through the addon or not, on the JS thread or not), the GPU layers the model got, the phases
  * measured and the calibration's protocol version.
  * The cache is only a shortcut: an unreadable, foreign or corrupt file reads as empty (and is replaced at the next
  * write), and a failed write costs only the next load's measurement — neither may fail a load.
@@ -50,10 +51,13 @@ export function calibrationKey(parts: CalibrationKeyParts): string {
     arch: process.arch,
     native: [parts.native.build, parts.native.openmp, parts.native.release, parts.native.gpu],
     ompWaitPolicy: process.env.OMP_WAIT_POLICY ?? null,
+    gompSpinCount: process.env.GOMP_SPINCOUNT ?? null,
     // One libuv worker or several changes what an OpenMP thread costs (libuv-workers.ts).
     libuvWorkers: parts.native.libuvWorkers ?? null,
     // The JS work between decodes differs between the two evaluation paths (direct-evaluation.ts).
-    directEvaluation: parts.native.directEvaluation ?? true
+    directEvaluation: parts.native.directEvaluation ?? true,
+    // Evaluations on the JS thread cost no hand-offs and keep one OpenMP master (direct-evaluation.ts).
+    jsThreadEvaluation: parts.native.jsThreadEvaluation ?? false
   }
   return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32)
 }

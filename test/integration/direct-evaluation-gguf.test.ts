@@ -5,10 +5,19 @@
  * node-llama-cpp keeps it (so erase and later evaluations agree), step aside for evaluations issued together (they
  * stay one batched decode), and never interleave with a node-llama-cpp batch on the same context. node-llama-cpp
  * 3.22.1's internals are pinned: the first test fails when an upgrade removes them.
+ *
+ * With SpecLab's CPU build (its addon patch, addon-patch.ts) an evaluation alone in the process runs on the JS
+ * thread: the same logits (the comparisons below then compare the JS thread with node-llama-cpp's worker path),
+ * evaluations that could overlap and long ones on workers, a failed decode rejected as before, and an idle engine
+ * using no CPU afterwards (libgomp's spinning bounded, llama-cpp-model.ts).
  */
+import { spawnSync } from 'node:child_process'
+import path from 'node:path'
 import type { ControlledEvaluateInputItem, Token } from 'node-llama-cpp'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
+import { JS_THREAD_MAX_TOKENS } from '../../electron/engine/model/direct-evaluation'
+import { llamaBackendChoice, loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
+import { cpuBuildStatus } from '../../electron/engine/model/native-cpu-build'
 import type { Distribution } from '../../electron/engine/sampling/distribution'
 import { warp, type WarpConfig } from '../../electron/engine/sampling/warp'
 import { describeWithModels, modelPath } from '../helpers/gguf'
@@ -54,6 +63,13 @@ withModels('direct evaluation through the addon = controlledEvaluate', () => {
     expect(model.direct, 'node-llama-cpp changed its internals: review direct-evaluation.ts').not.toBeNull()
   })
 
+  it('SpecLab’s own CPU build, and only it, evaluates on the JS thread', () => {
+    const status = cpuBuildStatus()
+    const patchedBuild = llamaBackendChoice()?.binary === 'cpu-openmp-build' && status.installed === 'speclab' && status.key.addonPatch > 0
+    const jsThreadOff = process.env.SPECLAB_JS_THREAD_EVALUATION === '0'
+    expect(model.direct!.jsThread, `binary ${llamaBackendChoice()?.binary}, build ${status.installed ?? (status.stale ? 'stale' : 'none')}`).toBe(patchedBuild && !jsThreadOff)
+  })
+
   it.each([
     ['top-64, greedy', GREEDY_TOP64],
     ['whole vocabulary', WHOLE_VOCABULARY]
@@ -62,8 +78,10 @@ withModels('direct evaluation through the addon = controlledEvaluate', () => {
     const before = model.direct!.evaluations
     const session = await model.createSession(warp_)
     try {
+      const beforeJsThread = model.direct!.jsThreadEvaluations
       const ours = [...(await session.append(prompt, prompt.length - 1)), ...(await session.append(batch, 0))]
       expect(model.direct!.evaluations - before, 'both evaluations took the direct path').toBe(2)
+      expect(model.direct!.jsThreadEvaluations - beforeJsThread, 'alone in the process: on the JS thread where the binary can').toBe(model.direct!.jsThread ? 2 : 0)
       // The session warps what it received exactly as it would have warped controlledEvaluate's logits.
       expectSame(ours, reference.map(({ ids, logits }) => warp(Int32Array.from(ids), Float64Array.from(logits), warp_)))
     } finally {
@@ -117,6 +135,82 @@ withModels('direct evaluation through the addon = controlledEvaluate', () => {
       await a.dispose()
       await b.dispose()
     }
+  })
+
+  it('evaluations of two models issued together go to workers, so that they overlap; each is still direct and alone on its context', async () => {
+    const other = await loadLlamaModel(modelPath(TARGET), { threads: 1, contextSize: 256, sequences: 1 })
+    const a = await model.createSession(GREEDY_TOP64)
+    const b = await other.createSession(GREEDY_TOP64)
+    try {
+      const alone = await a.append(prompt, prompt.length - 1)
+      await a.truncate(0)
+      const before = [model.direct!.evaluations, model.direct!.jsThreadEvaluations, other.direct!.evaluations, other.direct!.jsThreadEvaluations]
+      const [fromA, fromB] = await Promise.all([a.append(prompt, prompt.length - 1), b.append(prompt, prompt.length - 1)])
+      const after = [model.direct!.evaluations, model.direct!.jsThreadEvaluations, other.direct!.evaluations, other.direct!.jsThreadEvaluations]
+      expect(after.map((count, i) => count - before[i]!)).toEqual([1, 0, 1, 0])
+      expectSame(fromA, alone)
+      expectSame(fromB, alone)
+    } finally {
+      await a.dispose()
+      await b.dispose()
+      await other.dispose()
+    }
+  })
+
+  it(`an evaluation of more than ${JS_THREAD_MAX_TOKENS} tokens goes to a worker, with the same logits`, async () => {
+    const long = [model.info.bos!, ...model.tokenize(' and then they ran home.'.repeat(8))].slice(0, JS_THREAD_MAX_TOKENS + 8)
+    expect(long.length).toBeGreaterThan(JS_THREAD_MAX_TOKENS)
+    const session = await model.createSession(GREEDY_TOP64)
+    try {
+      const inParts = [...(await session.append(long.slice(0, JS_THREAD_MAX_TOKENS), JS_THREAD_MAX_TOKENS - 4)), ...(await session.append(long.slice(JS_THREAD_MAX_TOKENS), 0))]
+      await session.truncate(0)
+      const before = [model.direct!.evaluations, model.direct!.jsThreadEvaluations]
+      const whole = await session.append(long, JS_THREAD_MAX_TOKENS - 4)
+      expect([model.direct!.evaluations - before[0]!, model.direct!.jsThreadEvaluations - before[1]!]).toEqual([1, 0])
+      // One batch of 40 against 32 + 8: the same positions, other batch arithmetic.
+      expectClose(whole, inParts)
+    } finally {
+      await session.dispose()
+    }
+  })
+
+  it('a decode that fails on the JS thread rejects as on a worker, and the context goes on working', async () => {
+    if (!model.direct!.jsThread) return // the prebuilt binary has no calls on the JS thread
+    const addon = (model.context as unknown as { _ctx: { initBatch(n: number): void; addToBatch(s: number, i: number, t: Uint32Array, l: Uint32Array): Uint32Array; decodeBatchNow(): Promise<void> } })._ctx
+    const sequence = model.context.getSequence()
+    try {
+      const id = (sequence as unknown as { _sequenceId: number })._sequenceId
+      // A token id beyond the vocabulary: llama.cpp refuses the batch (llama_decode returns -1).
+      addon.initBatch(1)
+      addon.addToBatch(id, 0, Uint32Array.from([model.info.vocabularySize + 5]), Uint32Array.from([0]))
+      await expect(addon.decodeBatchNow()).rejects.toThrow(/Eval has failed|KV slot/)
+    } finally {
+      sequence.dispose()
+    }
+    const session = await model.createSession(GREEDY_TOP64)
+    try {
+      expect(await session.append(prompt, prompt.length - 1)).toHaveLength(1)
+    } finally {
+      await session.dispose()
+    }
+  })
+
+  it('an engine that evaluated on the JS thread with two OpenMP threads uses no CPU once idle', () => {
+    // A process of its own, with SpecLab's OpenMP defaults as a user gets them (not this process's environment).
+    const env = { ...process.env }
+    delete env.OMP_WAIT_POLICY
+    delete env.GOMP_SPINCOUNT
+    const root = path.resolve(__dirname, '../..')
+    const result = spawnSync(path.join(root, 'node_modules/.bin/tsx'), [path.join(root, 'test/fixtures/idle-after-evaluations.ts'), modelPath(TARGET), '2'], {
+      cwd: root,
+      env,
+      encoding: 'utf8'
+    })
+    expect(result.status, result.stderr).toBe(0)
+    const { jsThreadEvaluations, idleCpuMs } = JSON.parse(result.stdout.trim().split('\n').pop()!) as { jsThreadEvaluations: number; idleCpuMs: number }
+    expect(jsThreadEvaluations).toBe(model.direct!.jsThread ? 25 : 0)
+    // One second idle: a thread spinning without end would use about 1,000 ms.
+    expect(idleCpuMs).toBeLessThan(150)
   })
 
   it('never interleaves with a node-llama-cpp batch on the same context', async () => {

@@ -129,6 +129,27 @@ describeWithLlamaServer('test/integration/llama-server-gguf.test.ts', [TARGET, D
     }
   }, 60_000)
 
+  it('a server that dies during a request costs one UserInputError naming its exit, not a failed fetch', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-llama-server-'))
+    try {
+      // Answers /health, then dies on the first completion: its connection drops before its exit reaches SpecLab.
+      const dying = path.join(dir, 'dying-server')
+      fs.writeFileSync(
+        dying,
+        `#!${process.execPath}\nconst port = Number(process.argv[process.argv.indexOf('--port') + 1])\n` +
+          `require('node:http').createServer((request, response) => {\n  if (request.url === '/health') return response.end('{}')\n` +
+          `  console.error('error: out of memory while decoding')\n  process.exit(4)\n}).listen(port, '127.0.0.1')\n`,
+        { mode: 0o755 }
+      )
+      const server = await localServer({ binary: dying, target: modelPath(TARGET), draft: null, threads: 1, batchThreads: 1, draftThreads: 1, contextSize: 512, speculative: [] })
+      const completion = server.complete({ prompt: [1, 2, 3], nPredict: 4, temperature: 0, topK: 1, topP: 1, seed: 1 })
+      await expect(completion).rejects.toBeInstanceOf(UserInputError)
+      await expect(completion).rejects.toThrow('llama-server exited (code 4): error: out of memory while decoding')
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60_000)
+
   it('a model process killed mid-run (SIGKILL: no exit hook runs) leaves no llama-server behind', async () => {
     stopLocalServers()
     await until(() => (serverProcesses().length === 0 ? true : undefined), 15_000, PS_INTERVAL)

@@ -2,8 +2,9 @@
  * The real CPU build, end to end (opt-in: SPECLAB_TEST_NATIVE_BUILD=1; ~6-15 minutes on 2 cores): scripts/install-native.ts
  * as npm's postinstall runs it, in a project whose node_modules links every package of this checkout except
  * node-llama-cpp, which is a private copy (the build writes into node-llama-cpp's folder; the checkout's own stays
- * untouched). Checks the progress lines, that node-llama-cpp then loads the build (localBuild, libgomp mapped) with
- * no option, and that after node_modules is wiped the next install restores it from the cache in seconds.
+ * untouched). Checks the progress lines, that node-llama-cpp then loads the build (localBuild, libgomp mapped, SpecLab's
+ * addon patch in: decodeBatchNow) with no option, that npm's addon source is back as it was, and that after
+ * node_modules is wiped the next install restores it from the cache in seconds.
  */
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
@@ -31,12 +32,13 @@ function install(): { status: number | null; lines: string[]; seconds: number } 
 }
 
 /** What node-llama-cpp loads in that project with SpecLab's options for the CPU. */
-function loadedBinary(): { buildType: string; openmp: boolean } {
+function loadedBinary(): { buildType: string; openmp: boolean; jsThreadCalls: boolean } {
   const probe = path.join(project, 'probe.mjs')
   fs.writeFileSync(
     probe,
     `import fs from 'node:fs'\nimport { getLlama } from 'node-llama-cpp'\nconst llama = await getLlama({ gpu: false })\n` +
-      `console.log(JSON.stringify({ buildType: llama.buildType, openmp: /libgomp/.test(fs.readFileSync('/proc/self/maps', 'utf8')) }))\n`
+      `const jsThreadCalls = typeof llama._bindings.AddonContext.prototype.decodeBatchNow === 'function'\n` +
+      `console.log(JSON.stringify({ buildType: llama.buildType, openmp: /libgomp/.test(fs.readFileSync('/proc/self/maps', 'utf8')), jsThreadCalls }))\n`
   )
   const result = spawnSync(process.execPath, [probe], { cwd: project, encoding: 'utf8' })
   return JSON.parse(result.stdout.trim().split('\n').at(-1)!)
@@ -61,7 +63,9 @@ describe.skipIf(!enabled || process.platform !== 'linux')('the CPU build with Op
     if (project) fs.rmSync(project, { recursive: true, force: true })
   })
 
-  it('builds with progress, and node-llama-cpp loads the build with OpenMP', { timeout: 40 * 60_000 }, () => {
+  it('builds with progress, and node-llama-cpp loads the build with OpenMP and the addon patch', { timeout: 40 * 60_000 }, () => {
+    const addonSource = path.join('llama', 'addon', 'AddonContext.cpp')
+    const npmSource = fs.readFileSync(path.join(packageDir, addonSource))
     const first = install()
     expect(first.status, first.lines.join('\n')).toBe(0)
     expect(first.lines[0]).toMatch(/^speclab: building llama\.cpp's CPU backend with OpenMP/)
@@ -69,17 +73,18 @@ describe.skipIf(!enabled || process.platform !== 'linux')('the CPU build with Op
     expect(percents.length).toBeGreaterThanOrEqual(5)
     expect(percents).toEqual([...percents].sort((a, b) => a - b))
     expect(first.lines.at(-1)).toMatch(/CPU backend with OpenMP built in .*; cached in /)
-    expect(loadedBinary()).toEqual({ buildType: 'localBuild', openmp: true })
+    expect(loadedBinary()).toEqual({ buildType: 'localBuild', openmp: true, jsThreadCalls: true })
+    expect(fs.readFileSync(path.join(packageDir, addonSource)).equals(npmSource), 'npm’s addon source is put back').toBe(true)
   })
 
   it('is restored from the cache after node_modules is wiped', { timeout: 5 * 60_000 }, () => {
     fs.rmSync(path.join(packageDir, 'llama', 'localBuilds'), { recursive: true, force: true })
     fs.rmSync(path.join(packageDir, 'llama', 'llama.cpp'), { recursive: true, force: true })
-    expect(loadedBinary().buildType).toBe('prebuilt')
+    expect(loadedBinary()).toMatchObject({ buildType: 'prebuilt', jsThreadCalls: false })
     const again = install()
     expect(again.status).toBe(0)
     expect(again.lines).toEqual([expect.stringContaining('installed the CPU backend with OpenMP from the cache')])
     expect(again.seconds).toBeLessThan(30)
-    expect(loadedBinary()).toEqual({ buildType: 'localBuild', openmp: true })
+    expect(loadedBinary()).toEqual({ buildType: 'localBuild', openmp: true, jsThreadCalls: true })
   })
 })

@@ -24,6 +24,15 @@
  * `SPECLAB_DIRECT_EVALUATION=0` turns the path off (every evaluation through `controlledEvaluate`): a switch for
  * comparing the two paths and a way out should a node-llama-cpp build behave differently.
  *
+ * On the JS thread: SpecLab's own CPU build carries a patch to the addon (addon-patch.ts) with `decodeBatchNow` and
+ * `sampleTokenNow`, the same jobs run on the calling thread. An evaluation of at most JS_THREAD_MAX_TOKENS tokens
+ * that is alone in the process (no other model evaluating: nothing it could overlap with) runs there — no hand-off
+ * to a libuv worker and back per call, and one OpenMP master for all of them, as llama-server decodes. Measured
+ * (docs/performance.md, "The evaluation path"): `ar` at two threads 0.86–0.88× → 0.95–0.97× llama-server's, `sd`
+ * 0.93× → 0.97–1.01× its draft. Anything else — evaluations that overlap (PEARL, the parallel options), long prompts —
+ * goes to a worker as before, and so does everything with a binary without the patch (feature-detected).
+ * `SPECLAB_JS_THREAD_EVALUATION=0` keeps every evaluation on the workers.
+ *
  * The samplers: configured once per session with what `controlledEvaluate` resolves for the same request
  * (`_resolveSamplerConfig`). A chain returns the same logits whether fresh or reused: top-k and temperature 1 keep
  * no state, and the seeded `dist` at the end only picks the token this path ignores.
@@ -37,15 +46,19 @@ interface AddonContext {
   addToBatch(sequenceId: number, firstTokenSequenceIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array
   setThreads(threads: number): void
   decodeBatch(): Promise<void>
-  sampleToken(
-    batchLogitIndex: number,
-    sampler: AddonSampler,
-    probabilities: boolean,
-    confidence: boolean,
-    logits: boolean | SampledLogits,
-    totalLogitWeight: boolean
-  ): Promise<[number, unknown, unknown, number[] | undefined, unknown]>
+  sampleToken: SampleToken
+  /** SpecLab's addon patch (addon-patch.ts): the same calls, run on the calling thread. */
+  decodeBatchNow?(): Promise<void>
+  sampleTokenNow?: SampleToken
 }
+type SampleToken = (
+  batchLogitIndex: number,
+  sampler: AddonSampler,
+  probabilities: boolean,
+  confidence: boolean,
+  logits: boolean | SampledLogits,
+  totalLogitWeight: boolean
+) => Promise<[number, unknown, unknown, number[] | undefined, unknown]>
 /** `sampleToken`'s logits request: true (every logit), or [filter ids, highest, lowest, selected, top-k]. */
 type SampledLogits = true | [number[], boolean, boolean, boolean, number]
 interface AddonSampler {
@@ -77,15 +90,25 @@ export interface PositionLogits {
   values: Float64Array
 }
 
+/**
+ * The largest evaluation run on the JS thread: it blocks the engine's event loop meanwhile (its RPC, a cancel), so a
+ * long prompt goes to a worker. 32 covers every verification of γ ≤ 31 and a round's draft catch-up; a 32-token
+ * batch of the inflated 78M target takes about 0.1 s on 2 cores.
+ */
+export const JS_THREAD_MAX_TOKENS = 32
+
 export class DirectEvaluation {
-  /** Evaluations this path made (the tests count which evaluations took it). */
+  /** Evaluations this path made, and how many of them on the JS thread (the tests count which path each took). */
   evaluations = 0
+  jsThreadEvaluations = 0
 
   private constructor(
     private readonly context: LlamaContext,
     private readonly addon: AddonContext,
     private readonly samplerClass: new (model: unknown) => AddonSampler,
-    private readonly nativeModel: unknown
+    private readonly nativeModel: unknown,
+    /** The binary has SpecLab's calls on the calling thread and they are not turned off. */
+    readonly jsThread: boolean
   ) {}
 
   /** The direct path for `context`, or null where node-llama-cpp lacks the internals it uses or it is turned off. */
@@ -96,7 +119,8 @@ export class DirectEvaluation {
     const samplerClass = internals._llama?._bindings?.AddonSampler
     const calls = ['initBatch', 'addToBatch', 'setThreads', 'decodeBatch', 'sampleToken'] as const
     if (!addon || !calls.every((call) => typeof addon[call] === 'function') || typeof samplerClass !== 'function' || !internals._model) return null
-    return new DirectEvaluation(context, addon, samplerClass, internals._model)
+    const jsThread = jsThreadEvaluationEnabled(env) && typeof addon.decodeBatchNow === 'function' && typeof addon.sampleTokenNow === 'function'
+    return new DirectEvaluation(context, addon, samplerClass, internals._model, jsThread)
   }
 
   /** Whether `tokens` tokens can be evaluated on `sequence` by this path (see the file comment). */
@@ -133,30 +157,37 @@ export class DirectEvaluation {
 
   /**
    * Evaluates `tokens` on `sequence` with `threads` and returns the logits of the positions from `from` on (one entry
-   * per position; null where llama.cpp returned none), as `controlledEvaluate` would have returned them.
+   * per position; null where llama.cpp returned none), as `controlledEvaluate` would have returned them. On the JS
+   * thread where the binary can and `aloneInProcess` (no other evaluation in flight in this process) says it may.
    */
   async evaluate(
     sequence: LlamaContextSequence,
     tokens: readonly number[],
     from: number,
     samplers: SessionSamplers,
-    threads: number
+    threads: number,
+    aloneInProcess: boolean
   ): Promise<(PositionLogits | null)[]> {
     const internals = sequence as unknown as SequenceInternals
     const logitIndexes = Uint32Array.from({ length: Math.max(0, tokens.length - from) }, (_, i) => from + i)
+    const onJsThread = this.jsThread && aloneInProcess && tokens.length <= JS_THREAD_MAX_TOKENS
+    const decode = onJsThread ? () => this.addon.decodeBatchNow!() : () => this.addon.decodeBatch()
+    const sample: SampleToken = onJsThread ? (...args) => this.addon.sampleTokenNow!(...args) : (...args) => this.addon.sampleToken(...args)
     return withLock([this.context, 'context'], async () => {
       if ((this.context as unknown as ContextInternals)._disposed || sequence.disposed) throw new Error('the model was unloaded during an evaluation')
       this.addon.initBatch(tokens.length)
       const batchIndexes = this.addon.addToBatch(internals._sequenceId, internals._nextTokenIndex, Uint32Array.from(tokens), logitIndexes)
       this.addon.setThreads(threads)
-      await this.addon.decodeBatch()
+      await decode()
       this.evaluations++
+      if (onJsThread) this.jsThreadEvaluations++
       // The sequence now holds the tokens (node-llama-cpp's _decodeTokens keeps the same two fields).
       internals._nextTokenIndex += tokens.length
       internals._contextTokens = internals._contextTokens.concat(tokens)
-      // Every position is read at once, each with a sampler of its own (SessionSamplers).
+      // Every position is read at once, each with a sampler of its own (SessionSamplers); on the JS thread one after
+      // the other, each settled before the next starts.
       const positions = samplers.take(batchIndexes.length)
-      const read = await Promise.all([...batchIndexes].map((batchIndex, i) => this.addon.sampleToken(batchIndex, positions[i]!, false, false, samplers.logits, false)))
+      const read = await Promise.all([...batchIndexes].map((batchIndex, i) => sample(batchIndex, positions[i]!, false, false, samplers.logits, false)))
       return read.map(([, , , pairs]) => (pairs ? unpair(pairs) : null))
     })
   }
@@ -193,6 +224,17 @@ export class SessionSamplers {
 /** Whether `SPECLAB_DIRECT_EVALUATION=0` leaves every evaluation to `controlledEvaluate` (recorded with every run). */
 export function directEvaluationEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.SPECLAB_DIRECT_EVALUATION !== '0'
+}
+
+/** Whether the runtime's binary has SpecLab's calls on the calling thread (its AddonContext, before any context exists). */
+export function hasJsThreadCalls(llama: unknown): boolean {
+  const prototype = (llama as { _bindings?: { AddonContext?: { prototype?: Partial<AddonContext> } } })._bindings?.AddonContext?.prototype
+  return typeof prototype?.decodeBatchNow === 'function' && typeof prototype.sampleTokenNow === 'function'
+}
+
+/** Whether `SPECLAB_JS_THREAD_EVALUATION=0` keeps every evaluation on libuv's workers (recorded with every run). */
+export function jsThreadEvaluationEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.SPECLAB_JS_THREAD_EVALUATION !== '0'
 }
 
 /** The addon's flat [id, logit, id, logit, …] list as ids and values, in its order. */

@@ -50,7 +50,7 @@ import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
 import { chooseLlamaBackend, requestedGpu, type BackendChoice, type GpuBackend } from './llama-backend-choice'
 import { cpuBuildInstalled } from './native-cpu-build'
-import { DirectEvaluation, directEvaluationEnabled, type LogitsRequest, type PositionLogits, type SessionSamplers } from './direct-evaluation'
+import { DirectEvaluation, directEvaluationEnabled, hasJsThreadCalls, jsThreadEvaluationEnabled, type LogitsRequest, type PositionLogits, type SessionSamplers } from './direct-evaluation'
 import { libuvWorkers, singleLibuvWorker } from './libuv-workers'
 import { modelDisposed, modelLoadEnded, modelLoadStarted } from './model-activity'
 import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
@@ -124,8 +124,11 @@ export function llamaBackendChoice(): BackendChoice | null {
   return chosenBackend
 }
 
-/** OMP_WAIT_POLICY as this process found it, before preferSpinningOpenMpThreads (what child processes get). */
-export const inheritedOmpWaitPolicy = process.env.OMP_WAIT_POLICY
+/** The OpenMP settings as this process found them, before preferSpinningOpenMpThreads (what child processes get). */
+export const inheritedOpenMpSettings: Readonly<Record<'OMP_WAIT_POLICY' | 'GOMP_SPINCOUNT', string | undefined>> = {
+  OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY,
+  GOMP_SPINCOUNT: process.env.GOMP_SPINCOUNT
+}
 
 /**
  * OMP_WAIT_POLICY=active unless the user chose a policy; it matters only to a llama.cpp built with OpenMP (`npm run
@@ -134,13 +137,23 @@ export const inheritedOmpWaitPolicy = process.env.OMP_WAIT_POLICY
  * barely spins: the second thread of a token then sleeps and wakes at every op. Measured (2 cores, inflated target,
  * `ar`, 3 prompts × 128 tokens × 3 rounds, medians): 2 threads 132 tok/s by default, 150–154 active, 88 passive
  * (1 thread: 107–111 in all three); an idle process still uses no CPU (3 s idle after a decode: 0.00 s of CPU).
+ *
+ * With it GOMP_SPINCOUNT=1000 (unless set): libgomp spins `active`'s count only while its threads outnumber the cores
+ * ("throttled": 1,000 spins, the arrangement measured above), and otherwise about five minutes before sleeping. An
+ * engine whose evaluations run on the JS thread (direct-evaluation.ts) has one OpenMP master until a libuv worker
+ * decodes too, so which of the two it got would depend on what ran before — and an idle engine would hold a core.
+ * 1,000 makes both the same: the spinning of the arrangement measured above, whatever ran before, and no CPU when
+ * idle (test/integration/direct-evaluation-gguf.test.ts). libgomp's own default, 300,000 with one master, is
+ * llama-server's arrangement: a few percent faster on a quiet machine and fragile when two OpenMP processes share
+ * the cores (docs/performance.md, "OpenMP builds and the second thread").
  */
 function preferSpinningOpenMpThreads(): void {
   // One libuv worker (UV_THREADPOOL_SIZE=1, libuv-workers.ts) means one OpenMP master: libgomp's default spinning
   // is llama-server's there, and `active` would spin without end — an idle engine holding a core (measured:
   // llama-server beside it fell from 124 to 35 tok/s).
-  if (singleLibuvWorker()) return
-  process.env.OMP_WAIT_POLICY ??= 'active'
+  if (singleLibuvWorker() || process.env.OMP_WAIT_POLICY !== undefined) return
+  process.env.OMP_WAIT_POLICY = 'active'
+  process.env.GOMP_SPINCOUNT ??= '1000'
 }
 
 /**
@@ -178,7 +191,8 @@ async function detectNativeBackend(): Promise<NativeBackend> {
     release: llama.llamaCppRelease.release,
     gpu: llama.gpu === false ? 'cpu' : llama.gpu,
     libuvWorkers: libuvWorkers(),
-    directEvaluation: directEvaluationEnabled()
+    directEvaluation: directEvaluationEnabled(),
+    jsThreadEvaluation: directEvaluationEnabled() && jsThreadEvaluationEnabled() && hasJsThreadCalls(llama)
   }
   return nativeBackendKnown
 }
@@ -196,6 +210,8 @@ export interface NativeBackend {
   libuvWorkers?: number
   /** Whether sessions alone on a context evaluate through the addon (direct-evaluation.ts) or all through controlledEvaluate. */
   directEvaluation?: boolean
+  /** Whether an evaluation alone in the process runs on the JS thread (SpecLab's addon patch; direct-evaluation.ts). */
+  jsThreadEvaluation?: boolean
 }
 
 /**
@@ -264,6 +280,12 @@ export function assertEncodableBy(pieces: ReadonlySet<string> | null, text: stri
         'fallback (llama.cpp would abort on this text): remove those characters or use another model'
     )
 }
+
+/**
+ * Evaluations in flight in this process, over every model: one alone may run on the JS thread (direct-evaluation.ts),
+ * two or more may overlap (PEARL's draft beside the target's verification) and so go to libuv's workers.
+ */
+let evaluationsInProcess = 0
 
 export class LlamaCppModel implements LanguageModel {
   readonly info: ModelInfo
@@ -374,14 +396,17 @@ export class LlamaCppModel implements LanguageModel {
   private readonly phases: EvaluationPhases = {
     starting: (tokens) => {
       this.inFlight++
+      evaluationsInProcess++
       const batched = tokens > 1 || this.inFlight > 1
       const threads = batched ? this.phaseThreads.batchThreads : this.phaseThreads.threads
       this.setPhaseThreads(threads)
       return threads
     },
     alone: () => this.inFlight === 1,
+    aloneInProcess: () => evaluationsInProcess === 1,
     finished: () => {
       this.inFlight--
+      evaluationsInProcess--
     }
   }
 
@@ -475,6 +500,8 @@ interface EvaluationPhases {
   starting(tokens: number): number
   /** Whether the evaluation that asks is the only one in flight on the context. */
   alone(): boolean
+  /** Whether it is the only one in flight in this process, of any model (nothing it could overlap with). */
+  aloneInProcess(): boolean
   finished(): void
 }
 
@@ -550,7 +577,7 @@ class LlamaCppSession implements ModelSession {
     if (this.direct) {
       await null
       if (this.phases.alone() && this.direct.evaluation.usable(this.sequence, tokens.length)) {
-        return this.direct.evaluation.evaluate(this.sequence, evaluable, from, this.direct.samplers, threads)
+        return this.direct.evaluation.evaluate(this.sequence, evaluable, from, this.direct.samplers, threads, this.phases.aloneInProcess())
       }
     }
     const input: ControlledEvaluateInputItem[] = evaluable.map((token, i) => (i >= from ? [token as Token, { generateNext: this.generateNext }] : (token as Token)))

@@ -8,9 +8,10 @@
  * looks for local builds (node_modules/node-llama-cpp/llama/localBuilds/<platform>-<arch>) and getLlama finds it
  * with no option (llama-backend-choice.ts says when it is used). node-llama-cpp offers no way to load an addon from
  * elsewhere, and `npm ci` deletes node_modules, so the result is also kept in the user cache directory under
- * native/<llama.cpp commit>-<node-llama-cpp version>-<platform>-<arch>-<CPU hash>-r<recipe> (the CPU's model and
- * feature flags: GGML_NATIVE compiles for exactly this CPU; the recipe: BUILD_RECIPE) and copied back at the next
- * install in a second instead of ~6 minutes.
+ * native/<llama.cpp commit>-<node-llama-cpp version>-<platform>-<arch>-<CPU hash>-r<recipe>-p<patch> (the CPU's model
+ * and feature flags: GGML_NATIVE compiles for exactly this CPU; the recipe: BUILD_RECIPE; the patch: the revision of
+ * SpecLab's addon patch built in, addon-patch.ts, 0 where it does not apply) and copied back at the next install in a
+ * second instead of ~6 minutes.
  * Both copies go through a temporary folder renamed into place, so a killed build leaves nothing half-written.
  */
 import { spawn, spawnSync } from 'node:child_process'
@@ -20,6 +21,7 @@ import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 import { userCacheDir } from '../peers/llama-server-binary'
+import { ADDON_PATCH_REVISION, applyAddonPatch, patchedAddonSources } from './addon-patch'
 import { AMX_OFF_FLAGS, BUILD_RECIPE, amxOffApplies } from './cpu-build-flags'
 
 export { AMX_OFF_FLAGS, BUILD_RECIPE }
@@ -104,6 +106,8 @@ export interface CpuBuildKey {
   cpuHash: string
   /** BUILD_RECIPE. */
   recipe: number
+  /** ADDON_PATCH_REVISION where SpecLab's addon patch applies to this node-llama-cpp, else 0 (built unpatched). */
+  addonPatch: number
 }
 
 export function cpuBuildKey(dir: string = nodeLlamaCppDir()): CpuBuildKey {
@@ -116,13 +120,15 @@ export function cpuBuildKey(dir: string = nodeLlamaCppDir()): CpuBuildKey {
     arch: process.arch,
     cpu: cpu.model,
     cpuHash: createHash('sha256').update(`${cpu.model}\n${cpu.flags}`).digest('hex').slice(0, 12),
-    recipe: BUILD_RECIPE
+    recipe: BUILD_RECIPE,
+    addonPatch: patchedAddonSources(dir) ? ADDON_PATCH_REVISION : 0
   }
 }
 
-const keyName = (key: CpuBuildKey) => `${key.commit.slice(0, 12)}-${key.nodeLlamaCpp}-${key.platform}-${key.arch}-${key.cpuHash}-r${key.recipe}`
+const keyName = (key: CpuBuildKey) =>
+  `${key.commit.slice(0, 12)}-${key.nodeLlamaCpp}-${key.platform}-${key.arch}-${key.cpuHash}-r${key.recipe}-p${key.addonPatch}`
 
-/** The cache folder of `key`: native/<commit>-<version>-<platform>-<arch>-<cpu hash>-r<recipe>. */
+/** The cache folder of `key`: native/<commit>-<version>-<platform>-<arch>-<cpu hash>-r<recipe>-p<patch>. */
 export function cpuBuildCacheDir(key: CpuBuildKey): string {
   return path.join(userCacheDir(), 'native', keyName(key))
 }
@@ -284,13 +290,29 @@ export interface BuildOptions {
 }
 
 /**
- * Builds the CPU backend with node-llama-cpp's CLI (a child process: ~6 minutes on 2 cores), keeps it in the cache
- * and returns the build's duration in seconds. Throws with the tail of the build's output when it fails.
+ * Builds the CPU backend with node-llama-cpp's CLI (a child process: ~6 minutes on 2 cores) from its source with
+ * SpecLab's addon patch applied (addon-patch.ts; npm's files are put back afterwards, whatever happens), keeps it in
+ * the cache and returns the build's duration in seconds. Throws with the tail of the build's output when it fails.
  */
 export async function buildCpuBackend(dir: string = nodeLlamaCppDir(), options: BuildOptions = {}): Promise<number> {
   const missing = missingBuildTools()
   if (missing.length > 0) throw new Error(`cannot build the CPU backend: ${buildToolsHint(missing)}`)
   const started = performance.now()
+  const restoreAddonSource = applyAddonPatch(dir)
+  try {
+    await runNodeLlamaCppBuild(dir, options)
+  } finally {
+    restoreAddonSource?.()
+  }
+  if (!isCompleteLocalBuild(localCpuBuildDir(dir)))
+    throw new Error(`the build finished without a CPU build in ${localCpuBuildDir(dir)} (are NODE_LLAMA_CPP_CMAKE_OPTION_* variables set?)`)
+  const seconds = (performance.now() - started) / 1000
+  storeCpuBuild(dir, seconds)
+  return seconds
+}
+
+/** `node-llama-cpp source download --gpu false` in a child process, its progress read from its output lines. */
+async function runNodeLlamaCppBuild(dir: string, options: BuildOptions): Promise<void> {
   const tail: string[] = []
   await new Promise<void>((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(dir, 'dist', 'cli', 'cli.js'), 'source', 'download', '--gpu', 'false', '--noUsageExample'], {
@@ -323,9 +345,4 @@ export async function buildCpuBackend(dir: string = nodeLlamaCppDir(), options: 
       else reject(new Error(`the CPU build failed (${signal ?? `exit ${code}`}):\n${tail.join('\n')}`))
     })
   })
-  if (!isCompleteLocalBuild(localCpuBuildDir(dir)))
-    throw new Error(`the build finished without a CPU build in ${localCpuBuildDir(dir)} (are NODE_LLAMA_CPP_CMAKE_OPTION_* variables set?)`)
-  const seconds = (performance.now() - started) / 1000
-  storeCpuBuild(dir, seconds)
-  return seconds
 }

@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { basename } from 'node:path'
 import { UserInputError } from '../errors'
-import { inheritedOmpWaitPolicy } from '../model/llama-cpp-model'
+import { inheritedOpenMpSettings } from '../model/llama-cpp-model'
 
 /** What a local server is started with; equal specs share one server. */
 export interface LocalServerSpec {
@@ -107,9 +107,9 @@ const WATCHDOG = 'parent=$1; shift; "$@" & child=$!; trap \'kill $child 2>/dev/n
   'while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 1 & wait $!; done; kill $child 2>/dev/null; wait $child'
 
 function spawnServer(binary: string, args: readonly string[]): ChildProcess {
-  // The server runs as the user would run it: without the OpenMP wait policy SpecLab chose for its own runtime.
+  // The server runs as the user would run it: without the OpenMP settings SpecLab chose for its own runtime.
   const env = { ...process.env }
-  if (inheritedOmpWaitPolicy === undefined) delete env.OMP_WAIT_POLICY
+  for (const [name, value] of Object.entries(inheritedOpenMpSettings)) if (value === undefined) delete env[name]
   if (process.platform === 'win32') return spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'], windowsHide: true, env })
   return spawn('sh', ['-c', WATCHDOG, 'speclab-llama-server', String(process.pid), binary, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env })
 }
@@ -161,15 +161,38 @@ class LocalServer implements PeerServer {
   }
 
   complete(request: CompletionRequest, signal?: AbortSignal): Promise<Completion> {
-    return postCompletion(this.url, request, signal).catch((error: unknown) => {
+    return postCompletion(this.url, request, signal).catch(async (error: unknown) => {
+      if (signal?.aborted) throw error
+      // A server that died drops its connections before its exit reaches us: the watchdog (POSIX) notices within a
+      // second, so a refused or reset connection waits that long for the reason.
+      if (isConnectionFailure(error)) await this.exitWithin(EXIT_NOTICE_MS)
       if (this.exited !== null) throw new UserInputError(this.failure())
+      if (isConnectionFailure(error)) throw new UserInputError(`llama-server at ${this.url} stopped answering (${connectionFailureCause(error)})`)
       throw error
     })
+  }
+
+  private async exitWithin(ms: number): Promise<void> {
+    const deadline = Date.now() + ms
+    while (this.exited === null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
   }
 
   stop(): void {
     if (this.exited === null) this.child.kill('SIGTERM')
   }
+}
+
+/** How long a failed connection waits for the server's exit to be noticed (the watchdog polls once a second). */
+const EXIT_NOTICE_MS = 1500
+
+/** fetch's own failure (refused, reset, closed): a TypeError with the socket's error as its cause. */
+function isConnectionFailure(error: unknown): error is TypeError {
+  return error instanceof TypeError && /fetch failed/.test(error.message)
+}
+
+function connectionFailureCause(error: TypeError): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause
+  return cause?.code ?? cause?.message ?? error.message
 }
 
 const pool = new Map<string, Promise<LocalServer>>()
