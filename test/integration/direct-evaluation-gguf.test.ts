@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process'
 import path from 'node:path'
 import type { ControlledEvaluateInputItem, Token } from 'node-llama-cpp'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { JS_THREAD_MAX_TOKENS } from '../../electron/engine/model/direct-evaluation'
+import { EVENT_LOOP_TURN_MS, JS_THREAD_MAX_TOKENS } from '../../electron/engine/model/direct-evaluation'
 import { llamaBackendChoice, loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import { cpuBuildStatus } from '../../electron/engine/model/native-cpu-build'
 import type { Distribution } from '../../electron/engine/sampling/distribution'
@@ -170,6 +170,24 @@ withModels('direct evaluation through the addon = controlledEvaluate', () => {
       // One batch of 40 against 32 + 8: the same positions, other batch arithmetic.
       expectClose(whole, inParts)
     } finally {
+      await session.dispose()
+    }
+  })
+
+  it('the event loop keeps turning while evaluations run on the JS thread one after the other', async () => {
+    const session = await model.createSession(GREEDY_TOP64)
+    let turns = 0
+    const timer = setInterval(() => turns++, 1)
+    try {
+      const started = performance.now()
+      let [next] = await session.append(prompt, prompt.length - 1)
+      for (let i = 0; i < 80; i++) [next] = await session.append([next!.ids[0]!], 0)
+      const elapsed = performance.now() - started
+      // A timer fires only when the loop turns: about once per EVENT_LOOP_TURN_MS (never, were the decode all microtasks).
+      expect(turns, `${elapsed.toFixed(0)} ms of evaluations`).toBeGreaterThanOrEqual(Math.min(5, Math.floor(elapsed / (4 * EVENT_LOOP_TURN_MS))))
+      expect(turns).toBeGreaterThan(0)
+    } finally {
+      clearInterval(timer)
       await session.dispose()
     }
   })

@@ -97,6 +97,22 @@ export interface PositionLogits {
  */
 export const JS_THREAD_MAX_TOKENS = 32
 
+/**
+ * Evaluations on the JS thread settle their promises before they return, so a decode made of them would run to its
+ * end in microtasks, never letting the event loop turn: no I/O (a cancel, an RPC, a socket closed by a llama-server
+ * between requests, which fetch would then reuse: "other side closed"), no timers. So before such an evaluation the
+ * loop turns once (setImmediate: one poll of I/O, a few microseconds) whenever EVENT_LOOP_TURN_MS have passed since
+ * the last turn — about once per target token here.
+ */
+export const EVENT_LOOP_TURN_MS = 5
+let lastTurn = 0
+
+async function turnTheEventLoop(): Promise<void> {
+  if (performance.now() - lastTurn < EVENT_LOOP_TURN_MS) return
+  await new Promise((resolve) => setImmediate(resolve))
+  lastTurn = performance.now()
+}
+
 export class DirectEvaluation {
   /** Evaluations this path made, and how many of them on the JS thread (the tests count which path each took). */
   evaluations = 0
@@ -171,6 +187,7 @@ export class DirectEvaluation {
     const internals = sequence as unknown as SequenceInternals
     const logitIndexes = Uint32Array.from({ length: Math.max(0, tokens.length - from) }, (_, i) => from + i)
     const onJsThread = this.jsThread && aloneInProcess && tokens.length <= JS_THREAD_MAX_TOKENS
+    if (onJsThread) await turnTheEventLoop()
     const decode = onJsThread ? () => this.addon.decodeBatchNow!() : () => this.addon.decodeBatch()
     const sample: SampleToken = onJsThread ? (...args) => this.addon.sampleTokenNow!(...args) : (...args) => this.addon.sampleToken(...args)
     return withLock([this.context, 'context'], async () => {

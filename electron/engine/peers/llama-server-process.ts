@@ -167,7 +167,10 @@ class LocalServer implements PeerServer {
       // second, so a refused or reset connection waits that long for the reason.
       if (isConnectionFailure(error)) await this.exitWithin(EXIT_NOTICE_MS)
       if (this.exited !== null) throw new UserInputError(this.failure())
-      if (isConnectionFailure(error)) throw new UserInputError(`llama-server at ${this.url} stopped answering (${connectionFailureCause(error)})`)
+      if (isConnectionFailure(error)) {
+        const last = this.stderr.slice(-2).join(' | ')
+        throw new UserInputError(`llama-server at ${this.url} stopped answering (${connectionFailureCause(error)})${last ? `: ${last}` : ''}`)
+      }
       throw error
     })
   }
