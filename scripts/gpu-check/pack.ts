@@ -4,7 +4,9 @@
  *
  * - node.xz            this Node binary (process.execPath; it needs only glibc and libstdc++)
  * - app.tar.xz         entry.ts bundled with node-llama-cpp's JavaScript into one .mjs (esbuild), node-llama-cpp's addon
- *                      sources and CMakeLists, the Node-API headers the addon compiles against, the story prompts
+ *                      sources with SpecLab's addon patch applied (addon-patch.ts: evaluations alone on the JS thread,
+ *                      as in SpecLab's CPU build) and CMakeLists, the Node-API headers the addon compiles against, the
+ *                      story prompts
  * - llama.cpp.tar.xz   the llama.cpp source node-llama-cpp builds from (its patched checkout), without what the addon
  *                      and llama-server do not compile (other backends' sources, the web UI's sources, models, docs)
  * - models/*.xz        the inflated target and the 260K draft
@@ -23,6 +25,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
+import { applyAddonPatch } from '../../electron/engine/model/addon-patch'
 import { AMX_OFF_FLAGS } from '../../electron/engine/model/cpu-build-flags'
 import { bundleCommit, nodeLlamaCppDir } from '../../electron/engine/model/native-cpu-build'
 import { sharedModelsDirectory } from '../../electron/experiments/shared-paths'
@@ -144,6 +147,8 @@ async function stageApp(stage: string, nlc: string): Promise<void> {
   await bundleEntry(path.join(app, 'nlc/dist/gpu-check.mjs'))
   for (const item of ['CMakeLists.txt', 'cmake', 'addon', 'package.json', 'binariesGithubRelease.json', 'llama.cpp.info.json'])
     fs.cpSync(path.join(nlc, 'llama', item), path.join(app, 'nlc/llama', item), { recursive: true })
+  // The staged copy keeps the patch (nothing to put back); where it does not apply the engine uses the worker path.
+  if (!applyAddonPatch(path.join(app, 'nlc'))) console.warn(`gpu-check: SpecLab's addon patch does not apply to node-llama-cpp ${version}: packing its addon unpatched`)
   const modules = path.dirname(nlc)
   fs.cpSync(path.join(modules, 'node-api-headers/include'), path.join(app, 'headers/node-api-headers/include'), { recursive: true })
   fs.mkdirSync(path.join(app, 'headers/node-addon-api'), { recursive: true })

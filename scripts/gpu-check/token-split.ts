@@ -8,11 +8,12 @@
  * - step: the wall time of the session's `append` of one token — SpecLab's whole path for a target token.
  * - decode: the awaited `decodeBatch()`: a hand-off to a libuv worker thread, `llama_decode` and `llama_synchronize`
  *   (the addon's worker waits there for the backend, GPU included), and the completion's hand-off back to the JS
- *   thread.
- * - read: the awaited `sampleToken()` of the position: a hand-off and back around the sampler chain on the logits
- *   (copied under the context's sampling lock) that returns the top 64.
- * - reread: the same read again at once, when nothing is left to wait for: the price of one asynchronous addon call
- *   (two thread hand-offs) plus a copy and a sort of the 64 best logits. Not part of the step: it runs after it.
+ *   thread; with SpecLab's addon patch, `decodeBatchNow()`: the same on the JS thread, no hand-offs.
+ * - read: the awaited `sampleToken()` (or `sampleTokenNow()`) of the position: a hand-off and back around the sampler
+ *   chain on the logits (copied under the context's sampling lock) that returns the top 64.
+ * - reread: the same read again at once, when nothing is left to wait for: the price of one addon call (two thread
+ *   hand-offs unless on the JS thread) plus a copy and a sort of the 64 best logits. Not part of the step: it runs
+ *   after it.
  * - engine: step − decode − read: SpecLab's JS and node-llama-cpp's synchronous calls (batch set-up, bookkeeping,
  *   warping the distribution).
  * - llama-server's token: `predicted_ms / (predicted_n − 1)` of the same greedy generation from the same prompt —
@@ -43,11 +44,14 @@ export interface TokenSplit {
   serverMs: Interval | null
 }
 
-/** The two awaited addon calls of an evaluation, as the session's direct path makes them. */
-interface TimedAddon {
-  decodeBatch(): Promise<void>
-  sampleToken(...args: unknown[]): Promise<unknown>
-}
+/**
+ * The awaited addon calls of an evaluation, as the session's direct path makes them: on a libuv worker, or on the JS
+ * thread with SpecLab's addon patch (decodeBatchNow / sampleTokenNow, where the build has them).
+ */
+const DECODES = ['decodeBatch', 'decodeBatchNow'] as const
+const READS = ['sampleToken', 'sampleTokenNow'] as const
+type AddonCall = (...args: unknown[]) => Promise<unknown>
+type TimedAddon = Partial<Record<(typeof DECODES)[number] | (typeof READS)[number], AddonCall>>
 
 /** One token's times, filled by the wrappers while its `append` runs. */
 interface TokenTimes {
@@ -63,33 +67,41 @@ interface TokenTimes {
  */
 function timeAddonCalls(context: LlamaContext, current: () => TokenTimes | null): () => void {
   const addon = (context as unknown as { _ctx: TimedAddon })._ctx
-  const decodeBatch = addon.decodeBatch
-  const sampleToken = addon.sampleToken
   // The addon's methods are read-only properties of its prototype: own properties of the instance shadow them.
-  const shadow = (name: keyof TimedAddon, value: TimedAddon[keyof TimedAddon]) => Object.defineProperty(addon, name, { value, configurable: true, writable: true })
-  shadow('decodeBatch', async function (this: TimedAddon) {
-    const started = performance.now()
-    await decodeBatch.call(this)
-    const times = current()
-    if (times) times.decode += performance.now() - started
-  })
-  shadow('sampleToken', async function (this: TimedAddon, ...args: unknown[]) {
-    const started = performance.now()
-    const result = await sampleToken.apply(this, args)
-    const times = current()
-    if (times) {
-      times.read += performance.now() - started
-      if (times.reads++ === 0) {
-        const again = performance.now()
-        await sampleToken.apply(this, args)
-        times.reread += performance.now() - again
+  const shadow = (name: keyof TimedAddon, value: AddonCall) => Object.defineProperty(addon, name, { value, configurable: true, writable: true })
+  const wrapped: (keyof TimedAddon)[] = []
+  for (const name of DECODES) {
+    const decode = addon[name]
+    if (typeof decode !== 'function') continue
+    wrapped.push(name)
+    shadow(name, async function (this: TimedAddon, ...args: unknown[]) {
+      const started = performance.now()
+      await decode.apply(this, args)
+      const times = current()
+      if (times) times.decode += performance.now() - started
+    })
+  }
+  for (const name of READS) {
+    const read = addon[name]
+    if (typeof read !== 'function') continue
+    wrapped.push(name)
+    shadow(name, async function (this: TimedAddon, ...args: unknown[]) {
+      const started = performance.now()
+      const result = await read.apply(this, args)
+      const times = current()
+      if (times) {
+        times.read += performance.now() - started
+        if (times.reads++ === 0) {
+          const again = performance.now()
+          await read.apply(this, args)
+          times.reread += performance.now() - again
+        }
       }
-    }
-    return result
-  })
+      return result
+    })
+  }
   return () => {
-    delete (addon as Partial<TimedAddon>).decodeBatch
-    delete (addon as Partial<TimedAddon>).sampleToken
+    for (const name of wrapped) delete addon[name]
   }
 }
 
