@@ -1,7 +1,7 @@
 /**
  * `speclab peer-bench`: SpecLab's methods and llama.cpp's own server on the same prompts, models and
  * llama.cpp commit, each at the thread settings given, interleaved in the runner's schedule (prompt-major, then
- * A B C …, A B C … per repeat — never all repeats of one arm in a row), so drifts of a shared machine hit every arm
+ * A B C, B C A, C A B, … per repeat — never all repeats of one arm in a row, no arm always first), so drifts of a shared machine hit every arm
  * alike. An ARM is a method with its parameters and its threads:
  *
  *     METHOD[+key=value…]@T[/B[/D]]     e.g.  ar@1  sd@1/2  sd+sd.parallel=true@1/1/1  llama-server:draft@2/2/1

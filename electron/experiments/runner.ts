@@ -128,10 +128,12 @@ export interface ScheduleHooks<A extends Arm> {
 /**
  * The measurement schedule every run and bench shares. An untimed warm-up per arm first pays one-time costs
  * (page-in of weights, first-call allocations) on the first prompt, from runs of its own, so state that persists
- * across prompts starts fresh for the measured run. Then prompt-major order, and within a prompt repeat-major:
- * A B C, A B C, … — every arm runs once per repeat before the next repeat, and all repeats of a prompt before the
- * next prompt — so slow drifts of the machine hit all arms alike and each repeat of an arm has a neighbour of every
- * other arm to be paired with. Each (prompt, arm) draws from the PRNG stream (seed, prompt index), so one prompt
+ * across prompts starts fresh for the measured run. Then prompt-major order, and within a prompt repeat-major, the
+ * arms' order rotating by one from each (prompt, repeat) to the next: A B C, B C A, C A B, … — every arm runs once
+ * per repeat before the next repeat, and all repeats of a prompt before the next prompt — so slow drifts of the
+ * machine hit all arms alike, each repeat of an arm has a neighbour of every other arm to be paired with, and no arm
+ * is always the one that runs first, right after the previous repeat's last arm (measured: the same `ar` arm first in
+ * every cell of a peer-bench ran 4 % slower than its copy placed third, just after a llama-server arm). Each (prompt, arm) draws from the PRNG stream (seed, prompt index), so one prompt
  * sees the same randomness under every arm and in every repeat; and each repeat has its own run state (for
  * methods whose state carries across prompts), so repeat r sees the same history as repeat 0 — repeats differ in
  * timing only, never in decisions.
@@ -144,10 +146,13 @@ export async function runInterleaved<A extends Arm>(arms: readonly A[], input: S
   const runs = arms.map((arm) => Array.from({ length: repeats }, () => arm.method.newRun()))
   await hooks.afterWarmUp?.()
   let order = 0
+  let rotation = 0
   for (let promptIndex = 0; promptIndex < promptTokens.length && !signal?.aborted; promptIndex++) {
     const promptModels = (await hooks.modelsFor?.(promptIndex)) ?? models
-    for (let repeat = 0; repeat < repeats; repeat++) {
-      for (const [a, arm] of arms.entries()) {
+    for (let repeat = 0; repeat < repeats; repeat++, rotation++) {
+      for (let position = 0; position < arms.length; position++) {
+        const a = (rotation + position) % arms.length
+        const arm = arms[a]!
         if (signal?.aborted) return
         await hooks.cell(arm, { promptIndex, repeat, order: order++ }, (onEvent, outcome) =>
           decodeOnce(

@@ -114,7 +114,7 @@ describe('peer-bench ratios', () => {
 })
 
 describe('peer-bench schedule (toy models)', () => {
-  it('interleaves the arms within each repeat and records every cell with its counts', async () => {
+  it('interleaves the arms within each repeat, rotating their order, and records every cell with its counts', async () => {
     const target = toyTarget()
     const draft = toyDraftClose()
     const arms = prepareArms([parseArm('ar@1'), parseArm('sd@1/2')], 3)
@@ -128,7 +128,8 @@ describe('peer-bench schedule (toy models)', () => {
       repeats: 2,
       onCell: (p) => order.push(`${p.prompt}/${p.repeat}/${p.label}`)
     })
-    expect(order).toEqual(['0/0/ar@1', '0/0/sd@1/2', '0/1/ar@1', '0/1/sd@1/2', '1/0/ar@1', '1/0/sd@1/2', '1/1/ar@1', '1/1/sd@1/2'])
+    // Every arm once per repeat, the order rotating from one repeat to the next (no arm always first).
+    expect(order).toEqual(['0/0/ar@1', '0/0/sd@1/2', '0/1/sd@1/2', '0/1/ar@1', '1/0/ar@1', '1/0/sd@1/2', '1/1/sd@1/2', '1/1/ar@1'])
     expect(results.map((r) => r.cells.length)).toEqual([4, 4])
     expect(results[1]!.cells.every((c) => c.proposed > 0 && c.targetCalls > 0)).toBe(true)
     expect(sameOutputs(results[1]!, results[0]!).same).toBe(2)
