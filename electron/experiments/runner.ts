@@ -133,7 +133,8 @@ export interface ScheduleHooks<A extends Arm> {
  * per repeat before the next repeat, and all repeats of a prompt before the next prompt — so slow drifts of the
  * machine hit all arms alike, each repeat of an arm has a neighbour of every other arm to be paired with, and no arm
  * is always the one that runs first, right after the previous repeat's last arm (measured: the same `ar` arm first in
- * every cell of a peer-bench ran 4 % slower than its copy placed third, just after a llama-server arm). Each (prompt, arm) draws from the PRNG stream (seed, prompt index), so one prompt
+ * every cell of a peer-bench ran 4 % slower than its copy placed third, just after a llama-server arm). Each
+ * (prompt, arm) draws from the PRNG stream (seed, prompt index), so one prompt
  * sees the same randomness under every arm and in every repeat; and each repeat has its own run state (for
  * methods whose state carries across prompts), so repeat r sees the same history as repeat 0 — repeats differ in
  * timing only, never in decisions.

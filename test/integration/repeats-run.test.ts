@@ -36,7 +36,7 @@ withModels('a run with repeats', () => {
     await trio?.dispose()
   })
 
-  it('interleaves prompt → repeat → method, stores every repeat in that order, and repeats decide alike', async () => {
+  it('interleaves prompt → repeat → method (the methods rotating), stores every repeat in that order, and repeats decide alike', async () => {
     const methods = ['ar', 'sd', 'adaptive-rl'] as const
     const config = RunConfig.parse({
       suite: null,
@@ -61,9 +61,10 @@ withModels('a run with repeats', () => {
     const schedule = results
       .flatMap((r) => repeats.get(r.id)!.map((x) => ({ ...x, prompt: r.promptIndex, method: r.method })))
       .sort((a, b) => a.runOrder - b.runOrder)
-    // A B C, A B C, A B C on prompt 0, then the same on prompt 1.
+    // A B C, B C A, C A B on prompt 0, then on prompt 1 (the rotation goes on: it counts every (prompt, repeat)).
+    const rotated = (by: number) => methods.map((_, i) => methods[(by + i) % methods.length]!)
     expect(schedule.map((x) => `${x.prompt}/${x.repeat}/${x.method}`)).toEqual(
-      [0, 1].flatMap((p) => [0, 1, 2].flatMap((r) => methods.map((m) => `${p}/${r}/${m}`)))
+      [0, 1].flatMap((p) => [0, 1, 2].flatMap((r) => rotated(p * 3 + r).map((m) => `${p}/${r}/${m}`)))
     )
     expect(schedule.map((x) => x.runOrder)).toEqual([...schedule.keys()])
     // Sampling at temperature 1, and adaptive-rl learns across prompts: still, every repeat decides as repeat 0 did.

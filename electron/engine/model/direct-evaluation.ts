@@ -28,9 +28,10 @@
  * `sampleTokenNow`, the same jobs run on the calling thread. An evaluation of at most JS_THREAD_MAX_TOKENS tokens
  * that is alone in the process (no other model evaluating: nothing it could overlap with) runs there — no hand-off
  * to a libuv worker and back per call, and one OpenMP master for all of them, as llama-server decodes. Measured
- * (docs/performance.md, "The evaluation path"): `ar` at two threads 0.86–0.88× → 0.95–0.97× llama-server's, `sd`
- * 0.93× → 0.97–1.01× its draft. Anything else — evaluations that overlap (PEARL, the parallel options), long prompts —
- * goes to a worker as before, and so does everything with a binary without the patch (feature-detected).
+ * (docs/performance.md, "On the JS thread"; 2 cores, three alternations under load): `ar` at two threads 0.86–0.89×
+ * → 0.90–0.91× llama-server's, `sd` 0.93–0.95× → 0.96–0.99× its draft. Anything else — evaluations that overlap
+ * (PEARL, the parallel options), long prompts — goes to a worker as before, and so does everything with a binary
+ * without the patch (feature-detected).
  * `SPECLAB_JS_THREAD_EVALUATION=0` keeps every evaluation on the workers.
  *
  * The samplers: configured once per session with what `controlledEvaluate` resolves for the same request
