@@ -70,22 +70,25 @@ function timeAddonCalls(context: LlamaContext, current: () => TokenTimes | null)
   // The addon's methods are read-only properties of its prototype: own properties of the instance shadow them.
   const shadow = (name: keyof TimedAddon, value: AddonCall) => Object.defineProperty(addon, name, { value, configurable: true, writable: true })
   const wrapped: (keyof TimedAddon)[] = []
-  for (const name of DECODES) {
-    const decode = addon[name]
-    if (typeof decode !== 'function') continue
-    wrapped.push(name)
-    shadow(name, async function (this: TimedAddon, ...args: unknown[]) {
+  /** Shadows each of `names` the build has with `timed(its own call)`. */
+  const wrap = (names: readonly (keyof TimedAddon)[], timed: (call: AddonCall) => AddonCall) => {
+    for (const name of names) {
+      const call = addon[name]
+      if (typeof call !== 'function') continue
+      wrapped.push(name)
+      shadow(name, timed(call))
+    }
+  }
+  wrap(DECODES, (decode) =>
+    async function (this: TimedAddon, ...args: unknown[]) {
       const started = performance.now()
       await decode.apply(this, args)
       const times = current()
       if (times) times.decode += performance.now() - started
-    })
-  }
-  for (const name of READS) {
-    const read = addon[name]
-    if (typeof read !== 'function') continue
-    wrapped.push(name)
-    shadow(name, async function (this: TimedAddon, ...args: unknown[]) {
+    }
+  )
+  wrap(READS, (read) =>
+    async function (this: TimedAddon, ...args: unknown[]) {
       const started = performance.now()
       const result = await read.apply(this, args)
       const times = current()
@@ -98,8 +101,8 @@ function timeAddonCalls(context: LlamaContext, current: () => TokenTimes | null)
         }
       }
       return result
-    })
-  }
+    }
+  )
   return () => {
     for (const name of wrapped) delete addon[name]
   }
