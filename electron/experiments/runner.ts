@@ -147,12 +147,13 @@ export async function runInterleaved<A extends Arm>(arms: readonly A[], input: S
   const runs = arms.map((arm) => Array.from({ length: repeats }, () => arm.method.newRun()))
   await hooks.afterWarmUp?.()
   let order = 0
-  let rotation = 0
   for (let promptIndex = 0; promptIndex < promptTokens.length && !signal?.aborted; promptIndex++) {
     const promptModels = (await hooks.modelsFor?.(promptIndex)) ?? models
-    for (let repeat = 0; repeat < repeats; repeat++, rotation++) {
+    for (let repeat = 0; repeat < repeats; repeat++) {
+      // The arm that runs first moves on by one with every (prompt, repeat).
+      const first = promptIndex * repeats + repeat
       for (let position = 0; position < arms.length; position++) {
-        const a = (rotation + position) % arms.length
+        const a = (first + position) % arms.length
         const arm = arms[a]!
         if (signal?.aborted) return
         await hooks.cell(arm, { promptIndex, repeat, order: order++ }, (onEvent, outcome) =>

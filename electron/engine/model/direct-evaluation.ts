@@ -136,8 +136,7 @@ export class DirectEvaluation {
     const samplerClass = internals._llama?._bindings?.AddonSampler
     const calls = ['initBatch', 'addToBatch', 'setThreads', 'decodeBatch', 'sampleToken'] as const
     if (!addon || !calls.every((call) => typeof addon[call] === 'function') || typeof samplerClass !== 'function' || !internals._model) return null
-    const jsThread = jsThreadEvaluationEnabled(env) && typeof addon.decodeBatchNow === 'function' && typeof addon.sampleTokenNow === 'function'
-    return new DirectEvaluation(context, addon, samplerClass, internals._model, jsThread)
+    return new DirectEvaluation(context, addon, samplerClass, internals._model, jsThreadCallsUsable(addon, env))
   }
 
   /** Whether `tokens` tokens can be evaluated on `sequence` by this path (see the file comment). */
@@ -244,15 +243,23 @@ export function directEvaluationEnabled(env: NodeJS.ProcessEnv = process.env): b
   return env.SPECLAB_DIRECT_EVALUATION !== '0'
 }
 
-/** Whether the runtime's binary has SpecLab's calls on the calling thread (its AddonContext, before any context exists). */
-export function hasJsThreadCalls(llama: unknown): boolean {
-  const prototype = (llama as { _bindings?: { AddonContext?: { prototype?: Partial<AddonContext> } } })._bindings?.AddonContext?.prototype
-  return typeof prototype?.decodeBatchNow === 'function' && typeof prototype.sampleTokenNow === 'function'
+/**
+ * Whether evaluations alone in the process run on the JS thread with `calls` (an AddonContext, or its class's
+ * prototype): SpecLab's two calls are there (addon-patch.ts), and neither `SPECLAB_DIRECT_EVALUATION=0` nor
+ * `SPECLAB_JS_THREAD_EVALUATION=0` turns the path off.
+ */
+function jsThreadCallsUsable(calls: Partial<AddonContext> | undefined, env: NodeJS.ProcessEnv): boolean {
+  return (
+    directEvaluationEnabled(env) &&
+    env.SPECLAB_JS_THREAD_EVALUATION !== '0' &&
+    typeof calls?.decodeBatchNow === 'function' &&
+    typeof calls.sampleTokenNow === 'function'
+  )
 }
 
-/** Whether `SPECLAB_JS_THREAD_EVALUATION=0` keeps every evaluation on libuv's workers (recorded with every run). */
-export function jsThreadEvaluationEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
-  return env.SPECLAB_JS_THREAD_EVALUATION !== '0'
+/** jsThreadCallsUsable for the runtime `llama`, before any context exists (its AddonContext's prototype; recorded with every run). */
+export function jsThreadEvaluationOf(llama: unknown, env: NodeJS.ProcessEnv = process.env): boolean {
+  return jsThreadCallsUsable((llama as { _bindings?: { AddonContext?: { prototype?: Partial<AddonContext> } } })._bindings?.AddonContext?.prototype, env)
 }
 
 /** The addon's flat [id, logit, id, logit, …] list as ids and values, in its order. */

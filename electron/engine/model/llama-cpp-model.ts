@@ -50,7 +50,7 @@ import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
 import { chooseLlamaBackend, requestedGpu, type BackendChoice, type GpuBackend } from './llama-backend-choice'
 import { cpuBuildInstalled } from './native-cpu-build'
-import { DirectEvaluation, directEvaluationEnabled, hasJsThreadCalls, jsThreadEvaluationEnabled, type LogitsRequest, type PositionLogits, type SessionSamplers } from './direct-evaluation'
+import { DirectEvaluation, directEvaluationEnabled, jsThreadEvaluationOf, type LogitsRequest, type PositionLogits, type SessionSamplers } from './direct-evaluation'
 import { libuvWorkers, singleLibuvWorker } from './libuv-workers'
 import { modelDisposed, modelLoadEnded, modelLoadStarted } from './model-activity'
 import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
@@ -192,7 +192,7 @@ async function detectNativeBackend(): Promise<NativeBackend> {
     gpu: llama.gpu === false ? 'cpu' : llama.gpu,
     libuvWorkers: libuvWorkers(),
     directEvaluation: directEvaluationEnabled(),
-    jsThreadEvaluation: directEvaluationEnabled() && jsThreadEvaluationEnabled() && hasJsThreadCalls(llama)
+    jsThreadEvaluation: jsThreadEvaluationOf(llama)
   }
   return nativeBackendKnown
 }

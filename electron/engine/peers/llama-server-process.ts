@@ -137,9 +137,14 @@ class LocalServer implements PeerServer {
 
   /** Why the server stopped, with its last error lines. */
   private failure(): string {
+    return `llama-server exited (${this.exited})${this.lastErrors()}`
+  }
+
+  /** ": " and the server's last error lines (else its last two lines); empty when it wrote nothing. */
+  private lastErrors(): string {
     const errors = this.stderr.filter((line) => /error|failed|invalid|unable|cannot/i.test(line)).slice(-3)
     const last = (errors.length > 0 ? errors : this.stderr.slice(-2)).join(' | ')
-    return `llama-server exited (${this.exited})${last ? `: ${last}` : ''}`
+    return last ? `: ${last}` : ''
   }
 
   async ready(): Promise<void> {
@@ -165,12 +170,10 @@ class LocalServer implements PeerServer {
       if (signal?.aborted) throw error
       // A server that died drops its connections before its exit reaches us: the watchdog (POSIX) notices within a
       // second, so a refused or reset connection waits that long for the reason.
-      if (isConnectionFailure(error)) await this.exitWithin(EXIT_NOTICE_MS)
+      const connectionLost = isConnectionFailure(error)
+      if (connectionLost) await this.exitWithin(EXIT_NOTICE_MS)
       if (this.exited !== null) throw new UserInputError(this.failure())
-      if (isConnectionFailure(error)) {
-        const last = this.stderr.slice(-2).join(' | ')
-        throw new UserInputError(`llama-server at ${this.url} stopped answering (${connectionFailureCause(error)})${last ? `: ${last}` : ''}`)
-      }
+      if (connectionLost) throw new UserInputError(`llama-server at ${this.url} stopped answering (${connectionFailureCause(error)})${this.lastErrors()}`)
       throw error
     })
   }
