@@ -25,7 +25,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
-import { applyAddonPatch } from '../../electron/engine/model/addon-patch'
+import { ADDON_PATCH } from '../../electron/engine/model/addon-patch'
+import { applySourcePatch } from '../../electron/engine/model/source-patch'
 import { AMX_OFF_FLAGS } from '../../electron/engine/model/cpu-build-flags'
 import { bundleCommit, nodeLlamaCppDir } from '../../electron/engine/model/native-cpu-build'
 import { sharedModelsDirectory } from '../../electron/experiments/shared-paths'
@@ -148,7 +149,7 @@ async function stageApp(stage: string, nlc: string): Promise<void> {
   for (const item of ['CMakeLists.txt', 'cmake', 'addon', 'package.json', 'binariesGithubRelease.json', 'llama.cpp.info.json'])
     fs.cpSync(path.join(nlc, 'llama', item), path.join(app, 'nlc/llama', item), { recursive: true })
   // The staged copy keeps the patch (nothing to put back); where it does not apply the engine uses the worker path.
-  if (!applyAddonPatch(path.join(app, 'nlc'))) console.warn(`gpu-check: SpecLab's addon patch does not apply to node-llama-cpp ${version}: packing its addon unpatched`)
+  if (!applySourcePatch(path.join(app, 'nlc'), ADDON_PATCH)) console.warn(`gpu-check: SpecLab's addon patch does not apply to node-llama-cpp ${version}: packing its addon unpatched`)
   const modules = path.dirname(nlc)
   fs.cpSync(path.join(modules, 'node-api-headers/include'), path.join(app, 'headers/node-api-headers/include'), { recursive: true })
   fs.mkdirSync(path.join(app, 'headers/node-addon-api'), { recursive: true })

@@ -4,12 +4,15 @@
  * without writing anything, and always puts npm's files back. What the patched build does is checked on the real
  * binary by test/integration/direct-evaluation-gguf.test.ts.
  */
+import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { ADDON_PATCH_REVISION, applyAddonPatch, patchedAddonSources } from '../../electron/engine/model/addon-patch'
-import { cpuBuildKey, nodeLlamaCppDir } from '../../electron/engine/model/native-cpu-build'
+import { ADDON_PATCH, ADDON_PATCH_REVISION } from '../../electron/engine/model/addon-patch'
+import { GGML_BARRIER_PATCH, GGML_BARRIER_PATCH_COMMIT, GGML_BARRIER_PATCH_REVISION } from '../../electron/engine/model/ggml-barrier-patch'
+import { cpuBuildCacheDir, cpuBuildKey, nodeLlamaCppDir } from '../../electron/engine/model/native-cpu-build'
+import { applySourcePatch, patchedSources } from '../../electron/engine/model/source-patch'
 
 const installed = nodeLlamaCppDir()
 const SOURCES = ['llama/addon/AddonContext.cpp', 'llama/addon/AddonContext.h']
@@ -31,7 +34,7 @@ describe('the addon patch', () => {
 
   it('applies to the installed node-llama-cpp and adds the two calls, then puts npm’s files back', () => {
     const npm = SOURCES.map(read)
-    const restore = applyAddonPatch(copy)
+    const restore = applySourcePatch(copy, ADDON_PATCH)
     expect(restore, 'the patch no longer applies to this node-llama-cpp: update addon-patch.ts').not.toBeNull()
     expect(read(SOURCES[0]!)).toContain('InstanceMethod("decodeBatchNow", &AddonContext::DecodeBatchNow)')
     expect(read(SOURCES[0]!)).toContain('InstanceMethod("sampleTokenNow", &AddonContext::SampleTokenNow)')
@@ -43,9 +46,9 @@ describe('the addon patch', () => {
 
   it('recognises sources a killed build left patched, and restores npm’s text from them', () => {
     const npm = SOURCES.map(read)
-    applyAddonPatch(copy) // never restored: the build was killed
+    applySourcePatch(copy, ADDON_PATCH) // never restored: the build was killed
     const patched = SOURCES.map(read)
-    const restore = applyAddonPatch(copy)
+    const restore = applySourcePatch(copy, ADDON_PATCH)
     expect(restore).not.toBeNull()
     expect(SOURCES.map(read)).toEqual(patched)
     restore!()
@@ -56,10 +59,55 @@ describe('the addon patch', () => {
     const foreign = read(SOURCES[0]!).replace('InstanceMethod("sampleToken", &AddonContext::SampleToken),', 'InstanceMethod("sampleToken", &AddonContext::SampleTokenV2),')
     fs.writeFileSync(path.join(copy, SOURCES[0]!), foreign)
     const header = read(SOURCES[1]!)
-    expect(patchedAddonSources(copy)).toBeNull()
-    expect(applyAddonPatch(copy)).toBeNull()
+    expect(patchedSources(copy, ADDON_PATCH)).toBeNull()
+    expect(applySourcePatch(copy, ADDON_PATCH)).toBeNull()
     expect(read(SOURCES[0]!)).toBe(foreign)
     expect(read(SOURCES[1]!)).toBe(header)
     expect(cpuBuildKey(copy).addonPatch).toBe(0)
+  })
+})
+
+/**
+ * SpecLab's ggml barrier patch (electron/engine/model/ggml-barrier-patch.ts) against the llama.cpp source node-llama-cpp
+ * bundles: it applies to that commit's ggml-cpu.c, replaces libgomp's barrier with ggml's own yielding one, and the
+ * build key promises it only for that commit. What the patched build computes is checked on the real binary by
+ * test/integration/threads-equivalence-gguf.test.ts.
+ */
+describe('the ggml barrier patch', () => {
+  const GGML_CPU = 'llama/llama.cpp/ggml/src/ggml-cpu/ggml-cpu.c'
+  let copy: string
+
+  beforeEach(() => {
+    // The bundled commit's ggml-cpu.c where the build puts it (node-llama-cpp's clone of its git bundle).
+    copy = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-ggml-patch-'))
+    const clone = path.join(copy, 'clone')
+    execFileSync('git', ['clone', '--quiet', '--no-checkout', path.join(installed, 'llama', 'gitRelease.bundle'), clone])
+    const text = execFileSync('git', ['-C', clone, 'show', 'HEAD:ggml/src/ggml-cpu/ggml-cpu.c'], { maxBuffer: 64 * 1024 * 1024 })
+    fs.mkdirSync(path.dirname(path.join(copy, GGML_CPU)), { recursive: true })
+    fs.writeFileSync(path.join(copy, GGML_CPU), text)
+    for (const file of ['package.json', 'llama/gitRelease.bundle']) fs.copyFileSync(path.join(installed, file), path.join(copy, file))
+    for (const file of SOURCES) {
+      fs.mkdirSync(path.dirname(path.join(copy, file)), { recursive: true })
+      fs.copyFileSync(path.join(installed, file), path.join(copy, file))
+    }
+  })
+  afterEach(() => fs.rmSync(copy, { recursive: true, force: true }))
+
+  it('applies to the bundled commit, puts ggml’s own yielding barrier in for OpenMP builds, and is put back', () => {
+    const source = () => fs.readFileSync(path.join(copy, GGML_CPU), 'utf8')
+    const upstream = source()
+    const barrier = (text: string) => text.slice(text.indexOf('void ggml_barrier('), text.indexOf('void ggml_threadpool_chunk_set('))
+    expect(barrier(upstream)).toContain('#pragma omp barrier')
+    const restore = applySourcePatch(copy, GGML_BARRIER_PATCH)
+    expect(restore, 'the patch no longer applies to the bundled llama.cpp: update ggml-barrier-patch.ts').not.toBeNull()
+    expect(barrier(source())).not.toContain('#pragma omp barrier')
+    expect(barrier(source())).not.toContain('GGML_USE_OPENMP')
+    expect(barrier(source())).toContain('sched_yield();')
+    restore!()
+    expect(source()).toBe(upstream)
+    const key = cpuBuildKey(copy)
+    expect(key.commit).toBe(GGML_BARRIER_PATCH_COMMIT)
+    expect(key.ggmlPatch).toBe(GGML_BARRIER_PATCH_REVISION)
+    expect(cpuBuildCacheDir(key)).toMatch(new RegExp(`-p${ADDON_PATCH_REVISION}-g${GGML_BARRIER_PATCH_REVISION}$`))
   })
 })

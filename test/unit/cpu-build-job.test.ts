@@ -14,7 +14,7 @@ import type { CpuBuildDeps } from '../../electron/host/cpu-build-job'
 import { EngineHost } from '../../electron/host/host'
 
 const status = (installed: CpuBuildStatus['installed']): CpuBuildStatus => ({
-  key: { commit: 'a'.repeat(40), nodeLlamaCpp: '3.22.1', platform: 'linux', arch: 'x64', cpu: 'Test CPU', cpuHash: '0123456789ab', recipe: 2, addonPatch: 1 },
+  key: { commit: 'a'.repeat(40), nodeLlamaCpp: '3.22.1', platform: 'linux', arch: 'x64', cpu: 'Test CPU', cpuHash: '0123456789ab', recipe: 2, addonPatch: 1, ggmlPatch: 1 },
   cacheDir: '/cache/native/x',
   cached: installed !== null,
   installed,

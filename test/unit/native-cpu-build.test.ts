@@ -99,9 +99,11 @@ describe('the CPU build cache', () => {
     const key = cpuBuildKey(packageDir)
     expect(key).toMatchObject({ commit, nodeLlamaCpp: '9.9.9', platform: process.platform, arch: process.arch })
     expect(key.cpuHash).toMatch(/^[0-9a-f]{12}$/)
-    // This package has no addon source, so SpecLab's addon patch does not apply: p0 (addon-patch.test.ts: p1 where it does).
+    // This package has no addon source, so SpecLab's addon patch does not apply: p0; and its commit is not the one the
+    // ggml barrier patch is for: g0 (addon-patch.test.ts: p1 and g1 where they apply).
     expect(key.addonPatch).toBe(0)
-    expect(path.basename(cpuBuildCacheDir(key))).toBe(`${commit.slice(0, 12)}-9.9.9-${process.platform}-${process.arch}-${key.cpuHash}-r${BUILD_RECIPE}-p0`)
+    expect(key.ggmlPatch).toBe(0)
+    expect(path.basename(cpuBuildCacheDir(key))).toBe(`${commit.slice(0, 12)}-9.9.9-${process.platform}-${process.arch}-${key.cpuHash}-r${BUILD_RECIPE}-p0-g0`)
     expect(cpuBuildCacheDir(key).startsWith(path.join(root, 'cache', 'native'))).toBe(true)
   })
 

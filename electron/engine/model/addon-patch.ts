@@ -11,13 +11,10 @@
  * OpenMP master every time, as llama-server decodes. node-llama-cpp offers no synchronous decode; this is the change
  * the docs propose upstream, carried as a patch until node-llama-cpp has one.
  *
- * The diff is against node-llama-cpp 3.22.1's llama/addon/AddonContext.{cpp,h}. jsdiff (`diff`, a dependency for the
- * run diff already) applies it and refuses any hunk that does not match: another node-llama-cpp version then builds
- * unpatched, and the engine, which feature-detects the two methods, keeps the worker path.
+ * The diff is against node-llama-cpp 3.22.1's llama/addon/AddonContext.{cpp,h}, applied by source-patch.ts, which
+ * refuses any hunk that does not match: another node-llama-cpp version then builds unpatched, and the engine, which
+ * feature-detects the two methods, keeps the worker path.
  */
-import fs from 'node:fs'
-import path from 'node:path'
-import { applyPatch, parsePatch, reversePatch } from 'diff'
 
 /** Part of SpecLab's CPU build key (native-cpu-build.ts): a build with another revision of the patch is rebuilt. */
 export const ADDON_PATCH_REVISION = 1
@@ -143,53 +140,3 @@ export const ADDON_PATCH = String.raw`--- a/llama/addon/AddonContext.cpp
          Napi::Value GetEmbedding(const Napi::CallbackInfo& info);
          Napi::Value GetStateSize(const Napi::CallbackInfo& info);
 `
-
-/** A file the patch changes: npm's text and the patched one. */
-interface PatchedFile {
-  file: string
-  original: string
-  patched: string
-}
-
-/**
- * The files the patch changes under node-llama-cpp's package root, or null where it does not apply. A file found
- * patched already (a build killed before it put npm's files back) counts, with npm's text recovered by reversing
- * the patch.
- */
-export function patchedAddonSources(nodeLlamaCppDir: string, diff: string = ADDON_PATCH): PatchedFile[] | null {
-  const files: PatchedFile[] = []
-  for (const filePatch of parsePatch(diff)) {
-    const relative = (filePatch.oldFileName ?? '').replace(/^a\//, '')
-    const file = path.join(nodeLlamaCppDir, relative)
-    if (!relative || !fs.existsSync(file)) return null
-    const text = fs.readFileSync(file, 'utf8')
-    const patched = applyPatch(text, filePatch)
-    if (patched !== false) {
-      files.push({ file, original: text, patched })
-      continue
-    }
-    const original = applyPatch(text, reversePatch(filePatch))
-    if (original === false) return null
-    files.push({ file, original, patched: text })
-  }
-  return files.length > 0 ? files : null
-}
-
-/**
- * Writes the patched sources into node-llama-cpp's package and returns what puts npm's files back (call it in a
- * `finally`), or null — nothing written — where the patch does not apply to this node-llama-cpp.
- */
-export function applyAddonPatch(nodeLlamaCppDir: string, diff: string = ADDON_PATCH): (() => void) | null {
-  const files = patchedAddonSources(nodeLlamaCppDir, diff)
-  if (!files) return null
-  const restore = () => {
-    for (const { file, original } of files) fs.writeFileSync(file, original)
-  }
-  try {
-    for (const { file, patched } of files) fs.writeFileSync(file, patched)
-  } catch (error) {
-    restore()
-    throw error
-  }
-  return restore
-}

@@ -21,7 +21,9 @@ import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 import { userCacheDir } from '../peers/llama-server-binary'
-import { ADDON_PATCH_REVISION, applyAddonPatch, patchedAddonSources } from './addon-patch'
+import { ADDON_PATCH, ADDON_PATCH_REVISION } from './addon-patch'
+import { GGML_BARRIER_PATCH, GGML_BARRIER_PATCH_COMMIT, GGML_BARRIER_PATCH_REVISION } from './ggml-barrier-patch'
+import { applySourcePatch, patchedSources } from './source-patch'
 import { AMX_OFF_FLAGS, BUILD_RECIPE, amxOffApplies } from './cpu-build-flags'
 
 export { AMX_OFF_FLAGS, BUILD_RECIPE }
@@ -108,27 +110,31 @@ export interface CpuBuildKey {
   recipe: number
   /** ADDON_PATCH_REVISION where SpecLab's addon patch applies to this node-llama-cpp, else 0 (built unpatched). */
   addonPatch: number
+  /** GGML_BARRIER_PATCH_REVISION where the llama.cpp commit is the one SpecLab's ggml barrier patch is for, else 0. */
+  ggmlPatch: number
 }
 
 export function cpuBuildKey(dir: string = nodeLlamaCppDir()): CpuBuildKey {
   const version = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).version as string
   const cpu = cpuIdentity()
+  const commit = bundleCommit(path.join(dir, 'llama', 'gitRelease.bundle'))
   return {
-    commit: bundleCommit(path.join(dir, 'llama', 'gitRelease.bundle')),
+    commit,
     nodeLlamaCpp: version,
     platform: process.platform,
     arch: process.arch,
     cpu: cpu.model,
     cpuHash: createHash('sha256').update(`${cpu.model}\n${cpu.flags}`).digest('hex').slice(0, 12),
     recipe: BUILD_RECIPE,
-    addonPatch: patchedAddonSources(dir) ? ADDON_PATCH_REVISION : 0
+    addonPatch: patchedSources(dir, ADDON_PATCH) ? ADDON_PATCH_REVISION : 0,
+    ggmlPatch: commit === GGML_BARRIER_PATCH_COMMIT ? GGML_BARRIER_PATCH_REVISION : 0
   }
 }
 
 const keyName = (key: CpuBuildKey) =>
-  `${key.commit.slice(0, 12)}-${key.nodeLlamaCpp}-${key.platform}-${key.arch}-${key.cpuHash}-r${key.recipe}-p${key.addonPatch}`
+  `${key.commit.slice(0, 12)}-${key.nodeLlamaCpp}-${key.platform}-${key.arch}-${key.cpuHash}-r${key.recipe}-p${key.addonPatch}-g${key.ggmlPatch}`
 
-/** The cache folder of `key`: native/<commit>-<version>-<platform>-<arch>-<cpu hash>-r<recipe>-p<patch>. */
+/** The cache folder of `key`: native/<commit>-<version>-<platform>-<arch>-<cpu hash>-r<recipe>-p<addon patch>-g<ggml patch>. */
 export function cpuBuildCacheDir(key: CpuBuildKey): string {
   return path.join(userCacheDir(), 'native', keyName(key))
 }
@@ -290,19 +296,26 @@ export interface BuildOptions {
 }
 
 /**
- * Builds the CPU backend with node-llama-cpp's CLI (a child process: ~6 minutes on 2 cores) from its source with
- * SpecLab's addon patch applied (addon-patch.ts; npm's files are put back afterwards, whatever happens), keeps it in
- * the cache and returns the build's duration in seconds. Throws with the tail of the build's output when it fails.
+ * Builds the CPU backend with node-llama-cpp's CLI (child processes: ~6 minutes on 2 cores): `source download
+ * --skipBuild` clones the llama.cpp source it bundles, SpecLab's patches go into that source and the addon's
+ * (addon-patch.ts, ggml-barrier-patch.ts), `source build` compiles, and npm's files are put back whatever happens.
+ * Keeps the build in the cache and returns its duration in seconds. Throws with the tail of the build's output when
+ * it fails.
  */
 export async function buildCpuBackend(dir: string = nodeLlamaCppDir(), options: BuildOptions = {}): Promise<number> {
   const missing = missingBuildTools()
   if (missing.length > 0) throw new Error(`cannot build the CPU backend: ${buildToolsHint(missing)}`)
   const started = performance.now()
-  const restoreAddonSource = applyAddonPatch(dir)
+  const { ggmlPatch } = cpuBuildKey(dir)
+  await runNodeLlamaCppCli(dir, ['source', 'download', '--gpu', 'false', '--skipBuild'], options)
+  const restores: (() => void)[] = []
   try {
-    await runNodeLlamaCppBuild(dir, options)
+    const addon = applySourcePatch(dir, ADDON_PATCH)
+    if (addon) restores.push(addon)
+    if (ggmlPatch > 0) restores.push(requiredPatch(dir, GGML_BARRIER_PATCH, 'ggml barrier'))
+    await runNodeLlamaCppCli(dir, ['source', 'build', '--gpu', 'false', '--noUsageExample'], options)
   } finally {
-    restoreAddonSource?.()
+    for (const restore of restores) restore()
   }
   if (!isCompleteLocalBuild(localCpuBuildDir(dir)))
     throw new Error(`the build finished without a CPU build in ${localCpuBuildDir(dir)} (are NODE_LLAMA_CPP_CMAKE_OPTION_* variables set?)`)
@@ -311,11 +324,19 @@ export async function buildCpuBackend(dir: string = nodeLlamaCppDir(), options: 
   return seconds
 }
 
-/** `node-llama-cpp source download --gpu false` in a child process, its progress read from its output lines. */
-async function runNodeLlamaCppBuild(dir: string, options: BuildOptions): Promise<void> {
+/** Applies a patch the build key promised (written for this commit); one that does not apply ends the build. */
+function requiredPatch(dir: string, diff: string, name: string): () => void {
+  const restore = applySourcePatch(dir, diff)
+  if (!restore) throw new Error(`SpecLab's ${name} patch does not apply to the llama.cpp source node-llama-cpp cloned into ${path.join(dir, 'llama', 'llama.cpp')}`)
+  return restore
+}
+
+/** node-llama-cpp's CLI with `args` in a child process, its progress read from its output lines. */
+async function runNodeLlamaCppCli(dir: string, args: readonly string[], options: BuildOptions): Promise<void> {
+  if (options.signal?.aborted) throw new Error('the CPU build was cancelled')
   const tail: string[] = []
   await new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(dir, 'dist', 'cli', 'cli.js'), 'source', 'download', '--gpu', 'false', '--noUsageExample'], {
+    const child = spawn(process.execPath, [path.join(dir, 'dist', 'cli', 'cli.js'), ...args], {
       cwd: dir,
       env: buildEnvironment(),
       stdio: ['ignore', 'pipe', 'pipe']
