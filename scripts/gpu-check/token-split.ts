@@ -10,7 +10,8 @@
  *   (the addon's worker waits there for the backend, GPU included), and the completion's hand-off back to the JS
  *   thread; with SpecLab's addon patch, `decodeBatchNow()`: the same on the JS thread, no hand-offs.
  * - read: the awaited `sampleToken()` (or `sampleTokenNow()`) of the position: a hand-off and back around the sampler
- *   chain on the logits (copied under the context's sampling lock) that returns the top 64.
+ *   chain on the logits (copied under the context's sampling lock) that returns the top 64; with SpecLab's addon patch
+ *   `topLogits()` / `topLogitsNow()`, the same 64 read from the logits in one pass.
  * - reread: the same read again at once, when nothing is left to wait for: the price of one addon call (two thread
  *   hand-offs unless on the JS thread) plus a copy and a sort of the 64 best logits. Not part of the step: it runs
  *   after it.
@@ -46,10 +47,11 @@ export interface TokenSplit {
 
 /**
  * The awaited addon calls of an evaluation, as the session's direct path makes them: on a libuv worker, or on the JS
- * thread with SpecLab's addon patch (decodeBatchNow / sampleTokenNow, where the build has them).
+ * thread with SpecLab's addon patch (decodeBatchNow / sampleTokenNow, where the build has them), and the reads through
+ * its top-k read where the build has it (topLogits / topLogitsNow).
  */
 const DECODES = ['decodeBatch', 'decodeBatchNow'] as const
-const READS = ['sampleToken', 'sampleTokenNow'] as const
+const READS = ['sampleToken', 'sampleTokenNow', 'topLogits', 'topLogitsNow'] as const
 type AddonCall = (...args: unknown[]) => Promise<unknown>
 type TimedAddon = Partial<Record<(typeof DECODES)[number] | (typeof READS)[number], AddonCall>>
 

@@ -12,6 +12,8 @@
  * using no CPU afterwards (libgomp's spinning bounded, llama-cpp-model.ts).
  */
 import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import type { ControlledEvaluateInputItem, Token } from 'node-llama-cpp'
 import { afterAll, beforeAll, expect, it } from 'vitest'
@@ -21,9 +23,11 @@ import { cpuBuildStatus } from '../../electron/engine/model/native-cpu-build'
 import type { Distribution } from '../../electron/engine/sampling/distribution'
 import { warp, type WarpConfig } from '../../electron/engine/sampling/warp'
 import { describeWithModels, modelPath } from '../helpers/gguf'
+import { writePaddedGguf } from '../helpers/gguf-pad'
 
 const TARGET = 'family/stories-target5M-f32.gguf'
-const withModels = describeWithModels('test/integration/direct-evaluation-gguf.test.ts', [TARGET])
+const DRAFT = 'stories260K-f32.gguf'
+const withModels = describeWithModels('test/integration/direct-evaluation-gguf.test.ts', [TARGET, DRAFT])
 const GREEDY_TOP64: WarpConfig = { temperature: 0, topK: 64, topP: 1 }
 const WHOLE_VOCABULARY: WarpConfig = { temperature: 1, topK: 0, topP: 1 }
 
@@ -154,6 +158,61 @@ withModels('direct evaluation through the addon = controlledEvaluate', () => {
       await a.dispose()
       await b.dispose()
       await other.dispose()
+    }
+  })
+
+  it('SpecLab’s top-k read (its CPU build): the k highest raw logits, ties to the lower id, on a worker and on the JS thread alike', async () => {
+    const status = cpuBuildStatus()
+    const readBuild = llamaBackendChoice()?.binary === 'cpu-openmp-build' && status.installed === 'speclab' && status.key.addonPatch >= 2
+    expect(model.direct!.topLogitsRead, `binary ${llamaBackendChoice()?.binary}, addon patch ${status.key.addonPatch}`).toBe(readBuild)
+    if (!readBuild) return
+    type Read = (batchLogitIndex: number, k: number) => Promise<number[] | null>
+    const addon = (model.context as unknown as { _ctx: { topLogits: Read; topLogitsNow: Read } })._ctx
+    const sequence = model.context.getSequence()
+    try {
+      // Every logit of the prompt's last three positions through node-llama-cpp's own path; the context keeps that
+      // batch's logits until its next decode, so the reads below see the same positions (batch indexes = positions).
+      const last = [prompt.length - 3, prompt.length - 2, prompt.length - 1]
+      const output = await sequence.controlledEvaluate(prompt.map((t, i) => (i >= last[0]! ? [t as Token, { generateNext: { logits: true as const } }] : (t as Token))))
+      for (const position of last) {
+        const all = [...output[position]!.next.logits!.entries()] as [number, number][]
+        const expected = (k: number) => [...all].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, k).flat()
+        const [onWorker, onJsThread] = [await addon.topLogits(position, 64), await addon.topLogitsNow(position, 64)]
+        expect(onWorker).toEqual(expected(64).map(Math.fround))
+        expect(onJsThread).toEqual(onWorker)
+        // k beyond the vocabulary: every logit, sorted.
+        expect(await addon.topLogitsNow(position, all.length + 100)).toEqual(expected(all.length).map(Math.fround))
+      }
+      // A position without logits (not requested in the batch) reads as null, as sampleToken reads as none.
+      expect(await addon.topLogitsNow(0, 64)).toBeNull()
+    } finally {
+      sequence.dispose()
+    }
+
+    // Exact ties and a vocabulary that is no multiple of 16 (the read compares 16 logits at a time, the rest one by
+    // one): the 260K draft padded to 1,003 entries whose first padded rows copy real tokens' rows exactly, so those
+    // ids tie their real tokens' logits and must follow them.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-top-logits-'))
+    const padded = writePaddedGguf(modelPath(DRAFT), path.join(dir, 'draft-1003.gguf'), { size: 1003, aliases: ['▁the', '.', '▁was', '▁and', '▁a', ','], aliasNoise: 0 })
+    const draft = await loadLlamaModel(padded.file, { threads: 1, contextSize: 128, sequences: 1 })
+    const draftSequence = draft.context.getSequence()
+    try {
+      const draftPrompt = [draft.info.bos!, ...draft.tokenize('Once upon a time, there was a little dog named Max. He liked to play in the park with')]
+      const output = await draftSequence.controlledEvaluate(draftPrompt.map((t) => [t as Token, { generateNext: { logits: true as const } }]))
+      const draftAddon = (draft.context as unknown as { _ctx: { topLogitsNow: Read } })._ctx
+      let ties = 0
+      for (const [position, step] of output.entries()) {
+        const all = ([...step!.next.logits!.entries()] as [number, number][]).sort((a, b) => b[1] - a[1] || a[0] - b[0])
+        expect(all.length).toBe(1003)
+        const top = all.slice(0, 64)
+        ties += top.filter(([id, logit], i) => i > 0 && logit === top[i - 1]![1] && padded.aliasOf.get(id) === top[i - 1]![0]).length
+        expect(await draftAddon.topLogitsNow(position, 64), `position ${position}`).toEqual(top.flat().map(Math.fround))
+      }
+      expect(ties, 'padded ids tying their real tokens among the top 64').toBeGreaterThan(draftPrompt.length)
+    } finally {
+      draftSequence.dispose()
+      await draft.dispose()
+      fs.rmSync(dir, { recursive: true, force: true })
     }
   })
 

@@ -3,7 +3,8 @@
  * as npm's postinstall runs it, in a project whose node_modules links every package of this checkout except
  * node-llama-cpp, which is a private copy (the build writes into node-llama-cpp's folder; the checkout's own stays
  * untouched). Checks the progress lines, that node-llama-cpp then loads the build (localBuild, libgomp mapped, SpecLab's
- * addon patch in: decodeBatchNow) with no option, that npm's addon source is back as it was, and that after
+ * addon patch in: decodeBatchNow; the ggml barrier patch compiled in) with no option, that npm's addon source and the
+ * cloned llama.cpp source are back as they were, and that after
  * node_modules is wiped the next install restores it from the cache in seconds.
  */
 import { spawnSync } from 'node:child_process'
@@ -75,6 +76,13 @@ describe.skipIf(!enabled || process.platform !== 'linux')('the CPU build with Op
     expect(first.lines.at(-1)).toMatch(/CPU backend with OpenMP built in .*; cached in /)
     expect(loadedBinary()).toEqual({ buildType: 'localBuild', openmp: true, jsThreadCalls: true })
     expect(fs.readFileSync(path.join(packageDir, addonSource)).equals(npmSource), 'npm’s addon source is put back').toBe(true)
+    // SpecLab's ggml barrier patch: compiled in (its wait yields: the upstream OpenMP build never calls sched_yield),
+    // and the llama.cpp source node-llama-cpp cloned is put back.
+    const ggmlCpu = path.join(packageDir, 'llama', 'localBuilds', `linux-${process.arch}`, 'Release', 'libggml-cpu.so')
+    expect(fs.readFileSync(ggmlCpu).includes('sched_yield'), 'the ggml barrier patch is in the build').toBe(true)
+    const clonedSource = fs.readFileSync(path.join(packageDir, 'llama', 'llama.cpp', 'ggml', 'src', 'ggml-cpu', 'ggml-cpu.c'), 'utf8')
+    expect(clonedSource).toContain('#pragma omp barrier')
+    expect(clonedSource).not.toContain("SpecLab's patch")
   })
 
   it('is restored from the cache after node_modules is wiped', { timeout: 5 * 60_000 }, () => {

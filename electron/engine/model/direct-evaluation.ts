@@ -37,6 +37,13 @@
  * The samplers: configured once per session with what `controlledEvaluate` resolves for the same request
  * (`_resolveSamplerConfig`). A chain returns the same logits whether fresh or reused: top-k and temperature 1 keep
  * no state, and the seeded `dist` at the end only picks the token this path ignores.
+ *
+ * The top-k read: SpecLab's CPU build also has `topLogits` / `topLogitsNow` (addon-patch.ts), the k highest raw logits
+ * of a position in one pass over llama.cpp's logits — what the chain above returns for a top-k request (top-k,
+ * temperature 1, `dist`), without copying the whole vocabulary into the sampler's candidates and sorting it. Where the
+ * binary has them every top-k request reads through them, on the JS thread and on workers alike, so both paths see the
+ * same order among equal logits (the lower id first, as llama.cpp's greedy pick); a whole-vocabulary request keeps
+ * `sampleToken`. Measured at 131,072 tokens: docs/performance.md, "The top-k read".
  */
 import { withLock } from 'lifecycle-utils'
 import type { LlamaContext, LlamaContextSequence, LlamaModel } from 'node-llama-cpp'
@@ -51,7 +58,11 @@ interface AddonContext {
   /** SpecLab's addon patch (addon-patch.ts): the same calls, run on the calling thread. */
   decodeBatchNow?(): Promise<void>
   sampleTokenNow?: SampleToken
+  /** SpecLab's addon patch: a position's k highest raw logits as [id, logit, …], highest first; null without logits. */
+  topLogits?: TopLogits
+  topLogitsNow?: TopLogits
 }
+type TopLogits = (batchLogitIndex: number, k: number) => Promise<number[] | null>
 type SampleToken = (
   batchLogitIndex: number,
   sampler: AddonSampler,
@@ -125,7 +136,9 @@ export class DirectEvaluation {
     private readonly samplerClass: new (model: unknown) => AddonSampler,
     private readonly nativeModel: unknown,
     /** The binary has SpecLab's calls on the calling thread and they are not turned off. */
-    readonly jsThread: boolean
+    readonly jsThread: boolean,
+    /** The binary has SpecLab's top-k read (topLogits, topLogitsNow): top-k requests skip the sampler chain. */
+    readonly topLogitsRead: boolean
   ) {}
 
   /** The direct path for `context`, or null where node-llama-cpp lacks the internals it uses or it is turned off. */
@@ -136,7 +149,8 @@ export class DirectEvaluation {
     const samplerClass = internals._llama?._bindings?.AddonSampler
     const calls = ['initBatch', 'addToBatch', 'setThreads', 'decodeBatch', 'sampleToken'] as const
     if (!addon || !calls.every((call) => typeof addon[call] === 'function') || typeof samplerClass !== 'function' || !internals._model) return null
-    return new DirectEvaluation(context, addon, samplerClass, internals._model, jsThreadCallsUsable(addon, env))
+    const topLogitsRead = typeof addon.topLogits === 'function' && typeof addon.topLogitsNow === 'function'
+    return new DirectEvaluation(context, addon, samplerClass, internals._model, jsThreadCallsUsable(addon, env), topLogitsRead)
   }
 
   /** Whether `tokens` tokens can be evaluated on `sequence` by this path (see the file comment). */
@@ -201,12 +215,26 @@ export class DirectEvaluation {
       // The sequence now holds the tokens (node-llama-cpp's _decodeTokens keeps the same two fields).
       internals._nextTokenIndex += tokens.length
       internals._contextTokens = internals._contextTokens.concat(tokens)
-      // Every position is read at once, each with a sampler of its own (SessionSamplers); on the JS thread one after
-      // the other, each settled before the next starts.
-      const positions = samplers.take(batchIndexes.length)
-      const read = await Promise.all([...batchIndexes].map((batchIndex, i) => sample(batchIndex, positions[i]!, false, false, samplers.logits, false)))
-      return read.map(([, , , pairs]) => (pairs ? unpair(pairs) : null))
+      // Every position is read at once — with SpecLab's top-k read, or each with a sampler of its own
+      // (SessionSamplers); on the JS thread one after the other, each settled before the next starts.
+      const read = await this.read([...batchIndexes], samplers, onJsThread, sample)
+      return read.map((pairs) => (pairs ? unpair(pairs) : null))
     })
+  }
+
+  /**
+   * The [id, logit, …] lists of the batch positions `batchIndexes`: a top-k request through SpecLab's top-k read where
+   * the binary has it (the same k raw logits, highest first, that the sampler chain returns; addon-patch.ts), else
+   * through `sample` with the session's samplers.
+   */
+  private async read(batchIndexes: number[], samplers: SessionSamplers, onJsThread: boolean, sample: SampleToken): Promise<(number[] | null | undefined)[]> {
+    const topK = this.topLogitsRead ? samplers.topK : null
+    if (topK !== null) {
+      return Promise.all(batchIndexes.map((batchIndex) => (onJsThread ? this.addon.topLogitsNow!(batchIndex, topK) : this.addon.topLogits!(batchIndex, topK))))
+    }
+    const positions = samplers.take(batchIndexes.length)
+    const read = await Promise.all(batchIndexes.map((batchIndex, i) => sample(batchIndex, positions[i]!, false, false, samplers.logits, false)))
+    return read.map(([, , , pairs]) => pairs)
   }
 }
 
@@ -225,6 +253,11 @@ export class SessionSamplers {
     /** What each read returns, as `sampleToken` takes it: every logit, or the top-k (sorted). */
     readonly logits: SampledLogits
   ) {}
+
+  /** The k of a top-k request; null where every logit is read. */
+  get topK(): number | null {
+    return Array.isArray(this.logits) ? this.logits[4] : null
+  }
 
   /** `count` samplers, made as needed. */
   take(count: number): AddonSampler[] {
