@@ -145,7 +145,9 @@ export const inheritedOpenMpSettings: Readonly<Record<'OMP_WAIT_POLICY' | 'GOMP_
  * 1,000 makes both the same: the spinning of the arrangement measured above, whatever ran before, and no CPU when
  * idle (test/integration/direct-evaluation-gguf.test.ts). libgomp's own default, 300,000 with one master, is
  * llama-server's arrangement: a few percent faster on a quiet machine and fragile when two OpenMP processes share
- * the cores (docs/performance.md, "OpenMP builds and the second thread").
+ * the cores (docs/performance.md, "OpenMP builds and the second thread"). In SpecLab's own CPU build the count
+ * decides only how a team waits between graphs: between the ops of a graph its threads wait at ggml's own barrier,
+ * which yields instead of sleeping (ggml-barrier-patch.ts).
  */
 function preferSpinningOpenMpThreads(): void {
   // One libuv worker (UV_THREADPOOL_SIZE=1, libuv-workers.ts) means one OpenMP master: libgomp's default spinning
