@@ -28,6 +28,9 @@ export interface RawTimings {
   repeats: number
 }
 
+/** Top-1 reads: what llama.cpp's greedy pick needs of a position. */
+const TOP_1 = { temperature: 1, topK: 1, topP: 1 }
+
 /**
  * Mean milliseconds of evaluating `tokens` after `prefix` with the top `topK` logits read at each of their positions
  * (rolled back after each repeat). The mean, as the thread calibration uses (engine/model/thread-calibration.ts): a
@@ -52,9 +55,6 @@ async function timeEvaluation(model: LlamaCppModel, prefix: readonly number[], t
     await session.dispose()
   }
 }
-
-/** Top-1 reads: what llama.cpp's greedy pick needs of a position. */
-const TOP_1 = { temperature: 1, topK: 1, topP: 1 }
 
 /**
  * Mean milliseconds of one target token, timed as `ar` decodes: next's tokens appended one after the other (rolled
