@@ -23,7 +23,7 @@
  */
 
 /** Part of SpecLab's CPU build key (native-cpu-build.ts): a build with another revision of the patch is rebuilt. */
-export const ADDON_PATCH_REVISION = 2
+export const ADDON_PATCH_REVISION = 3
 
 export const ADDON_PATCH = String.raw`--- a/llama/addon/AddonContext.cpp
 +++ b/llama/addon/AddonContext.cpp
@@ -87,7 +87,7 @@ export const ADDON_PATCH = String.raw`--- a/llama/addon/AddonContext.cpp
  
      protected:
          Napi::Promise::Deferred deferred;
-@@ -172,7 +203,120 @@
+@@ -172,7 +203,130 @@
  };
  
  
@@ -133,16 +133,26 @@ export const ADDON_PATCH = String.raw`--- a/llama/addon/AddonContext.cpp
 +        }
 +
 +        void Execute() {
-+            const float* sampledLogits = llama_get_sampled_logits_ith(ctx->ctx, batchLogitIndex);
-+            const llama_token* sampledIds = llama_get_sampled_candidates_ith(ctx->ctx, batchLogitIndex);
-+            const float* logits = sampledLogits != nullptr ? sampledLogits : llama_get_logits_ith(ctx->ctx, batchLogitIndex);
++            const float* sampledLogits = nullptr;
++            const llama_token* sampledIds = nullptr;
++            const float* logits = nullptr;
++            size_t n = 0;
++            {
++                // The position's logits as AddonSampler finds them: under the context's sampling mutex, since
++                // llama.cpp's getters synchronize the backend and may reorder the outputs (reads of a batch's
++                // positions run at once on libuv's workers); the scan runs outside it — the logits stay until the next
++                // decode, which the engine's context lock keeps out
++                std::lock_guard<std::mutex> samplingLock(ctx->sharedSamplerData.mutex);
++                sampledLogits = llama_get_sampled_logits_ith(ctx->ctx, batchLogitIndex);
++                sampledIds = llama_get_sampled_candidates_ith(ctx->ctx, batchLogitIndex);
++                logits = sampledLogits != nullptr ? sampledLogits : llama_get_logits_ith(ctx->ctx, batchLogitIndex);
++                if (sampledLogits != nullptr) n = llama_get_sampled_logits_count_ith(ctx->ctx, batchLogitIndex);
++                else if (logits != nullptr) n = llama_vocab_n_tokens(llama_model_get_vocab(ctx->model->model));
++            }
 +            if (logits == nullptr || k == 0) {
 +                return;
 +            }
 +            hasLogits = true;
-+            const size_t n = sampledLogits != nullptr
-+                ? llama_get_sampled_logits_count_ith(ctx->ctx, batchLogitIndex)
-+                : llama_vocab_n_tokens(llama_model_get_vocab(ctx->model->model));
 +            const auto idOf = [&](size_t i) { return sampledLogits != nullptr && sampledIds != nullptr ? sampledIds[i] : (llama_token)i; };
 +            // a heap under Before, its front the worst of those kept
 +            top.reserve(std::min(k, n) + 1);
@@ -209,7 +219,7 @@ export const ADDON_PATCH = String.raw`--- a/llama/addon/AddonContext.cpp
      public:
          AddonContext* ctx;
          AddonSampler* sampler;
-@@ -222,7 +366,7 @@
+@@ -222,7 +376,7 @@
          } totalLogitWeight;
  
          AddonContextSampleTokenWorker(const Napi::CallbackInfo& info, AddonContext* ctx)
@@ -218,7 +228,7 @@ export const ADDON_PATCH = String.raw`--- a/llama/addon/AddonContext.cpp
                ctx(ctx),
                deferred(Napi::Promise::Deferred::New(info.Env())) {
              ctx->Ref();
-@@ -303,6 +447,9 @@
+@@ -303,6 +457,9 @@
          Napi::Promise GetPromise() {
              return deferred.Promise();
          }
@@ -228,7 +238,7 @@ export const ADDON_PATCH = String.raw`--- a/llama/addon/AddonContext.cpp
  
      protected:
          Napi::Promise::Deferred deferred;
-@@ -919,6 +1066,30 @@
+@@ -919,6 +1076,30 @@
      worker->Queue();
      return worker->GetPromise();
  }
@@ -259,7 +269,7 @@ export const ADDON_PATCH = String.raw`--- a/llama/addon/AddonContext.cpp
  Napi::Value AddonContext::SampleToken(const Napi::CallbackInfo& info) {
      AddonContextSampleTokenWorker* worker = new AddonContextSampleTokenWorker(info, this);
      worker->Queue();
-@@ -1463,6 +1634,10 @@
+@@ -1463,6 +1644,10 @@
                  InstanceMethod("getSequenceKvCacheMaxPosition", &AddonContext::GetSequenceKvCacheMaxPosition),
                  InstanceMethod("decodeBatch", &AddonContext::DecodeBatch),
                  InstanceMethod("sampleToken", &AddonContext::SampleToken),
