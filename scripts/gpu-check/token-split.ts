@@ -13,8 +13,7 @@
  *   chain on the logits (copied under the context's sampling lock) that returns the top 64; with SpecLab's addon patch
  *   `topLogits()` / `topLogitsNow()`, the same 64 read from the logits in one pass.
  * - reread: the same read again at once, when nothing is left to wait for: the price of one addon call (two thread
- *   hand-offs unless on the JS thread) plus a copy and a sort of the 64 best logits. Not part of the step: it runs
- *   after it.
+ *   hand-offs unless on the JS thread) plus the read itself with warm caches. Not part of the step: it runs after it.
  * - engine: step − decode − read: SpecLab's JS and node-llama-cpp's synchronous calls (batch set-up, bookkeeping,
  *   warping the distribution).
  * - llama-server's token: `predicted_ms / (predicted_n − 1)` of the same greedy generation from the same prompt —
