@@ -52,5 +52,6 @@ function binaryText(native: MachineState['native']): string {
   const workers = native.openmp && native.libuvWorkers ? `, ${native.libuvWorkers} libuv worker${native.libuvWorkers === 1 ? '' : 's'}` : ''
   const path =
     native.directEvaluation === false ? ', every evaluation through controlledEvaluate' : native.jsThreadEvaluation ? ', evaluations alone on the JS thread' : ''
-  return `, llama.cpp ${native.build} ${native.gpu}${openmp}${workers}${path}`
+  const read = native.directEvaluation !== false && native.topLogitsRead ? ', the one-pass top-k read' : ''
+  return `, llama.cpp ${native.build} ${native.gpu}${openmp}${workers}${path}${read}`
 }

@@ -57,7 +57,9 @@ export function calibrationKey(parts: CalibrationKeyParts): string {
     // The JS work between decodes differs between the two evaluation paths (direct-evaluation.ts).
     directEvaluation: parts.native.directEvaluation ?? true,
     // Evaluations on the JS thread cost no hand-offs and keep one OpenMP master (direct-evaluation.ts).
-    jsThreadEvaluation: parts.native.jsThreadEvaluation ?? false
+    jsThreadEvaluation: parts.native.jsThreadEvaluation ?? false,
+    // The top-k read costs a fraction of the sampler chain's at a large vocabulary (performance.md, "The top-k read").
+    topLogitsRead: parts.native.topLogitsRead ?? false
   }
   return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32)
 }

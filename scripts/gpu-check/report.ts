@@ -37,7 +37,7 @@ export interface GpuCheckReport {
   date: string
   mode: 'cuda' | 'cpu'
   machine: { description: string; cpus: number; cpuModel: string; gpus: string[] }
-  native: { build: string; gpu: string; release: string; openmp: boolean | null; jsThreadEvaluation?: boolean }
+  native: { build: string; gpu: string; release: string; openmp: boolean | null; jsThreadEvaluation?: boolean; topLogitsRead?: boolean }
   /** Seconds of each build step run.sh timed (configure, build, …). */
   buildSeconds: Record<string, number>
   models: ModelOffload[]
@@ -245,7 +245,8 @@ export function reportMarkdown(report: GpuCheckReport): string {
     `- date: ${report.date}`,
     `- mode: ${report.mode}; llama.cpp ${report.native.release}, node-llama-cpp ${report.native.build} ${report.native.gpu}` +
       `${report.native.openmp === null ? '' : report.native.openmp ? ' (OpenMP)' : ' (no OpenMP)'}` +
-      `${report.native.jsThreadEvaluation ? '; evaluations alone on the JS thread (SpecLab\'s addon patch)' : ''}`,
+      `${report.native.jsThreadEvaluation ? '; evaluations alone on the JS thread (SpecLab\'s addon patch)' : ''}` +
+      `${report.native.topLogitsRead ? '; the one-pass top-k read' : ''}`,
     `- machine: ${report.machine.cpuModel}, ${report.machine.description}`,
     `- GPUs: ${report.machine.gpus.length > 0 ? report.machine.gpus.join(', ') : 'none'}`,
     `- build: ${Object.entries(report.buildSeconds).map(([step, s]) => `${step} ${s.toFixed(0)} s`).join(', ') || 'not timed'}`,

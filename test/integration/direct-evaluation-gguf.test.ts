@@ -18,7 +18,7 @@ import path from 'node:path'
 import type { ControlledEvaluateInputItem, Token } from 'node-llama-cpp'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { EVENT_LOOP_TURN_MS, JS_THREAD_MAX_TOKENS } from '../../electron/engine/model/direct-evaluation'
-import { llamaBackendChoice, loadLlamaModel, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
+import { llamaBackendChoice, loadLlamaModel, nativeBackend, type LlamaCppModel } from '../../electron/engine/model/llama-cpp-model'
 import { cpuBuildStatus } from '../../electron/engine/model/native-cpu-build'
 import type { Distribution } from '../../electron/engine/sampling/distribution'
 import { warp, type WarpConfig } from '../../electron/engine/sampling/warp'
@@ -67,11 +67,16 @@ withModels('direct evaluation through the addon = controlledEvaluate', () => {
     expect(model.direct, 'node-llama-cpp changed its internals: review direct-evaluation.ts').not.toBeNull()
   })
 
-  it('SpecLab’s own CPU build, and only it, evaluates on the JS thread', () => {
+  it('SpecLab’s own CPU build, and only it, evaluates on the JS thread and reads top-k in one pass; runs record both', async () => {
     const status = cpuBuildStatus()
     const patchedBuild = llamaBackendChoice()?.binary === 'cpu-openmp-build' && status.installed === 'speclab' && status.key.addonPatch > 0
     const jsThreadOff = process.env.SPECLAB_JS_THREAD_EVALUATION === '0'
-    expect(model.direct!.jsThread, `binary ${llamaBackendChoice()?.binary}, build ${status.installed ?? (status.stale ? 'stale' : 'none')}`).toBe(patchedBuild && !jsThreadOff)
+    const build = `binary ${llamaBackendChoice()?.binary}, build ${status.installed ?? (status.stale ? 'stale' : 'none')}`
+    expect(model.direct!.jsThread, build).toBe(patchedBuild && !jsThreadOff)
+    // The top-k read came with the addon patch's revision 2.
+    expect(model.direct!.topLogitsRead, build).toBe(patchedBuild && status.key.addonPatch >= 2)
+    const native = await nativeBackend()
+    expect([native.jsThreadEvaluation, native.topLogitsRead]).toEqual([model.direct!.jsThread, model.direct!.topLogitsRead])
   })
 
   it.each([

@@ -45,8 +45,8 @@ describe.skipIf(!enabled || process.platform !== 'linux')('gpu-check: pack and r
       const report = JSON.parse(fs.readFileSync(path.join(reportDir, 'report.json'), 'utf8')) as GpuCheckReport
       expect(report.passed).toBe(true)
       expect(report.mode).toBe('cpu')
-      // The pack's addon carries SpecLab's patch: evaluations alone run on the JS thread.
-      expect(report.native).toMatchObject({ build: 'localBuild', gpu: 'cpu', jsThreadEvaluation: true })
+      // The pack's addon carries SpecLab's patch: evaluations alone run on the JS thread, top-k requests take its read.
+      expect(report.native).toMatchObject({ build: 'localBuild', gpu: 'cpu', jsThreadEvaluation: true, topLogitsRead: true })
       // The check's arms, then (--advise) the advisor's best three and llama-server's default speculation.
       expect(report.arms.slice(0, 6).map((a) => a.method)).toEqual(['ar', 'sd', 'svip', 'pearl', 'llama-server:ar', 'llama-server:draft'])
       expect(report.arms.at(-1)!.label).toBe('llama-server:draft+gamma=3@1/2/1')

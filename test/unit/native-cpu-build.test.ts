@@ -161,5 +161,10 @@ describe('run records name the binary', () => {
     const native = { build: 'localBuild', openmp: true, release: 'v1', gpu: 'cpu', libuvWorkers: 4 }
     expect(describeMachine({ ...base, native: { ...native, directEvaluation: true } })).toBe('load 0.50 on 2 cores, llama.cpp localBuild cpu with OpenMP, 4 libuv workers')
     expect(describeMachine({ ...base, native: { ...native, directEvaluation: false } })).toContain(', every evaluation through controlledEvaluate')
+    expect(describeMachine({ ...base, native: { ...native, directEvaluation: true, jsThreadEvaluation: true, topLogitsRead: true } })).toBe(
+      'load 0.50 on 2 cores, llama.cpp localBuild cpu with OpenMP, 4 libuv workers, evaluations alone on the JS thread, the one-pass top-k read'
+    )
+    // Without the direct path no evaluation reads through SpecLab's top-k read.
+    expect(describeMachine({ ...base, native: { ...native, directEvaluation: false, topLogitsRead: true } })).not.toContain('top-k read')
   })
 })

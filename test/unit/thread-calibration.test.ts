@@ -189,6 +189,9 @@ describe('thread calibration cache', () => {
     // The evaluation path: unrecorded reads as the default (the addon), turned off is another key.
     expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 0, native: { ...native, directEvaluation: true } })).toBe(key)
     expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 0, native: { ...native, directEvaluation: false } })).not.toBe(key)
+    // The top-k read: unrecorded reads as absent (a binary without it), present is another key.
+    expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 0, native: { ...native, topLogitsRead: false } })).toBe(key)
+    expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 0, native: { ...native, topLogitsRead: true } })).not.toBe(key)
   })
 
   it('finds a stored calibration again as cached, under the path given now', () => {

@@ -149,8 +149,7 @@ export class DirectEvaluation {
     const samplerClass = internals._llama?._bindings?.AddonSampler
     const calls = ['initBatch', 'addToBatch', 'setThreads', 'decodeBatch', 'sampleToken'] as const
     if (!addon || !calls.every((call) => typeof addon[call] === 'function') || typeof samplerClass !== 'function' || !internals._model) return null
-    const topLogitsRead = typeof addon.topLogits === 'function' && typeof addon.topLogitsNow === 'function'
-    return new DirectEvaluation(context, addon, samplerClass, internals._model, jsThreadCallsUsable(addon, env), topLogitsRead)
+    return new DirectEvaluation(context, addon, samplerClass, internals._model, jsThreadCallsUsable(addon, env), topLogitsReadUsable(addon, env))
   }
 
   /** Whether `tokens` tokens can be evaluated on `sequence` by this path (see the file comment). */
@@ -290,9 +289,22 @@ function jsThreadCallsUsable(calls: Partial<AddonContext> | undefined, env: Node
   )
 }
 
-/** jsThreadCallsUsable for the runtime `llama`, before any context exists (its AddonContext's prototype; recorded with every run). */
+/** Whether top-k requests of the direct path use SpecLab's top-k read with `calls` (addon-patch.ts). */
+function topLogitsReadUsable(calls: Partial<AddonContext> | undefined, env: NodeJS.ProcessEnv): boolean {
+  return directEvaluationEnabled(env) && typeof calls?.topLogits === 'function' && typeof calls.topLogitsNow === 'function'
+}
+
+/** The runtime `llama`'s AddonContext prototype: what its contexts will have, before any context exists. */
+const addonContextOf = (llama: unknown) => (llama as { _bindings?: { AddonContext?: { prototype?: Partial<AddonContext> } } })._bindings?.AddonContext?.prototype
+
+/** jsThreadCallsUsable for the runtime `llama` (recorded with every run). */
 export function jsThreadEvaluationOf(llama: unknown, env: NodeJS.ProcessEnv = process.env): boolean {
-  return jsThreadCallsUsable((llama as { _bindings?: { AddonContext?: { prototype?: Partial<AddonContext> } } })._bindings?.AddonContext?.prototype, env)
+  return jsThreadCallsUsable(addonContextOf(llama), env)
+}
+
+/** topLogitsReadUsable for the runtime `llama` (recorded with every run). */
+export function topLogitsReadOf(llama: unknown, env: NodeJS.ProcessEnv = process.env): boolean {
+  return topLogitsReadUsable(addonContextOf(llama), env)
 }
 
 /** The addon's flat [id, logit, id, logit, …] list as ids and values, in its order. */

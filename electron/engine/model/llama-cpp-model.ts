@@ -50,7 +50,7 @@ import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
 import { chooseLlamaBackend, requestedGpu, type BackendChoice, type GpuBackend } from './llama-backend-choice'
 import { cpuBuildInstalled } from './native-cpu-build'
-import { DirectEvaluation, directEvaluationEnabled, jsThreadEvaluationOf, type LogitsRequest, type PositionLogits, type SessionSamplers } from './direct-evaluation'
+import { DirectEvaluation, directEvaluationEnabled, jsThreadEvaluationOf, topLogitsReadOf, type LogitsRequest, type PositionLogits, type SessionSamplers } from './direct-evaluation'
 import { libuvWorkers, singleLibuvWorker } from './libuv-workers'
 import { modelDisposed, modelLoadEnded, modelLoadStarted } from './model-activity'
 import type { LanguageModel, ModelInfo, ModelSession, SessionOptions, TokenKind } from './types'
@@ -194,7 +194,8 @@ async function detectNativeBackend(): Promise<NativeBackend> {
     gpu: llama.gpu === false ? 'cpu' : llama.gpu,
     libuvWorkers: libuvWorkers(),
     directEvaluation: directEvaluationEnabled(),
-    jsThreadEvaluation: jsThreadEvaluationOf(llama)
+    jsThreadEvaluation: jsThreadEvaluationOf(llama),
+    topLogitsRead: topLogitsReadOf(llama)
   }
   return nativeBackendKnown
 }
@@ -214,6 +215,11 @@ export interface NativeBackend {
   directEvaluation?: boolean
   /** Whether an evaluation alone in the process runs on the JS thread (SpecLab's addon patch; direct-evaluation.ts). */
   jsThreadEvaluation?: boolean
+  /**
+   * Whether the direct path reads a position's top-k with SpecLab's one-pass read instead of node-llama-cpp's sampler
+   * chain (addon patch; direct-evaluation.ts). The same k logits; it changes speed, and the order of exactly equal logits.
+   */
+  topLogitsRead?: boolean
 }
 
 /**
