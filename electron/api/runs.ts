@@ -178,8 +178,9 @@ export const RunReport = z.object({
   /** Load and governor around the run (see MachineState). */
   machine: MachineState.nullable().default(null),
   /**
-   * Other γ, length policies and lookup caps priced on this run's recorded rounds (engine/replay/what-if.ts); null
-   * when no method drafts single chains, for synthetic-acceptance runs, and in reports stored before it existed.
+   * Other γ, length policies, lookup caps and parallel windows priced on this run's recorded rounds
+   * (engine/replay/what-if.ts); null when no method drafts with a draft model or a lookup, for synthetic-acceptance
+   * runs, and in reports stored before it existed.
    */
   whatIf: WhatIfReport.nullable().default(null)
 })

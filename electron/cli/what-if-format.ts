@@ -3,16 +3,19 @@ import type { WhatIfReport } from '../engine/replay/what-if'
 import { formatFixed, formatTable } from './format'
 
 const ratio = (value: number | null) => (value === null ? '–' : `${formatFixed(value, 2)}×`)
+const costs = (name: string, points: readonly { k: number; ms: number }[]) => points.map((p) => `${name}(${p.k}) ${formatFixed(p.ms, 2)} ms`).join(', ')
 
 export function formatWhatIf(report: WhatIfReport | null): string {
-  if (!report) return 'no what-if: no method of this run drafts single chains of tokens (or it used synthetic acceptance)'
-  const curve = report.targetCost.map((p) => `c_T(${p.k}) ${formatFixed(p.ms, 2)} ms`).join(', ')
-  const parts = [`target verification cost from the run's rounds: ${curve}`, ...report.notes]
+  if (!report) return 'no what-if: no method of this run drafts chains of tokens with a draft model or a lookup (or it used synthetic acceptance)'
+  const curve = costs('c_T', report.targetCost)
+  const parts = [`target verification cost from the run's rounds: ${curve || 'none (no target call of this run ran alone)'}`, ...report.notes]
   for (const source of report.sources) {
-    const alphas = source.acceptance.map((a) => formatFixed(a, 2)).join(' ')
+    const alphas = source.acceptance.length > 0 ? source.acceptance.map((a) => formatFixed(a, 2)).join(' ') : `pooled ${formatFixed(source.alpha, 2)}`
+    const where = source.drafter === 'parallel' ? 'chain position' : 'position'
     parts.push(
       '',
-      `${source.method} (${source.drafter}, ${source.rounds} rounds, α per position: ${alphas}; measured ${formatFixed(source.measured.tokensPerSecond, 1)} tok/s, ${ratio(source.measured.speedup)})`,
+      `${source.method} (${source.drafter}, ${source.rounds} rounds, α per ${where}: ${alphas}; measured ${formatFixed(source.measured.tokensPerSecond, 1)} tok/s, ${ratio(source.measured.speedup)})`,
+      ...(source.verifyBeside ? [`verification beside the draft: ${costs('c‖_T', source.verifyBeside)}; ${formatFixed(source.draftMsPerToken, 2)} ms per drafted token`] : []),
       formatTable(
         ['configuration', 'tok/round', 'tok/s', 'speedup', 'support'],
         source.predictions.map((p) => [

@@ -1,7 +1,8 @@
 /**
- * The Theory panel's what-if, end to end in browser mode: a small greedy run (ar, sd, pld on target5M-q8 ←
+ * The Theory panel's what-if, end to end in browser mode: a small greedy run (ar, sd, pld, pearl on target5M-q8 ←
  * stories260K) made with the CLI, opened in Runs; the "Replayed on this run" section lists sd at γ 1…8 with the run's
- * own γ badged and the γ beyond the recorded rounds greyed with their reason, and switches to the lookup. Screenshots
+ * own γ badged and the γ beyond the recorded rounds greyed with their reason, and switches to the lookup and to PEARL
+ * (parallel drafting: its windows priced from its own rounds, timed beside the draft). Screenshots
  * (test-results/e2e/what-if-*) at laptop and desktop sizes in light and dark, with the layout and contrast checks of
  * test/helpers/layout.ts.
  *
@@ -32,7 +33,7 @@ describe.skipIf(missing.length > 0)('what if in the Theory panel (browser mode)'
     const env = { ...process.env, SPECLAB_THREAD_CALIBRATION_CACHE: path.join(dir, 'thread-calibration.json') }
     const run = spawnSync(
       tsx,
-      ['electron/cli.ts', 'run', '--target', target, '--draft', draft, '--methods', 'ar,sd,pld', '--limit', '2', '--max-tokens', '32', '--temperature', '0', '--seed', '1', '--gamma', '4', '--threads', '1', '--db', serveDatabase(dir)],
+      ['electron/cli.ts', 'run', '--target', target, '--draft', draft, '--methods', 'ar,sd,pld,pearl', '--limit', '2', '--max-tokens', '32', '--temperature', '0', '--seed', '1', '--gamma', '4', '--threads', '1', '--db', serveDatabase(dir)],
       { cwd: root, encoding: 'utf8', env }
     )
     if (run.status !== 0) throw new Error(`speclab run failed: ${run.stderr}`)
@@ -68,6 +69,12 @@ describe.skipIf(missing.length > 0)('what if in the Theory panel (browser mode)'
     await section.getByText('pld cap 1').waitFor()
     expect(await section.locator('tr.own').count()).toBe(1)
     problems.push(...(await shoot('what-if-lookup')))
+    await section.getByTestId('replay-source').selectOption('pearl')
+    await section.getByText('pearl γ = 1').waitFor()
+    const pearlLabels = (await rows.locator('td:first-child').allInnerTexts()).map((t) => t.trim())
+    expect(pearlLabels).toEqual([1, 2, 3, 4, 5, 6, 7, 8].map((g) => `pearl γ = ${g}${g === 4 ? 'this run' : ''}`))
+    expect(((await section.locator('p').first().textContent()) ?? '').replace(/\s+/g, ' ')).toMatch(/verification beside the draft c‖_T\(k\) 1: [\d.]+ ms/)
+    problems.push(...(await shoot('what-if-parallel')))
     expect(problems).toEqual([])
     expect(app.pageErrors).toEqual([])
   }, 180_000)

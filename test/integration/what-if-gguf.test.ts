@@ -1,6 +1,6 @@
 /**
- * What if on a real stored run (target5M-q8 ← stories260K, greedy, tiny limits): predicting the run's own
- * configurations from their recorded rounds gives back the tokens/s the run measured, the other γ and caps are
+ * What if on a real stored run (target5M-q8 ← stories260K, greedy, tiny limits; ar, sd, pld and pearl): predicting
+ * the run's own configurations — PEARL's through what-if-parallel.ts — from their recorded rounds gives back the tokens/s the run measured, the other γ and caps are
  * priced and marked where they leave the rounds' support, and `speclab show RUN --what-if` prints the same (text and
  * --json), with exit 2 for a run that does not exist.
  */
@@ -38,7 +38,7 @@ withModels('what if on a stored GGUF run', () => {
     const store = RunStore.open(db)
     const config = RunConfig.parse({
       suite: null,
-      methods: ['ar', 'sd', 'pld'],
+      methods: ['ar', 'sd', 'pld', 'pearl'],
       models: { target: trio.models.target.info.path, draft: trio.models.draft!.info.path },
       prompts: { dataset: 'stories', limit: 3 },
       maxTokens: 48,
@@ -62,7 +62,8 @@ withModels('what if on a stored GGUF run', () => {
   it('predicts each drafting method’s own configuration back to the tokens/s the run measured', () => {
     // What the renderer gets: the report passes its own contract, whatIf included.
     const whatIf = WhatIfReport.parse(RunReport.parse(report).whatIf)
-    expect(whatIf.sources.map((s) => s.method)).toEqual(['sd', 'pld'])
+    expect(whatIf.sources.map((s) => s.method)).toEqual(['sd', 'pld', 'pearl'])
+    expect(whatIf.sources.map((s) => s.drafter)).toEqual(['draft-model', 'lookup', 'parallel'])
     expect(whatIf.arTokensPerSecond).toBeGreaterThan(0)
     for (const source of whatIf.sources) {
       const own = source.predictions.filter((p) => p.own)
@@ -91,7 +92,8 @@ withModels('what if on a stored GGUF run', () => {
     const json = speclab('show', String(report.runId), '--what-if', '--json')
     expect(json.status, json.stderr).toBe(0)
     const parsed = WhatIfReport.parse(JSON.parse(json.stdout))
-    expect(parsed.sources.map((s) => s.method)).toEqual(['sd', 'pld'])
+    expect(parsed.sources.map((s) => s.method)).toEqual(['sd', 'pld', 'pearl'])
+    expect(text.stdout).toMatch(/pearl γ = 4 \(this run\)/)
     const missing = speclab('show', '9999', '--what-if')
     expect(missing.status).toBe(2)
     expect(missing.stderr).toMatch(/no run with id 9999/)

@@ -31,7 +31,8 @@ export type WhatIfPrediction = z.infer<typeof WhatIfPrediction>
 
 export const WhatIfSource = z.object({
   method: z.string(),
-  drafter: z.enum(['draft-model', 'lookup']),
+  /** draft-model: a sequential chain method; lookup: a model-free drafter; parallel: PEARL or a `parallel` option (what-if-parallel.ts). */
+  drafter: z.enum(['draft-model', 'lookup', 'parallel']),
   rounds: z.number().int(),
   maxProposed: z.number().int(),
   /** α_i for i = 1 … maxProposed (null where no round reached i), and α̂ pooled. */
@@ -44,6 +45,8 @@ export const WhatIfSource = z.object({
   timeScale: z.number(),
   /** What the run measured for this method: Σ tokens ÷ Σ each prompt's median wall time, and that over ar's. */
   measured: z.object({ tokensPerSecond: z.number(), tokensPerRound: z.number(), speedup: z.number().nullable() }),
+  /** A parallel source's c‖_T(n): its verifications of n positions, timed with the draft running beside them. */
+  verifyBeside: z.array(z.object({ k: z.number().int(), ms: z.number(), rounds: z.number().int() })).optional(),
   predictions: z.array(WhatIfPrediction),
   notes: z.array(z.string())
 })

@@ -41,6 +41,7 @@ import type { PromptOutcome } from '../metrics/fold'
 import { acceptanceByPosition, pooledAlpha } from '../metrics/positions'
 import { findMethod, prepare } from '../methods/prepare'
 import { nonDecreasing } from './isotonic'
+import { predictParallelSource } from './what-if-parallel'
 import type { WhatIfPrediction, WhatIfReport, WhatIfSource } from './what-if-report'
 
 export { WhatIfPrediction, WhatIfReport, WhatIfSource } from './what-if-report'
@@ -289,7 +290,7 @@ function fixedRows(rates: readonly (number | null)[], alpha: number | null, maxP
   })
 }
 
-function predictSource(method: WhatIfMethod, kind: 'draft-model' | 'lookup', run: WhatIfRun, curve: readonly CostPoint[], arTps: number | null): WhatIfSource {
+function predictSource(method: WhatIfMethod, kind: Exclude<Drafter, 'parallel'>, run: WhatIfRun, curve: readonly CostPoint[], arTps: number | null): WhatIfSource {
   const steps = roundsOf(method.prompts)
   const rates = conditionalAcceptance(steps)
   const alpha = pooledAlpha(acceptanceByPosition(steps))
@@ -357,14 +358,20 @@ function predictSource(method: WhatIfMethod, kind: 'draft-model' | 'lookup', run
   }
 }
 
-/** Which drafter a stored method's rounds describe: a single draft-model chain, a lookup, or neither (null). */
-export function drafterOf(method: string, params: WhatIfRun['params']): 'draft-model' | 'lookup' | null {
+type Drafter = WhatIfSource['drafter']
+
+/**
+ * Which drafter a stored method's rounds describe: a draft-model chain, a lookup, parallel drafting (PEARL, or sd and
+ * the policies with `parallel`: draft and target overlap, so its rounds do not cost draft + verify), or none (null).
+ */
+export function drafterOf(method: string, params: WhatIfRun['params']): Drafter | null {
   const definition = findMethod(method)
   if (!definition) return null
   if (definition.family === 'lookup') return 'lookup'
+  if (definition.id === 'pearl') return 'parallel'
   const chain = definition.id === 'sd' || definition.family === 'policy'
-  // PEARL's parallel drafting overlaps draft and target: its rounds do not cost draft + verify.
-  return chain && params[`${definition.namespace}.parallel`] !== true ? 'draft-model' : null
+  if (!chain) return null
+  return params[`${definition.namespace}.parallel`] === true ? 'parallel' : 'draft-model'
 }
 
 /** The what-if of a stored run: one source per drafting method it has rounds of; null when it has none. */
@@ -372,16 +379,37 @@ export function whatIfForRun(run: WhatIfRun): WhatIfReport | null {
   const sources = run.methods.filter((m) => drafterOf(m.method, run.params) !== null && roundsOf(m.prompts).some((s) => s.proposed > 0))
   if (sources.length === 0) return null
   const ar = run.methods.find((m) => m.method === 'ar')
-  const priced = [...(ar ? [ar] : []), ...sources]
-  const curve = measuredTargetCost(priced.flatMap((m) => roundsOf(m.prompts)))
-  if (curve.length === 0) return null
+  const sequential = sources.filter((m) => drafterOf(m.method, run.params) !== 'parallel')
+  // c_T(k) from calls made alone; a parallel source's verifications ran beside its draft (what-if-parallel.ts).
+  const curve = measuredTargetCost([...(ar ? [ar] : []), ...sequential].flatMap((m) => roundsOf(m.prompts)))
+  const priced = curve.length > 0 ? sources : sources.filter((m) => !sequential.includes(m))
+  if (priced.length === 0) return null
   const arTps = ar && ar.tokensPerSecond > 0 ? ar.tokensPerSecond : null
   const notes: string[] = []
   if (arTps === null) notes.push('no ar in this run: speedups are not priced (tokens/s are)')
   return {
     arTokensPerSecond: arTps,
     targetCost: curve,
-    sources: sources.map((m) => predictSource(m, drafterOf(m.method, run.params)!, run, curve, arTps)),
+    sources: priced.map((m) => {
+      const drafter = drafterOf(m.method, run.params)!
+      return drafter === 'parallel' ? parallelSource(m, run, arTps) : predictSource(m, drafter, run, curve, arTps)
+    }),
     notes
   }
+}
+
+/** A parallel-drafting source's rows (what-if-parallel.ts): pearl, or sd's parallel option, at every WHAT_IF_GAMMAS window. */
+function parallelSource(method: WhatIfMethod, run: WhatIfRun, arTps: number | null): WhatIfSource {
+  const preVerify = method.method === 'pearl'
+  const fixedWindow = preVerify || method.method === 'sd'
+  return predictParallelSource({
+    method: method.method,
+    prompts: method.prompts.map((p) => ({ rounds: p.steps.filter((s) => !isRequestTotals(s)), outputTokens: p.outputTokens, wallMs: wallOf(p) })),
+    tokensPerSecond: method.tokensPerSecond,
+    preVerify,
+    ownGamma: fixedWindow ? run.gamma : null,
+    maxTokens: run.maxTokens,
+    gammas: WHAT_IF_GAMMAS,
+    arTokensPerSecond: arTps
+  })
 }
