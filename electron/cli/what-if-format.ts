@@ -6,7 +6,8 @@ const ratio = (value: number | null) => (value === null ? '–' : `${formatFixed
 const costs = (name: string, points: readonly { k: number; ms: number }[]) => points.map((p) => `${name}(${p.k}) ${formatFixed(p.ms, 2)} ms`).join(', ')
 
 export function formatWhatIf(report: WhatIfReport | null): string {
-  if (!report) return 'no what-if: no method of this run drafts chains of tokens with a draft model or a lookup (or it used synthetic acceptance)'
+  if (!report)
+    return 'no what-if: no method of this run is one the replay prices — sd, the draft-length policies, the lookups and pearl, not trees, hierarchies, beams, peers or sd+ngram — or it used synthetic acceptance'
   const curve = costs('c_T', report.targetCost)
   const parts = [`target verification cost from the run's rounds: ${curve || 'none (no target call of this run ran alone)'}`, ...report.notes]
   for (const source of report.sources) {
