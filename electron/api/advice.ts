@@ -87,6 +87,8 @@ export const AdviceRecord = z.object({
   profile: z.object({
     targetMs: z.array(z.number()),
     verifyCost: z.array(z.number()),
+    /** What each decode paid outside its rounds and its prompt's processing, ms (absent: not measured). */
+    decodeOutsideMs: z.number().optional(),
     drafts: z.record(z.string(), z.object({ acceptance: z.array(z.number().nullable()), acceptanceFrom: z.enum(['trace', 'rounds']).optional(), msPerToken: z.number().nullable(), relativeCost: z.number().nullable() }))
   }),
   /** ar and every candidate, fastest predicted first. */

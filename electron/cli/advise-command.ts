@@ -175,7 +175,8 @@ export function adviceText(result: AdviceView): string {
   const profile = result.profile
   const notes = [
     `seed ${result.seed} · ${result.prompts} prompts, ${result.tokens} tokens · ${mode}`,
-    `target c_T(k) ms, k = 1…${profile.targetMs.length}: ${profile.targetMs.map((ms) => formatFixed(ms, 2)).join(' ')} (c_T(k)/c_T(1): ${profile.verifyCost.map((v) => formatFixed(v, 2)).join(' ')})`,
+    `target c_T(k) ms, k = 1…${profile.targetMs.length}: ${profile.targetMs.map((ms) => formatFixed(ms, 2)).join(' ')} (c_T(k)/c_T(1): ${profile.verifyCost.map((v) => formatFixed(v, 2)).join(' ')})` +
+      (profile.decodeOutsideMs === undefined ? '' : `; each decode ${formatFixed(profile.decodeOutsideMs, 2)} ms outside its rounds and prompt`),
     ...Object.entries(profile.drafts).map(([name, d]) => `draft ${name}: ${formatFixed(d.msPerToken, 2)} ms/token (c_D/c_T(1) ${formatFixed(d.relativeCost, 2)}), acceptance per position ${d.acceptance.map((a) => formatFixed(a, 2)).join(' ')}${d.acceptanceFrom === 'rounds' ? ' (another vocabulary: from its replayed sd-tli rounds)' : ''}`),
     ...pricingNotes(result),
     ...(result.verification ? [`measured: ${result.verification.arms} arms × ${result.verification.repeats} repeats, interleaved; medians with 95 % intervals, speedups paired with ar`] : [])

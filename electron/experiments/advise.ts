@@ -131,7 +131,12 @@ async function measureCosts(input: AdviseInput, trace: Trace, candidates: readon
   const curve = single ? { ...timed, targetMs: nonDecreasing([timed.targetMs[0] * single.scale, ...timed.targetMs.slice(1)]) } : timed
   const prompts = trace.prompts.map((p) => p.promptTokens)
   const prefill = { clock: input.clock }
-  const costs: CostTable = { targetMs: curve.targetMs, ...(single ? { singleScale: single.scale } : {}), drafts: {}, prefillMs: { target: await measurePrefill(input.target, prompts, trace.warp, prefill), drafts: {} } }
+  const costs: CostTable = {
+    targetMs: curve.targetMs,
+    ...(single ? { singleScale: single.scale, decodeOutsideMs: single.outsideMs } : {}),
+    drafts: {},
+    prefillMs: { target: await measurePrefill(input.target, prompts, trace.warp, prefill), drafts: {} }
+  }
   for (const [name, draft] of Object.entries(input.drafts)) {
     const used = candidates.filter((c) => c.draft === name)
     const asMid = candidates.filter((c) => c.mid === name)
@@ -258,7 +263,8 @@ async function measurePlans(input: AdviseInput, trace: Trace, candidates: readon
           targetMs: [single.targetMs[0], ...batch.targetMs.slice(1)],
           drafts,
           prefillMs: { target: batch.prefillMs!.target, drafts: drafting.prefillMs!.drafts },
-          batchSingleMs: batch.targetMs[0]
+          batchSingleMs: batch.targetMs[0],
+          ...(single.decodeOutsideMs === undefined ? {} : { decodeOutsideMs: single.decodeOutsideMs })
         }
         plans.push({ plan: planName(threads), costs, threads })
       }

@@ -31,8 +31,11 @@ export interface AdvicePlan {
   ar: { tokensPerSecond: number }
   /** The arm of llama-server's default speculation. */
   serverDefault: string
-  /** What priced them: c_T(k) for k = 1 … 9, the draft's c_D, s (sd's rounds) and s‖ (PEARL's), ms. */
-  costs: { targetMs: number[]; draftMs: number; roundScale: number | null; overlapScale: number | null }
+  /**
+   * What priced them: c_T(k) for k = 1 … 9, the draft's c_D, s (sd's rounds) and s‖ (PEARL's), ms; and what each
+   * decode paid outside its rounds and its prompt (null: not measured).
+   */
+  costs: { targetMs: number[]; draftMs: number; roundScale: number | null; overlapScale: number | null; decodeOutsideMs?: number | null }
   /** Candidates replayed and priced (the grid) and the seconds the advice took. */
   candidates: number
   seconds: number
@@ -95,7 +98,8 @@ export async function planAdvice(input: AdviceInput): Promise<{ plan: AdvicePlan
       targetMs: (draftCost?.targetMs ?? advice.costs.targetMs).slice(0, 9),
       draftMs: draftCost?.ms ?? 0,
       roundScale: draftCost?.roundScale ?? null,
-      overlapScale: draftCost?.overlapScale ?? null
+      overlapScale: draftCost?.overlapScale ?? null,
+      decodeOutsideMs: advice.costs.decodeOutsideMs ?? null
     },
     candidates: priced.length,
     seconds: (performance.now() - started) / 1000

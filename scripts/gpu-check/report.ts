@@ -201,7 +201,7 @@ function adviceLines(advice: GpuCheckReport['advice'], temperature: number): str
   return [
     ...heading,
     `One ${temperature > 0 ? `sampled trace (temperature ${temperature}; expected rounds)` : 'greedy trace (the rounds replayed)'} of the same prompts, this machine's costs (c_T(1…${c.targetMs.length}) ${c.targetMs.map((ms) => ms.toFixed(3)).join(' ')} ms; ` +
-      `c_D ${c.draftMs.toFixed(3)} ms; s ${fixed(c.roundScale, 3)}, s‖ ${fixed(c.overlapScale, 3)}), ${advice.candidates} candidates replayed and priced in ` +
+      `c_D ${c.draftMs.toFixed(3)} ms; s ${fixed(c.roundScale, 3)}, s‖ ${fixed(c.overlapScale, 3)}; each decode ${fixed(c.decodeOutsideMs ?? null, 2)} ms outside its rounds and prompt), ${advice.candidates} candidates replayed and priced in ` +
       `${advice.seconds.toFixed(0)} s; its best ${advice.rows.length} and llama-server's default speculation measured in the bench above:`,
     '',
     '| arm | predicted tok/s | measured tok/s [95% CI] | predicted × ar | measured × ar [95% CI] |',

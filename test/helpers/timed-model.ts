@@ -1,6 +1,7 @@
 /**
  * A model whose forward calls take time on a fake clock: each `append` of k tokens advances `clock.ms` by
- * fixed + perToken·k. Cost measurements and timed runs then read exact, reproducible times.
+ * fixed + perToken·k, and opening a session by `openMs`. Cost measurements and timed runs then read exact,
+ * reproducible times.
  */
 import type { LanguageModel, ModelSession, SessionOptions } from '../../electron/engine/model/types'
 import type { WarpConfig } from '../../electron/engine/sampling/warp'
@@ -9,10 +10,11 @@ export interface FakeClock {
   ms: number
 }
 
-export function timedModel(model: LanguageModel, clock: FakeClock, fixed: number, perToken: number): LanguageModel {
+export function timedModel(model: LanguageModel, clock: FakeClock, fixed: number, perToken: number, openMs = 0): LanguageModel {
   return Object.assign(Object.create(model) as LanguageModel, {
     async createSession(warp: WarpConfig, options?: SessionOptions): Promise<ModelSession> {
       const session = await model.createSession(warp, options)
+      clock.ms += openMs
       return {
         get tokens() {
           return session.tokens

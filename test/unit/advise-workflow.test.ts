@@ -57,6 +57,25 @@ describe('adviseWorkload', () => {
     expect(advice.trace.rolloutLength).toBe(5)
   })
 
+  it('a decode that pays time outside its calls (opening its target session): measured once, predicted for every candidate', async () => {
+    const verify = async (openMs: number) => {
+      const clock: FakeClock = { ms: 0 }
+      const target = timedModel(toyTarget(), clock, 10, 0.5, openMs)
+      const draft = timedModel(toyDraftClose(), clock, 1, 0)
+      const candidates: Candidate[] = [
+        { method: 'sd', gamma: 3, params: {}, draft: 'close' },
+        { method: 'pld', gamma: 3, params: {}, draft: null }
+      ]
+      const advice = await adviseWorkload({ target, drafts: { close: draft }, prompts: PROMPTS, warp: GREEDY, seed: 1, maxTokens: 30, candidates, verifyTop: 2, curve: { maxPositions: 8 }, clock: () => clock.ms })
+      const gaps = advice.measured.map((m) => m.tokensPerSecond / advice.verdicts.find((v) => v.candidate.method === m.candidate.method)!.prediction!.tokensPerSecond - 1)
+      return { outside: advice.costs.decodeOutsideMs, gaps }
+    }
+    expect(await verify(0)).toEqual({ outside: 0, gaps: [0, 0, 0].map(() => expect.closeTo(0, 9)) })
+    const opening = await verify(25)
+    expect(opening.outside).toBeCloseTo(25, 9)
+    for (const gap of opening.gaps) expect(gap).toBeCloseTo(0, 9)
+  })
+
   it('the default grid covers every traced draft and the lookups', async () => {
     const advice = await adviseWorkload({ target: toyTarget(), drafts: { close: toyDraftClose() }, prompts: PROMPTS, warp: GREEDY, seed: 1, maxTokens: 20, curve: { maxPositions: 4, repeats: 1, points: 1 } })
     const methods = new Set(advice.verdicts.map((v) => v.candidate.method))

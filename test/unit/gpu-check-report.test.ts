@@ -129,7 +129,7 @@ describe('GPU check report', () => {
       ],
       ar: { tokensPerSecond: 100 },
       serverDefault: serverLabel,
-      costs: { targetMs: [1, 1.1], draftMs: 0.2, roundScale: 1.05, overlapScale: 1.3 },
+      costs: { targetMs: [1, 1.1], draftMs: 0.2, roundScale: 1.05, overlapScale: 1.3, decodeOutsideMs: 12.5 },
       candidates: 30,
       seconds: 12
     }
@@ -148,7 +148,7 @@ describe('GPU check report', () => {
     expect(markdown).toContain('## The setup advisor on this machine')
     expect(markdown).toContain(`| ${pminLabel} | 150.0 | 140.0 [135.0–145.0] | 1.500× | 1.400× [1.400–1.400] |`)
     expect(markdown).toContain("the advisor's first choice over llama-server's default: 1.120×")
-    expect(markdown).toContain('s 1.050, s‖ 1.300')
+    expect(markdown).toContain('s 1.050, s‖ 1.300; each decode 12.50 ms outside its rounds and prompt')
     expect(reportMarkdown({ ...reportOf([ar]), advice: { error: 'no SpecLab ar arm to take the threads from' } })).toContain('Not run: no SpecLab ar arm to take the threads from')
     // Sampled: no greedy column, and the advice says its rounds are expected values.
     const sampled = reportOf([ar, sd])

@@ -8,7 +8,7 @@ import type { StepRecord } from '../../electron/engine/decoders/types'
 import { stepRecord } from '../../electron/engine/decoders/step-record'
 import { emptyLevels } from '../../electron/engine/decoders/hierarchy'
 import { measureCostCurve, roundCost, targetCost, type CostCurve } from '../../electron/engine/replay/cost-curve'
-import { calibrated, calibrateOverlap, calibrateRounds, calibrateSingle, calibrationOf, overlapCalibrationOf, singleCalibrationOf } from '../../electron/engine/replay/decode-calibration'
+import { calibrated, calibrateOverlap, calibrateRounds, calibrateSingle, calibrationOf, outsideOf, overlapCalibrationOf, singleCalibrationOf } from '../../electron/engine/replay/decode-calibration'
 import { expectedRun } from '../../electron/engine/replay/expected'
 import { predictFromExpected, predictFromSteps } from '../../electron/engine/replay/predict'
 import { nonDecreasing } from '../../electron/engine/replay/isotonic'
@@ -215,6 +215,22 @@ describe('round costs as a decode pays them (decode-calibration.ts)', () => {
     expect(await scaleWith(1)).toBeCloseTo(1, 12)
     expect(await scaleWith(1.5)).toBeCloseTo(1 / 1.5, 12)
   })
+
+  it('what a decode pays outside its rounds and its prompt: its wall less both, from the same ar decode', async () => {
+    const rounds = [round(0, 0, 0), round(1, 0, 0), round(2, 0, 0)].map((record, i) => ({ record, ms: [30, 12, 14][i] }))
+    expect(outsideOf(rounds, 70, 25)).toBe(70 - 26 - 25)
+    expect(outsideOf(rounds, 40, 25)).toBe(0) // never below 0
+    const sequence = Array.from({ length: 60 }, (_, i) => 1 + (i % 5))
+    const outsideWith = async (openMs: number) => {
+      const clock = { ms: 0 }
+      const target = timedModel(new ToyModel({ name: 'timed', vocabulary: TOY_VOCABULARY, logits: () => [0, 1, 2, 3, 4, 5] }), clock, 4, 0.5, openMs)
+      const m = { sequence, promptLength: 10, warp: WARP, maxPositions: 6, clock: () => clock.ms }
+      return (await calibrateSingle(target, m, await measureCostCurve(target, null, m)))!.outsideMs
+    }
+    expect(await outsideWith(0)).toBeCloseTo(0, 12)
+    expect(await outsideWith(7)).toBeCloseTo(7, 12)
+  })
+
 
   it("a hierarchy's decode: its mid model's calls priced at c_M, so s is 1 when every call costs what it was timed at", async () => {
     const sequence = Array.from({ length: 60 }, (_, i) => 1 + (i % 5))

@@ -59,6 +59,11 @@ export interface CostTable {
   targetMs: number[]
   /** s₁: a real `ar` decode's ms per token over c_T(1) as timed in the curve (decode-calibration.ts calibrateSingle); absent: not calibrated. */
   singleScale?: number
+  /**
+   * What each decode pays outside its rounds and its prompt's processing (decode-calibration.ts outsideOf, from the
+   * calibrating `ar` decode), ms per prompt, added to every candidate and to `ar`. Absent: left out.
+   */
+  decodeOutsideMs?: number
   /** By traced draft name. */
   drafts: Record<string, DraftCost>
   /**
@@ -131,21 +136,24 @@ function curveFor(costs: CostTable, candidate: Candidate, fullEntropy: boolean):
 }
 
 /**
- * The prediction with prompt processing (CostTable.prefillMs) in. A prompt's first target call evaluates the prompt
+ * The prediction with prompt processing (CostTable.prefillMs) and each decode's time outside its rounds
+ * (CostTable.decodeOutsideMs) in. A prompt's first target call evaluates the prompt
  * with the round's tokens: c(prompt + k − 1) = c(prompt) + c(k) − c(1) for a cost affine in the tokens, c(1) taken at
  * the threads of that call (batchSingleMs when the first round sends drafts, c_T(1) when it is target-only, as ar's).
  * The draft's first call is the prompt alone: c_D(prompt) − c_D.
  */
 function withPrompts(prediction: Prediction, summary: ReplaySummary, trace: Trace, candidate: Candidate, costs: CostTable, curve: CostCurve): Prediction {
-  const prefill = costs.prefillMs
-  if (!prefill) return prediction
   const prompts = trace.prompts.length
+  // Every decode, ar's too, also pays what it does outside its rounds and its prompt (CostTable.decodeOutsideMs).
+  const outside = prompts * (costs.decodeOutsideMs ?? 0)
+  const prefill = costs.prefillMs
+  if (!prefill) return outside > 0 ? withPrefill(prediction, outside, 0) : prediction
   const batchSingle = costs.batchSingleMs ?? curve.targetMs[0]
   const targetExtra = prefill.target - summary.firstBatchRounds * batchSingle - (prompts - summary.firstBatchRounds) * curve.targetMs[0]
   const draftPrefill = candidate.draft === null ? undefined : prefill.drafts[candidate.draft]
   const midPrefill = candidate.mid ? prefill.drafts[candidate.mid] : undefined
   const draftExtra = (draftPrefill === undefined ? 0 : draftPrefill - prompts * curve.draftMs) + (midPrefill === undefined ? 0 : midPrefill - prompts * (curve.midMs ?? 0))
-  return withPrefill(prediction, targetExtra, draftExtra, prefill.target - prompts * curve.targetMs[0])
+  return withPrefill(prediction, targetExtra + outside, draftExtra, prefill.target - prompts * curve.targetMs[0] + outside)
 }
 
 /**

@@ -29,7 +29,7 @@ import { prepare } from '../methods/prepare'
 import type { LanguageModel } from '../model/types'
 import type { Decoder, DecoderModels, StepRecord } from '../decoders/types'
 import { nonDecreasing } from './isotonic'
-import { roundCost, withDefaults, type CostCurve, type CurveMeasurement } from './cost-curve'
+import { measurePrefill, roundCost, withDefaults, type CostCurve, type CurveMeasurement } from './cost-curve'
 import { kindOfStep } from './predict'
 import { hierChenParams } from './candidates'
 
@@ -116,23 +116,51 @@ export function singleCalibrationOf(rounds: readonly TimedRound[], costs: CostCu
 }
 
 /**
+ * What a decode pays outside its rounds after the first and its prompt's processing: opening and closing its sessions
+ * and whatever else happens before its first token and after its last — the decode's wall time less those rounds
+ * and the prompt's evaluation timed apart (`prefillMs`); never below 0. A prediction that prices rounds and prompts
+ * alone misses it: on an H100 an `ar` cell of 128 tokens took 6–21 ms more than its steps and its prompt, 5–15 % of
+ * the cell (performance.md, "The patched build on an H100"); on the 2-core CPU 0.1–0.5 ms of a second.
+ */
+export function outsideOf(rounds: readonly TimedRound[], wallMs: number, prefillMs: number): number {
+  const later = rounds.filter((r) => r.record.index > 0).reduce((sum, r) => sum + r.ms, 0)
+  return Math.max(0, wallMs - later - prefillMs)
+}
+
+export interface SingleCalibration extends RoundCalibration {
+  /** outsideOf the calibrating `ar` decode, ms per decode. */
+  outsideMs: number
+}
+
+/**
  * c_T(1) as an `ar` decode pays it: one `ar` decode of the measurement's prompt, as long as its output up to
  * CALIBRATION_TOKENS, timed token by token, gives s₁ for c_T(1) (singleCalibrationOf). The curve's calls are timed
  * one after another over a minute or so and the drafts' rounds are calibrated by real decodes; c_T(1) alone would
  * otherwise keep whatever the machine was doing while it was timed — measured on this project's VM, one advice's
  * c_T(1) of 12.0 ms against 8.0–8.8 ms in the advices around it, and `ar` predicted at 81.7 tok/s against 114.6
- * measured, while its speculative arms, calibrated, were within 8 %.
+ * measured, while its speculative arms, calibrated, were within 8 %. The same decode, timed whole, gives what a
+ * decode pays outside its rounds (outsideOf; its prompt evaluated once more, apart, for the subtraction).
  */
-export async function calibrateSingle(target: LanguageModel, measurement: CurveMeasurement, costs: CostCurve): Promise<RoundCalibration | null> {
-  return singleCalibrationOf(await timedRounds(prepare('ar', { gamma: 1, params: {} }).newRun(), { target }, measurement, 1), costs)
+export async function calibrateSingle(target: LanguageModel, measurement: CurveMeasurement, costs: CostCurve): Promise<SingleCalibration | null> {
+  const walls: number[] = []
+  const rounds = await timedRounds(prepare('ar', { gamma: 1, params: {} }).newRun(), { target }, measurement, 1, walls)
+  const single = singleCalibrationOf(rounds, costs)
+  if (!single) return null
+  const m = withDefaults(measurement)
+  const prefillMs = await measurePrefill(target, [m.sequence.slice(0, m.promptLength)], m.warp, { clock: m.clock })
+  return { ...single, outsideMs: outsideOf(rounds, walls[0]!, prefillMs) }
 }
 
-/** `decodes` decodes of the measurement's prompt by `decoder` on `models`, each round timed with the measurement's clock. */
-async function timedRounds(decoder: () => Decoder, models: DecoderModels, measurement: CurveMeasurement, decodes: number): Promise<TimedRound[]> {
+/**
+ * `decodes` decodes of the measurement's prompt by `decoder` on `models`, each round timed with the measurement's
+ * clock; `walls` (when given) receives each decode's whole time, from before it opens its sessions to after it closes them.
+ */
+async function timedRounds(decoder: () => Decoder, models: DecoderModels, measurement: CurveMeasurement, decodes: number, walls?: number[]): Promise<TimedRound[]> {
   const m = withDefaults(measurement)
   const rounds: TimedRound[] = []
   for (let decode = 0; decode < decodes; decode++) {
-    let last = m.clock()
+    const started = m.clock()
+    let last = started
     await decodeOnce({
       decoder: decoder(),
       models,
@@ -148,6 +176,7 @@ async function timedRounds(decoder: () => Decoder, models: DecoderModels, measur
         last = now
       }
     })
+    walls?.push(m.clock() - started)
   }
   return rounds
 }

@@ -32,6 +32,8 @@ export interface WorkloadProfile {
   targetMs: number[]
   /** c_T(k)/c_T(1), k = 1 … K. */
   verifyCost: number[]
+  /** CostTable.decodeOutsideMs: what each decode paid outside its rounds and its prompt's processing, ms. */
+  decodeOutsideMs?: number
   drafts: Record<string, DraftProfile>
 }
 
@@ -73,5 +75,6 @@ export function workloadProfile(trace: Trace, costs: CostTable, positions = 8, f
       : acceptancePerPosition(acceptances(trace, name), positions)
     drafts[name] = { acceptance, acceptanceFrom: model.foreign ? 'rounds' : 'trace', msPerToken: ms ?? null, relativeCost: ratio(ms) }
   }
-  return { targetMs: [...costs.targetMs], verifyCost: costs.targetMs.map((ms) => (single > 0 ? ms / single : 0)), drafts }
+  const outside = costs.decodeOutsideMs === undefined ? {} : { decodeOutsideMs: costs.decodeOutsideMs }
+  return { targetMs: [...costs.targetMs], verifyCost: costs.targetMs.map((ms) => (single > 0 ? ms / single : 0)), ...outside, drafts }
 }
