@@ -61,7 +61,9 @@ const METHODS: { method: string; gamma: number; params: MethodParams }[] = [
   { method: 'beam', gamma: 1, params: { 'beam.width': 3 } },
   { method: 'dsbd', gamma: 3, params: { 'dsbd.ws': 3 } },
   { method: 'dsbd-1beam', gamma: 3, params: { 'dsbd.ws': 3 } },
-  { method: 'nlc-draft', gamma: 4, params: {} },
+  // nlc.minTokens 1: node-llama-cpp's predictor is waited for one token per step. With its default 0 a step takes
+  // whatever was predicted so far in the background, which on a busy machine can be nothing for a whole decode.
+  { method: 'nlc-draft', gamma: 4, params: { 'nlc.minTokens': 1 } },
   { method: 'sd+ngram', gamma: 4, params: { 'sdngram.n': 3, 'sdngram.m': 8 } },
   { method: 'sd-tree', gamma: 4, params: { 'tree.pSplit': 0.05 } },
   { method: 'sd-tree+ngram', gamma: 4, params: { 'treengram.pSplit': 0.05 } }
