@@ -119,7 +119,7 @@ export function singleCalibrationOf(rounds: readonly TimedRound[], costs: CostCu
  * What a decode pays outside its rounds after the first and its prompt's processing: opening and closing its sessions
  * and whatever else happens before its first token and after its last — the decode's wall time less those rounds
  * and the prompt's evaluation timed apart (`prefillMs`); never below 0. A prediction that prices rounds and prompts
- * alone misses it: on an H100 an `ar` cell of 128 tokens took 6–21 ms more than its steps and its prompt, 5–15 % of
+ * alone misses it: on an H100 an `ar` cell of 128 tokens took 6–21 ms more than its steps and its prompt, 4–14 % of
  * the cell (performance.md, "The patched build on an H100"); on the 2-core CPU 0.1–0.5 ms of a second.
  */
 export function outsideOf(rounds: readonly TimedRound[], wallMs: number, prefillMs: number): number {
