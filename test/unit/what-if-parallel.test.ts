@@ -14,13 +14,7 @@ import { createPrng } from '../../electron/engine/sampling/prng'
 import { conditionalAcceptance, whatIfForRun, type WhatIfMethod } from '../../electron/engine/replay/what-if'
 import { chainAcceptance, parallelRenewal } from '../../electron/engine/replay/what-if-parallel'
 
-const MAX_TOKENS = 64
-/** c‖_T(n) = 10 + 1.5 (n − 1) ms beside the draft; a draft token 2 ms; 0.5 ms per round outside; 5 ms per prompt; a 20 ms prefill. */
-const verifyMs = (n: number) => 10 + 1.5 * (n - 1)
-const DRAFT_MS = 2
-const ROUND_MS = 0.5
-const PROMPT_MS = 5
-const PREFILL_MS = 20
+import { DRAFT_MS, MAX_TOKENS, PREFILL_MS, PROMPT_MS, ROUND_MS, verifyMs } from '../helpers/what-if-costs'
 
 /** Acceptance at chain position c (1-based): falling along the chain, the last value beyond. */
 const FALLING = [0.95, 0.9, 0.8, 0.7, 0.6]

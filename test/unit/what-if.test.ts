@@ -22,13 +22,7 @@ import {
 } from '../../electron/engine/replay/what-if'
 import { formatWhatIf } from '../../electron/cli/what-if-format'
 
-const MAX_TOKENS = 64
-/** c_T(k) = 10 + 1.5 (k − 1) ms; a draft token 2 ms; 0.5 ms per round outside; 5 ms per prompt outside its rounds; a 20 ms prefill. */
-const targetMs = (k: number) => 10 + 1.5 * (k - 1)
-const DRAFT_MS = 2
-const ROUND_MS = 0.5
-const PROMPT_MS = 5
-const PREFILL_MS = 20
+import { DRAFT_MS, MAX_TOKENS, PREFILL_MS, PROMPT_MS, ROUND_MS, verifyMs as targetMs } from '../helpers/what-if-costs'
 
 interface Drafting {
   /** Draft tokens the round proposes given the tokens left; its per-position acceptance; its entropies. */
