@@ -81,6 +81,9 @@ withModels('speclab advise', () => {
 
     expect(advice.profile.targetMs.length).toBeGreaterThan(1)
     expect(advice.profile.drafts['stories260K-f32'].acceptance).toHaveLength(8)
+    // What each decode paid outside its rounds and prompt, timed in the calibrating ar decode (never below 0).
+    expect(typeof advice.profile.decodeOutsideMs).toBe('number')
+    expect(advice.profile.decodeOutsideMs).toBeGreaterThanOrEqual(0)
 
     // The verification is a stored run: runs lists it, show reads its arms and the advice it came from.
     expect(typeof advice.runId).toBe('number')
