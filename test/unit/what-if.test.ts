@@ -16,11 +16,11 @@ import {
   cutLaw,
   fixedLengthLaw,
   renewal,
-  targetCostAt,
   whatIfForRun,
   type WhatIfMethod
 } from '../../electron/engine/replay/what-if'
 import { formatWhatIf } from '../../electron/cli/what-if-format'
+import { targetCostAt } from '../../electron/engine/replay/cost-points'
 
 import { DRAFT_MS, MAX_TOKENS, PREFILL_MS, PROMPT_MS, ROUND_MS, verifyMs as targetMs } from '../helpers/what-if-costs'
 

@@ -39,7 +39,7 @@
  * tail is not a reason: any window reaches it, the run's own included.
  */
 import type { StepRecord } from '../decoders/types'
-import { nonDecreasing } from './isotonic'
+import { fittedCosts, targetCostAt, type CostPoint } from './cost-points'
 import type { WhatIfPrediction, WhatIfSource } from './what-if-report'
 
 /** Share of a row's expected rounds verifying more positions than recorded, above which it leaves the run's support. */
@@ -104,13 +104,12 @@ export function parallelRenewal(
 ): ParallelRenewal {
   const { gamma, preVerify, maxTokens } = window
   if (!Number.isInteger(gamma) || gamma < 1) throw new RangeError(`the window γ must be a positive integer, got ${gamma}`)
-  // Every chain position of the tail (from `tailFrom` on) reads the same α: one state stands for all of them.
-  const past = tailFrom
-  // states[t]: (waiting k, chain position c of the first waiting token) → π.
+  // states[t]: (waiting k, chain position c of the first waiting token) → π. Every chain position of the tail (from
+  // `tailFrom` on) reads the same α: one state stands for all of them.
   const states = Array.from({ length: length + 1 }, () => new Map<string, { k: number; c: number; p: number }>())
   const add = (t: number, k: number, chain: number, p: number) => {
     const at = states[Math.min(length, t)]!
-    const c = Math.min(chain, past)
+    const c = Math.min(chain, tailFrom)
     const key = k === 0 ? '0' : `${k}/${c}`
     const into = at.get(key)
     if (into) into.p += p
@@ -138,10 +137,10 @@ export function parallelRenewal(
         alone = Math.min(gamma, budget)
         waiting = alone
       }
-      const chain = k === 0 ? 1 : c
+      const chain = c // 1 where nothing waits (add stores it so)
       const ahead = Math.max(0, Math.min(gamma, budget - waiting))
       const tested = waiting + (ahead > 0 ? 1 : 0)
-      const positions = Array.from({ length: tested }, (_, j) => Math.min(chain + j, past))
+      const positions = Array.from({ length: tested }, (_, j) => Math.min(chain + j, tailFrom))
       tally(result, p, { alone, beside: ahead, positions: waiting + 1 }, tested, cost, recordedPositions)
       let survive = p
       for (let a = 0; a < tested; a++) {
@@ -163,17 +162,11 @@ function tally(into: ParallelRenewal, p: number, shape: ParallelRoundShape, test
   if (shape.positions > recordedPositions) into.roundsOutside += p
 }
 
-interface CostPoint {
-  n: number
-  ms: number
-  rounds: number
-}
-
 /** The source's costs, in the header's terms. */
 export interface ParallelCosts {
   draftMsPerToken: number
   roundOverheadMs: number
-  /** c‖_T(n) per verified position count n, non-decreasing. */
+  /** c‖_T(n) per verified position count n (as `k`), non-decreasing. */
   verifyMs: CostPoint[]
   round(shape: ParallelRoundShape): number
 }
@@ -183,34 +176,16 @@ const shapeOf = (step: StepRecord): ParallelRoundShape => {
   return { alone: Math.max(0, step.draftCalls - beside), beside, positions: Number(step.decision?.positions ?? step.proposed + 1) }
 }
 
-/** c‖_T(n) for any n: measured, linear between measured points, flat beyond the ends (those rows are unsupported). */
+/** c‖_T(n) for any n: as targetCostAt prices c_T(k), but flat beyond the largest measured n (those rows are unsupported). */
 function verifyAt(points: readonly CostPoint[], n: number): number {
-  const exact = points.find((p) => p.n === n)
-  if (exact) return exact.ms
-  const below = points.filter((p) => p.n < n).at(-1)
-  const above = points.find((p) => p.n > n)
-  if (below && above) return below.ms + ((above.ms - below.ms) * (n - below.n)) / (above.n - below.n)
-  return (below ?? above)?.ms ?? 0
+  return points.length === 0 ? 0 : targetCostAt(points, Math.min(n, points.at(-1)!.k)).ms
 }
 
 export function parallelCosts(steps: readonly StepRecord[]): ParallelCosts {
   const later = steps.filter((s) => s.index > 0 && s.proposed > 0)
   const calls = later.reduce((n, s) => n + s.draftCalls, 0)
   const draftMsPerToken = calls > 0 ? later.reduce((n, s) => n + s.draftMs, 0) / calls : 0
-  const byN = new Map<number, { ms: number; rounds: number }>()
-  for (const step of later) {
-    const n = shapeOf(step).positions
-    const into = byN.get(n) ?? { ms: 0, rounds: 0 }
-    into.ms += step.verifyMs
-    into.rounds += 1
-    byN.set(n, into)
-  }
-  const raw = [...byN.entries()].sort((a, b) => a[0] - b[0]).map(([n, v]) => ({ n, ms: v.ms / v.rounds, rounds: v.rounds }))
-  const fitted = nonDecreasing(
-    raw.map((p) => p.ms),
-    raw.map((p) => p.rounds)
-  )
-  const verifyMs = raw.map((p, i) => ({ ...p, ms: fitted[i]! }))
+  const verifyMs = fittedCosts(later.map((step) => ({ k: shapeOf(step).positions, ms: step.verifyMs })))
   const modeled = (shape: ParallelRoundShape) => shape.alone * draftMsPerToken + Math.max(shape.beside * draftMsPerToken, verifyAt(verifyMs, shape.positions))
   const outside = later.map((s) => s.totalMs - modeled(shapeOf(s)))
   const roundOverheadMs = outside.length > 0 ? outside.reduce((a, b) => a + b, 0) / outside.length : 0
@@ -246,7 +221,7 @@ export function predictParallelSource(input: ParallelSourceInput): WhatIfSource 
   const tailAlpha = tailReached > 0 ? sum(accepted.slice(tail - 1)) / tailReached : (rates.at(-1) ?? alpha ?? 0)
   const alphaAt = (c: number) => (c < tail ? rates[c - 1]! : tailAlpha)
   const costs = parallelCosts(steps)
-  const knownPositions = costs.verifyMs.at(-1)?.n ?? 0
+  const knownPositions = costs.verifyMs.at(-1)?.k ?? 0
   const modeled = steps.reduce((n, s) => n + costs.round(shapeOf(s)), 0)
   const wall = input.prompts.reduce((n, p) => n + p.wallMs, 0)
   const timeScale = modeled > 0 ? wall / modeled : 1
@@ -310,7 +285,7 @@ export function predictParallelSource(input: ParallelSourceInput): WhatIfSource 
       tokensPerRound: steps.length > 0 ? emitted / steps.length : 0,
       speedup: input.arTokensPerSecond ? input.tokensPerSecond / input.arTokensPerSecond : null
     },
-    verifyBeside: costs.verifyMs.map((p) => ({ k: p.n, ms: p.ms, rounds: p.rounds })),
+    verifyBeside: costs.verifyMs,
     predictions,
     notes
   }

@@ -40,7 +40,7 @@ import { isRequestTotals } from '../decoders/step-record'
 import type { PromptOutcome } from '../metrics/fold'
 import { acceptanceByPosition, pooledAlpha } from '../metrics/positions'
 import { findMethod, prepare } from '../methods/prepare'
-import { nonDecreasing } from './isotonic'
+import { fittedCosts, targetCostAt, type CostPoint } from './cost-points'
 import { predictParallelSource } from './what-if-parallel'
 import type { WhatIfPrediction, WhatIfReport, WhatIfSource } from './what-if-report'
 
@@ -141,42 +141,10 @@ export function renewal(length: number, maxTokens: number, law: readonly RoundOu
 
 // ── costs ──
 
-interface CostPoint {
-  k: number
-  ms: number
-  rounds: number
-}
-
 /** c_T(k) from single-call rounds past each prompt's first (which also evaluates the prompt). */
 export function measuredTargetCost(steps: readonly StepRecord[]): CostPoint[] {
-  const byK = new Map<number, { ms: number; rounds: number }>()
-  for (const step of steps) {
-    if (step.index === 0 || step.targetCalls !== 1 || isRequestTotals(step)) continue
-    const into = byK.get(step.proposed + 1) ?? { ms: 0, rounds: 0 }
-    into.ms += step.verifyMs
-    into.rounds += 1
-    byK.set(step.proposed + 1, into)
-  }
-  const points = [...byK.entries()].sort((a, b) => a[0] - b[0]).map(([k, v]) => ({ k, ms: v.ms / v.rounds, rounds: v.rounds }))
-  const fitted = nonDecreasing(
-    points.map((p) => p.ms),
-    points.map((p) => p.rounds)
-  )
-  return points.map((p, i) => ({ ...p, ms: fitted[i] }))
-}
-
-/** c_T(k) for any k: a measured point, linear between measured points, along the last slope beyond them. */
-export function targetCostAt(points: readonly CostPoint[], k: number): { ms: number; extrapolated: boolean } {
-  if (points.length === 0) throw new RangeError('no single-call round was timed')
-  const exact = points.find((p) => p.k === k)
-  if (exact) return { ms: exact.ms, extrapolated: false }
-  const below = points.filter((p) => p.k < k).at(-1)
-  const above = points.find((p) => p.k > k)
-  if (below && above) return { ms: below.ms + ((above.ms - below.ms) * (k - below.k)) / (above.k - below.k), extrapolated: false }
-  if (!below) return { ms: above!.ms, extrapolated: true }
-  const before = points.at(-2)
-  const slope = before ? Math.max(0, (below.ms - before.ms) / (below.k - before.k)) : 0
-  return { ms: below.ms + slope * (k - below.k), extrapolated: true }
+  const alone = steps.filter((step) => step.index > 0 && step.targetCalls === 1 && !isRequestTotals(step))
+  return fittedCosts(alone.map((step) => ({ k: step.proposed + 1, ms: step.verifyMs })))
 }
 
 interface SourceCosts {
@@ -376,13 +344,15 @@ export function drafterOf(method: string, params: WhatIfRun['params']): Drafter 
 
 /** The what-if of a stored run: one source per drafting method it has rounds of; null when it has none. */
 export function whatIfForRun(run: WhatIfRun): WhatIfReport | null {
-  const sources = run.methods.filter((m) => drafterOf(m.method, run.params) !== null && roundsOf(m.prompts).some((s) => s.proposed > 0))
-  if (sources.length === 0) return null
+  const sources = run.methods.flatMap((method) => {
+    const drafter = drafterOf(method.method, run.params)
+    return drafter !== null && roundsOf(method.prompts).some((s) => s.proposed > 0) ? [{ method, drafter }] : []
+  })
   const ar = run.methods.find((m) => m.method === 'ar')
-  const sequential = sources.filter((m) => drafterOf(m.method, run.params) !== 'parallel')
+  const sequential = sources.filter((s) => s.drafter !== 'parallel').map((s) => s.method)
   // c_T(k) from calls made alone; a parallel source's verifications ran beside its draft (what-if-parallel.ts).
   const curve = measuredTargetCost([...(ar ? [ar] : []), ...sequential].flatMap((m) => roundsOf(m.prompts)))
-  const priced = curve.length > 0 ? sources : sources.filter((m) => !sequential.includes(m))
+  const priced = curve.length > 0 ? sources : sources.filter((s) => s.drafter === 'parallel')
   if (priced.length === 0) return null
   const arTps = ar && ar.tokensPerSecond > 0 ? ar.tokensPerSecond : null
   const notes: string[] = []
@@ -390,10 +360,7 @@ export function whatIfForRun(run: WhatIfRun): WhatIfReport | null {
   return {
     arTokensPerSecond: arTps,
     targetCost: curve,
-    sources: priced.map((m) => {
-      const drafter = drafterOf(m.method, run.params)!
-      return drafter === 'parallel' ? parallelSource(m, run, arTps) : predictSource(m, drafter, run, curve, arTps)
-    }),
+    sources: priced.map(({ method, drafter }) => (drafter === 'parallel' ? parallelSource(method, run, arTps) : predictSource(method, drafter, run, curve, arTps))),
     notes
   }
 }
