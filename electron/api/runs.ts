@@ -135,7 +135,7 @@ export const MachineState = z.object({
    * runs recorded before it was kept, null when no llama.cpp runtime ran (synthetic models).
    */
   native: z
-    .object({ build: z.string(), openmp: z.boolean().nullable(), release: z.string(), gpu: z.string(), libuvWorkers: z.number().int().optional(), directEvaluation: z.boolean().optional(), jsThreadEvaluation: z.boolean().optional(), topLogitsRead: z.boolean().optional() })
+    .object({ build: z.string(), openmp: z.boolean().nullable(), release: z.string(), gpu: z.string(), libuvWorkers: z.number().int().optional(), directEvaluation: z.boolean().optional(), jsThreadEvaluation: z.boolean().optional(), topLogitsRead: z.boolean().optional(), smallBatchMatmul: z.boolean().optional() })
     .nullable()
     .optional()
 })

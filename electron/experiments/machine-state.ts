@@ -53,5 +53,6 @@ function binaryText(native: MachineState['native']): string {
   const path =
     native.directEvaluation === false ? ', every evaluation through controlledEvaluate' : native.jsThreadEvaluation ? ', evaluations alone on the JS thread' : ''
   const read = native.directEvaluation !== false && native.topLogitsRead ? ', the one-pass top-k read' : ''
-  return `, llama.cpp ${native.build} ${native.gpu}${openmp}${workers}${path}${read}`
+  const batches = native.smallBatchMatmul ? ", small f16 batches on ggml's kernel" : ''
+  return `, llama.cpp ${native.build} ${native.gpu}${openmp}${workers}${path}${read}${batches}`
 }

@@ -59,7 +59,9 @@ export function calibrationKey(parts: CalibrationKeyParts): string {
     // Evaluations on the JS thread cost no hand-offs and keep one OpenMP master (direct-evaluation.ts).
     jsThreadEvaluation: parts.native.jsThreadEvaluation ?? false,
     // The top-k read costs a fraction of the sampler chain's at a large vocabulary (performance.md, "The top-k read").
-    topLogitsRead: parts.native.topLogitsRead ?? false
+    topLogitsRead: parts.native.topLogitsRead ?? false,
+    // Small f16 batches on ggml's kernel change what a batch costs (performance.md, "Small batches against f16 weights").
+    smallBatchMatmul: parts.native.smallBatchMatmul ?? false
   }
   return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32)
 }

@@ -14,6 +14,7 @@ import {
   localCpuBuildDir,
   progressOfLine,
   restoreCpuBuild,
+  smallBatchMatmulActive,
   storeCpuBuild
 } from '../../electron/engine/model/native-cpu-build'
 import { describeMachine } from '../../electron/experiments/machine-state'
@@ -166,5 +167,15 @@ describe('run records name the binary', () => {
     )
     // Without the direct path no evaluation reads through SpecLab's top-k read.
     expect(describeMachine({ ...base, native: { ...native, directEvaluation: false, topLogitsRead: true } })).not.toContain('top-k read')
+    expect(describeMachine({ ...base, native: { ...native, smallBatchMatmul: true } })).toBe(
+      "load 0.50 on 2 cores, llama.cpp localBuild cpu with OpenMP, 4 libuv workers, small f16 batches on ggml's kernel"
+    )
+    expect(describeMachine({ ...base, native: { ...native, smallBatchMatmul: false } })).not.toContain('batches')
+  })
+
+  it('small f16 batches on ggml’s kernel only with SpecLab’s CPU build, and not when SPECLAB_SMALL_BATCH_MATMUL=0', () => {
+    expect(smallBatchMatmulActive('prebuilt', false, {})).toBe(false)
+    expect(smallBatchMatmulActive('localBuild', 'cuda', {})).toBe(false)
+    expect(smallBatchMatmulActive('localBuild', false, { SPECLAB_SMALL_BATCH_MATMUL: '0' })).toBe(false)
   })
 })

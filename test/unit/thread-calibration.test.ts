@@ -192,6 +192,9 @@ describe('thread calibration cache', () => {
     // The top-k read: unrecorded reads as absent (a binary without it), present is another key.
     expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 0, native: { ...native, topLogitsRead: false } })).toBe(key)
     expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 0, native: { ...native, topLogitsRead: true } })).not.toBe(key)
+    // Small f16 batches on ggml's kernel: likewise.
+    expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 0, native: { ...native, smallBatchMatmul: false } })).toBe(key)
+    expect(calibrationKey({ fingerprint: 'abc', role: 'target', gpuLayers: 0, native: { ...native, smallBatchMatmul: true } })).not.toBe(key)
   })
 
   it('finds a stored calibration again as cached, under the path given now', () => {

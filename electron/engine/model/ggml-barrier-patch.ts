@@ -1,6 +1,6 @@
 /**
  * SpecLab's patch to ggml's CPU barrier (`ggml_barrier`, llama.cpp's ggml/src/ggml-cpu/ggml-cpu.c), for SpecLab's own
- * CPU build (native-cpu-build.ts; applied by source-patch.ts and put back after the build).
+ * CPU build (native-cpu-build.ts; applied with the other ggml patches of ggml-patches.ts and put back after the build).
  *
  * Terms: a graph (one evaluation) runs its ops one after the other on a team of threads; between two ops every
  * thread waits at a barrier until the last one arrives. Built with OpenMP, ggml's barrier is libgomp's (`#pragma omp
@@ -17,18 +17,13 @@
  * when nothing else wants the core) and gives the core away when something else does. Measured (docs/performance.md,
  * "ggml's barrier"; 2 cores).
  *
- * Where it applies: the llama.cpp commit it was written against (GGML_BARRIER_PATCH_COMMIT, what node-llama-cpp
- * 3.22.1 bundles); SpecLab's build of another commit goes without it, and its build key says so. The llama-server
+ * Where it applies: the llama.cpp commit the ggml patches are written against (GGML_PATCH_COMMIT, ggml-patches.ts);
+ * SpecLab's build of another commit goes without them, and its build key says so. The llama-server
  * SpecLab builds as its peer (`npm run build:llama-server`, the GPU check's pack) is built from unpatched source: the
  * peer stays llama.cpp's own.
  */
 
-/** The llama.cpp commit the diff is written against (node-llama-cpp 3.22.1's bundled source). */
-export const GGML_BARRIER_PATCH_COMMIT = 'de3ff815ea7d559ee917f063901b8986f038abc6'
-
-/** Part of SpecLab's CPU build key (native-cpu-build.ts): a build with another revision of the patch is rebuilt. */
-export const GGML_BARRIER_PATCH_REVISION = 1
-
+/** Part of SpecLab's ggml patch set (ggml-patches.ts). */
 export const GGML_BARRIER_PATCH = String.raw`--- a/llama/llama.cpp/ggml/src/ggml-cpu/ggml-cpu.c
 +++ b/llama/llama.cpp/ggml/src/ggml-cpu/ggml-cpu.c
 @@ -579,9 +579,8 @@

@@ -49,7 +49,7 @@ import { warp, type WarpConfig } from '../sampling/warp'
 import { UnencodableTextError, UserInputError } from '../errors'
 import { validateGgufFile } from './gguf-validate'
 import { chooseLlamaBackend, requestedGpu, type BackendChoice, type GpuBackend } from './llama-backend-choice'
-import { cpuBuildInstalled } from './native-cpu-build'
+import { cpuBuildInstalled, smallBatchMatmulActive } from './native-cpu-build'
 import { DirectEvaluation, directEvaluationEnabled, jsThreadEvaluationOf, topLogitsReadOf, type LogitsRequest, type PositionLogits, type SessionSamplers } from './direct-evaluation'
 import { libuvWorkers, singleLibuvWorker } from './libuv-workers'
 import { modelDisposed, modelLoadEnded, modelLoadStarted } from './model-activity'
@@ -195,7 +195,8 @@ async function detectNativeBackend(): Promise<NativeBackend> {
     libuvWorkers: libuvWorkers(),
     directEvaluation: directEvaluationEnabled(),
     jsThreadEvaluation: jsThreadEvaluationOf(llama),
-    topLogitsRead: topLogitsReadOf(llama)
+    topLogitsRead: topLogitsReadOf(llama),
+    smallBatchMatmul: smallBatchMatmulActive(llama.buildType, llama.gpu)
   }
   return nativeBackendKnown
 }
@@ -220,6 +221,11 @@ export interface NativeBackend {
    * chain (addon patch; direct-evaluation.ts). The same k logits; it changes speed, and the order of exactly equal logits.
    */
   topLogitsRead?: boolean
+  /**
+   * Whether batches of up to 16 positions against large f16 weights run on ggml's own kernel instead of tinyBLAS
+   * (SpecLab's CPU build; ggml-small-batch-patch.ts). It changes verification's speed, and the order of a batch's sums.
+   */
+  smallBatchMatmul?: boolean
 }
 
 /**

@@ -22,7 +22,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { userCacheDir } from '../peers/llama-server-binary'
 import { ADDON_PATCH, ADDON_PATCH_REVISION } from './addon-patch'
-import { GGML_BARRIER_PATCH, GGML_BARRIER_PATCH_COMMIT, GGML_BARRIER_PATCH_REVISION } from './ggml-barrier-patch'
+import { GGML_PATCH_COMMIT, GGML_PATCH_REVISION, GGML_PATCHES } from './ggml-patches'
 import { applySourcePatch, patchedSources } from './source-patch'
 import { AMX_OFF_FLAGS, BUILD_RECIPE, amxOffApplies } from './cpu-build-flags'
 
@@ -110,7 +110,7 @@ export interface CpuBuildKey {
   recipe: number
   /** ADDON_PATCH_REVISION where SpecLab's addon patch applies to this node-llama-cpp, else 0 (built unpatched). */
   addonPatch: number
-  /** GGML_BARRIER_PATCH_REVISION where the llama.cpp commit is the one SpecLab's ggml barrier patch is for, else 0. */
+  /** GGML_PATCH_REVISION where the llama.cpp commit is the one SpecLab's ggml patches are for, else 0. */
   ggmlPatch: number
 }
 
@@ -127,7 +127,7 @@ export function cpuBuildKey(dir: string = nodeLlamaCppDir()): CpuBuildKey {
     cpuHash: createHash('sha256').update(`${cpu.model}\n${cpu.flags}`).digest('hex').slice(0, 12),
     recipe: BUILD_RECIPE,
     addonPatch: patchedSources(dir, ADDON_PATCH) ? ADDON_PATCH_REVISION : 0,
-    ggmlPatch: commit === GGML_BARRIER_PATCH_COMMIT ? GGML_BARRIER_PATCH_REVISION : 0
+    ggmlPatch: commit === GGML_PATCH_COMMIT ? GGML_PATCH_REVISION : 0
   }
 }
 
@@ -247,6 +247,21 @@ function onPath(tool: string): boolean {
   return dirs.some((d) => names.some((name) => fs.existsSync(path.join(d, name))))
 }
 
+/**
+ * Whether the CPU binary node-llama-cpp loaded sends small f16 batches to ggml's own kernel (ggml-small-batch-patch.ts):
+ * SpecLab's installed build with that patch, on a CPU with AVX-512 (the patch's condition), and
+ * SPECLAB_SMALL_BATCH_MATMUL not 0. `build` is node-llama-cpp's buildType, `gpu` its gpu (false: the CPU binary).
+ */
+export function smallBatchMatmulActive(build: string, gpu: string | false, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (build !== 'localBuild' || gpu !== false || env.SPECLAB_SMALL_BATCH_MATMUL === '0') return false
+  try {
+    const status = cpuBuildStatus()
+    return status.installed === 'speclab' && status.key.ggmlPatch >= 2 && /(^|\s)avx512f(\s|$)/.test(cpuIdentity().flags)
+  } catch {
+    return false // node-llama-cpp's bundle unreadable: nothing tells which build this is
+  }
+}
+
 /** The tools the build needs that this machine lacks (empty: it can build). */
 export function missingBuildTools(): string[] {
   const missing: string[] = []
@@ -298,7 +313,7 @@ export interface BuildOptions {
 /**
  * Builds the CPU backend with node-llama-cpp's CLI (child processes: ~6 minutes on 2 cores): `source download
  * --skipBuild` clones the llama.cpp source it bundles, SpecLab's patches go into that source and the addon's
- * (addon-patch.ts, ggml-barrier-patch.ts), `source build` compiles, and npm's files are put back whatever happens.
+ * (addon-patch.ts, ggml-patches.ts), `source build` compiles, and npm's files are put back whatever happens.
  * Keeps the build in the cache and returns its duration in seconds. Throws with the tail of the build's output when
  * it fails.
  */
@@ -312,7 +327,7 @@ export async function buildCpuBackend(dir: string = nodeLlamaCppDir(), options: 
   try {
     const addon = applySourcePatch(dir, ADDON_PATCH)
     if (addon) restores.push(addon)
-    if (ggmlPatch > 0) restores.push(requiredPatch(dir, GGML_BARRIER_PATCH, 'ggml barrier'))
+    if (ggmlPatch > 0) for (const patch of GGML_PATCHES) restores.push(requiredPatch(dir, patch.diff, patch.name))
     await runNodeLlamaCppCli(dir, ['source', 'build', '--gpu', 'false', '--noUsageExample'], options)
   } finally {
     for (const restore of restores) restore()

@@ -1,5 +1,5 @@
 /**
- * SpecLab's patches to node-llama-cpp's source (addon-patch.ts, ggml-barrier-patch.ts): applied for SpecLab's own CPU
+ * SpecLab's patches to node-llama-cpp's source (addon-patch.ts, ggml-patches.ts): applied for SpecLab's own CPU
  * build (native-cpu-build.ts) and put back right after, so node_modules keeps npm's files.
  *
  * A patch is a unified diff whose paths are relative to node-llama-cpp's package root. jsdiff (`diff`, a dependency
