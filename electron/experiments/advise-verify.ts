@@ -107,8 +107,9 @@ export function gridAsServed(grid: readonly Candidate[], deploy: Deploy, warp: W
  *  - `deploy` 'llama-server': each top candidate is measured AS llama-server runs it (its `llama-server:*`
  *    equivalent), since that is what the user will deploy; the rounds are the same, so the prediction is the
  *    candidate's;
- *  - 'any': the best drafted candidate's llama-server equivalent is measured beside it, so the llama-server command
- *    the recommendation prints is a measured one;
+ *  - 'any': every top candidate's llama-server equivalent is measured beside it, so whichever of them the
+ *    measurement makes the recommendation, the llama-server command it prints is a measured one (and, under greedy
+ *    decoding, the same rounds are timed on both engines);
  *  - both: llama-server's own default speculation with that draft (`-md D --spec-type draft-simple`, n_max 3, p_min
  *    0), what a user who deploys without advice gets.
  * A configuration is measured once (a top candidate whose llama-server equivalent IS llama-server's default).
@@ -132,9 +133,14 @@ export function chooseArms(verdicts: readonly Verdict[], choice: ArmChoice): Ver
     const served = choice.deploy === 'llama-server' && choice.serverAvailable ? onLlamaServer(verdict.candidate) : null
     add(arm(verdict, served ?? verdict.candidate))
   }
+  if (onServer && choice.deploy === 'any') {
+    for (const verdict of top) {
+      const served = onLlamaServer(verdict.candidate)
+      if (served) add(arm(verdict, served))
+    }
+  }
   const drafted = top.find((v) => v.candidate.draft !== null && onLlamaServer(v.candidate)?.method === 'llama-server:draft')
   if (onServer && drafted) {
-    if (choice.deploy === 'any') add(arm(drafted, onLlamaServer(drafted.candidate)!))
     // Its rounds are SpecLab's sd at the same γ with the same draft: the same rounds, a different engine (priced
     // with llama-server's own costs where they were measured: advise-server-pricing.ts).
     const serverDefault: Candidate = { method: 'llama-server:draft', gamma: LLAMA_SERVER_DEFAULT_GAMMA, params: {}, draft: drafted.candidate.draft }

@@ -1,7 +1,7 @@
 /**
  * Which configurations the advisor's verification measures (experiments/advise-verify.ts chooseArms): the best
- * predicted candidates beside ar; with llama-server available the pick's llama-server equivalent (so the command the
- * recommendation prints is measured) and llama-server's default speculation; under `--deploy llama-server` the
+ * predicted candidates beside ar; with llama-server available each of their llama-server equivalents (so the command
+ * the recommendation prints is measured) and llama-server's default speculation; under `--deploy llama-server` the
  * candidates as llama-server runs them; each configuration once.
  */
 import { describe, expect, it } from 'vitest'
@@ -36,15 +36,19 @@ const choice = (over: Partial<ArmChoice>): ArmChoice => ({
 const configurations = (arms: ReturnType<typeof chooseArms>) => arms.map((a) => [a.candidate.method, a.candidate.gamma, a.candidate.params])
 
 describe('the arms the advisor measures', () => {
-  it('any: the top candidates, the pick as llama-server runs it, and llama-server\'s default', () => {
+  it('any: the top candidates, each as llama-server runs it where it can, and llama-server\'s default once', () => {
+    // svip has no llama-server equivalent; sd γ3's is llama-server's default, measured once.
     expect(configurations(chooseArms(VERDICTS, choice({})))).toEqual([
       ['ar', 1, {}],
       ['sd', 4, {}],
       ['svip', 5, { 'svip.h': 0.3 }],
       ['sd', 3, {}],
       ['llama-server:draft', 4, { 'llamaserver.nMax': 4, 'llamaserver.nMin': 0, 'llamaserver.pMin': 0 }],
-      ['llama-server:draft', 3, {}]
+      ['llama-server:draft', 3, { 'llamaserver.nMax': 3, 'llamaserver.nMin': 0, 'llamaserver.pMin': 0 }]
     ])
+    // Whichever top candidate the measurement makes the pick, its llama-server command is among the arms.
+    const other = [VERDICTS[2]!, VERDICTS[0]!, VERDICTS[1]!, ...VERDICTS.slice(3)]
+    expect(configurations(chooseArms(other, choice({}))).filter(([method]) => method === 'llama-server:draft').map(([, gamma]) => gamma)).toEqual([3, 4])
   })
 
   it('llama-server: the servable candidates (not svip, not pld) measured on llama-server; its default (= sd γ3 there) once', () => {
