@@ -60,7 +60,16 @@ export type CpuBuildJob = z.infer<typeof CpuBuildJob>
 
 export interface NativeBackendInfo {
   /** The binary of the engine's llama.cpp runtime; null until the first model load creates it. */
-  inUse: { build: string; openmp: boolean | null; release: string; gpu: string } | null
+  inUse: {
+    build: string
+    openmp: boolean | null
+    release: string
+    gpu: string
+    /** What SpecLab's CPU build adds where it is the binary (engine/model/llama-cpp-model.ts NativeBackend). */
+    jsThreadEvaluation?: boolean
+    topLogitsRead?: boolean
+    smallBatchMatmul?: boolean
+  } | null
   /** Which binary models load on (or will): a GPU backend, SpecLab's OpenMP CPU build, or the prebuilt CPU binary. */
   binary: 'gpu' | 'cpu-openmp-build' | 'cpu-prebuilt'
   /** Why (engine/model/llama-backend-choice.ts), one line. */
@@ -77,6 +86,16 @@ export interface NativeBackendInfo {
   job: CpuBuildJob | null
 }
 
+/** SpecLab's additions in the CPU build that runs, as a sentence ('' when none is in). */
+function speclabPatchesInWords(inUse: NonNullable<NativeBackendInfo['inUse']>): string {
+  const parts = [
+    inUse.jsThreadEvaluation ? "evaluations on the engine's own thread" : null,
+    inUse.topLogitsRead ? 'the one-pass top-k read' : null,
+    inUse.smallBatchMatmul ? "small f16 batches (verification) on ggml's single-token kernel" : null
+  ].filter((part) => part !== null)
+  return parts.length > 0 ? ` SpecLab's additions in use: ${parts.join(', ')}.` : ''
+}
+
 /** What the Models screen says about the llama.cpp binary: the one in use, else the one models will load on. */
 export function nativeBackendInWords(info: NativeBackendInfo): string {
   const inUse = info.inUse
@@ -85,7 +104,7 @@ export function nativeBackendInWords(info: NativeBackendInfo): string {
     const openmp = inUse.openmp === null ? '' : inUse.openmp ? ' with OpenMP' : ' without OpenMP'
     return inUse.build === 'prebuilt'
       ? `llama.cpp runs on the CPU: node-llama-cpp's prebuilt binary${openmp}.`
-      : `llama.cpp runs on the CPU: built on this machine${openmp}.`
+      : `llama.cpp runs on the CPU: built on this machine${openmp}.${speclabPatchesInWords(inUse)}`
   }
   if (info.binary === 'gpu') return `Models will load on the GPU: ${info.reason}.`
   return info.binary === 'cpu-openmp-build'
