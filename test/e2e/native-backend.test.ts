@@ -11,7 +11,7 @@ import path from 'node:path'
 import { getLlamaGpuTypes } from 'node-llama-cpp'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chooseLlamaBackend, requestedGpu, type GpuBackend } from '../../electron/engine/model/llama-backend-choice'
-import { cpuBuildStatus, cpuIdentity } from '../../electron/engine/model/native-cpu-build'
+import { cpuBuildStatus, cpuHasAvx512 } from '../../electron/engine/model/native-cpu-build'
 import { type BrowserApp, closeBrowserApp, missingForE2e, models, openBrowserApp, shotLightAndDark } from '../helpers/browser-app'
 
 const draft = path.join(models, 'stories260K-f32.gguf')
@@ -64,7 +64,7 @@ describe.skipIf(missing.length > 0)('Models: the llama.cpp binary', () => {
     if (choice.binary === 'cpu-openmp-build' && status.installed === 'speclab') {
       const text = (await inUse.textContent()) ?? ''
       expect(text).toMatch(/SpecLab's additions in use: evaluations on the engine's own thread, the one-pass top-k read/)
-      const routed = status.key.ggmlPatch >= 2 && /(^|\s)avx512f(\s|$)/.test(cpuIdentity().flags) && process.env.SPECLAB_SMALL_BATCH_MATMUL !== '0'
+      const routed = status.key.ggmlPatch >= 2 && cpuHasAvx512() && process.env.SPECLAB_SMALL_BATCH_MATMUL !== '0'
       expect(text.includes("small f16 batches (verification) on ggml's single-token kernel")).toBe(routed)
     }
     problems.push(...(await shotLightAndDark(page, 'models-native-backend-loaded')))

@@ -11,6 +11,7 @@ import {
   cpuBuildCacheDir,
   cpuBuildKey,
   cpuBuildStatus,
+  cpuHasAvx512,
   localCpuBuildDir,
   progressOfLine,
   restoreCpuBuild,
@@ -177,5 +178,10 @@ describe('run records name the binary', () => {
     expect(smallBatchMatmulActive('prebuilt', false, {})).toBe(false)
     expect(smallBatchMatmulActive('localBuild', 'cuda', {})).toBe(false)
     expect(smallBatchMatmulActive('localBuild', false, { SPECLAB_SMALL_BATCH_MATMUL: '0' })).toBe(false)
+    // The patch is compiled for AVX-512 only: Linux's lower-case flag, macOS's upper-case feature, not a longer name.
+    expect(cpuHasAvx512('fpu sse2 avx2 avx512f avx512dq')).toBe(true)
+    expect(cpuHasAvx512('FPU SSE2 AVX2 AVX512F')).toBe(true)
+    expect(cpuHasAvx512('fpu sse2 avx2 fma')).toBe(false)
+    expect(cpuHasAvx512('avx512fp16')).toBe(false)
   })
 })

@@ -60,7 +60,7 @@ export const GGML_SMALL_BATCH_PATCH = String.raw`--- a/llama/llama.cpp/ggml/src/
 +#if defined(__AVX512F__)
 +    // SpecLab's patch (electron/engine/model/ggml-small-batch-patch.ts in SpecLab): a batch of at most 16 against
 +    // f16 weights of 512 KiB or more goes to ggml's own kernel, the one a single token uses (ggml_vec_dot_f16 per
-+    // row and column), which verified 2-16 positions of a memory-bound f16 model in 30-40 % less time than tinyBLAS's
++    // row and column), which verified 2-16 positions of a memory-bound f16 model in 17-30 % less time than tinyBLAS's
 +    // tiles. SPECLAB_SMALL_BATCH_MATMUL=0 keeps tinyBLAS for every batch of 2 or more, as llama.cpp does.
 +    if (Atype == GGML_TYPE_F16 && n <= 16 && m * k >= 256 * 1024 && speclab_small_batch_matmul())
 +        return false;

@@ -247,6 +247,11 @@ function onPath(tool: string): boolean {
   return dirs.some((d) => names.some((name) => fs.existsSync(path.join(d, name))))
 }
 
+/** Whether this CPU has AVX-512 (its `avx512f` flag), where SpecLab's small-batch patch is compiled in. */
+export function cpuHasAvx512(flags: string = cpuIdentity().flags): boolean {
+  return /(^|\s)avx512f(\s|$)/i.test(flags)
+}
+
 /**
  * Whether the CPU binary node-llama-cpp loaded sends small f16 batches to ggml's own kernel (ggml-small-batch-patch.ts):
  * SpecLab's installed build with that patch, on a CPU with AVX-512 (the patch's condition), and
@@ -256,7 +261,7 @@ export function smallBatchMatmulActive(build: string, gpu: string | false, env: 
   if (build !== 'localBuild' || gpu !== false || env.SPECLAB_SMALL_BATCH_MATMUL === '0') return false
   try {
     const status = cpuBuildStatus()
-    return status.installed === 'speclab' && status.key.ggmlPatch >= 2 && /(^|\s)avx512f(\s|$)/.test(cpuIdentity().flags)
+    return status.installed === 'speclab' && status.key.ggmlPatch >= 2 && cpuHasAvx512()
   } catch {
     return false // node-llama-cpp's bundle unreadable: nothing tells which build this is
   }
