@@ -1,9 +1,10 @@
 /**
  * SpecLab's small-batch patch (electron/engine/model/ggml-small-batch-patch.ts): with SpecLab's CPU build on a CPU
  * with AVX-512, a verification of up to 16 positions against f16 weights runs on ggml's own kernel — the single
- * token's — so its distributions are bit-identical to `ar`'s one position at a time (test/fixtures/batch-against-single.ts
- * on the inflated f16 target, whole vocabulary). Negative control: the same process with SPECLAB_SMALL_BATCH_MATMUL=0
- * (tinyBLAS's tiles, llama.cpp's choice) records the routing off and its batch differs from the single positions.
+ * token's — so, in a fresh sequence, a batch's distributions are bit-identical to its positions evaluated one at a time,
+ * as `ar` evaluates them (test/fixtures/batch-against-single.ts on the inflated f16 target, whole vocabulary).
+ * Negative control: the same process with SPECLAB_SMALL_BATCH_MATMUL=0 (tinyBLAS's tiles, llama.cpp's choice) records
+ * the routing off and its batch differs from the single positions.
  * Runs record whether the routing was in (machine.native.smallBatchMatmul).
  */
 import { spawnSync } from 'node:child_process'
@@ -34,7 +35,7 @@ function compare(env: NodeJS.ProcessEnv): Comparison {
 }
 
 withModels('small f16 batches on ggml’s kernel', () => {
-  it('a verification’s distributions are ar’s, bit for bit, where the routing is in; tinyBLAS’s are not', async () => {
+  it('a batch’s distributions are its single positions’, bit for bit, where the routing is in; tinyBLAS’s are not', async () => {
     const status = cpuBuildStatus()
     const { SPECLAB_SMALL_BATCH_MATMUL: _setting, ...env } = process.env
     const routed = compare(env)
