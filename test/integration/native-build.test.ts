@@ -13,7 +13,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { cpuHasAvx512 } from '../../electron/engine/model/native-cpu-build'
+import { cpuHasAvx512, hasSmallBatchRouting } from '../../electron/engine/model/native-cpu-build'
 
 const root = path.resolve(__dirname, '../..')
 const enabled = process.env.SPECLAB_TEST_NATIVE_BUILD === '1'
@@ -87,7 +87,7 @@ describe.skipIf(!enabled || process.platform !== 'linux')('the CPU build with Op
     // SpecLab's small-batch patch: its switch is read where the CPU has AVX-512 (the patch's condition), and the
     // cloned sgemm.cpp is put back.
     const avx512 = cpuHasAvx512()
-    expect(fs.readFileSync(ggmlCpu).includes('SPECLAB_SMALL_BATCH_MATMUL'), 'the small-batch patch is in the build').toBe(avx512)
+    expect(hasSmallBatchRouting(path.dirname(ggmlCpu)), 'the small-batch patch is in the build').toBe(avx512)
     const clonedSgemm = fs.readFileSync(path.join(packageDir, 'llama', 'llama.cpp', 'ggml', 'src', 'ggml-cpu', 'llamafile', 'sgemm.cpp'), 'utf8')
     expect(clonedSgemm).not.toContain("SpecLab's patch")
   })

@@ -12,6 +12,7 @@ import {
   cpuBuildKey,
   cpuBuildStatus,
   cpuHasAvx512,
+  hasSmallBatchRouting,
   localCpuBuildDir,
   progressOfLine,
   restoreCpuBuild,
@@ -183,5 +184,18 @@ describe('run records name the binary', () => {
     expect(cpuHasAvx512('FPU SSE2 AVX2 AVX512F')).toBe(true)
     expect(cpuHasAvx512('fpu sse2 avx2 fma')).toBe(false)
     expect(cpuHasAvx512('avx512fp16')).toBe(false)
+  })
+
+  it('tells a ggml CPU library with the small-batch routing compiled in by the switch it reads', () => {
+    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'speclab-ggml-lib-'))
+    try {
+      expect(hasSmallBatchRouting(folder)).toBe(false)
+      fs.writeFileSync(path.join(folder, 'libggml-cpu.so'), Buffer.from('\x7fELF … ggml_barrier … sched_yield'))
+      expect(hasSmallBatchRouting(folder)).toBe(false)
+      fs.writeFileSync(path.join(folder, 'libggml-cpu.so'), Buffer.from('\x7fELF … getenv SPECLAB_SMALL_BATCH_MATMUL …'))
+      expect(hasSmallBatchRouting(folder)).toBe(true)
+    } finally {
+      fs.rmSync(folder, { recursive: true, force: true })
+    }
   })
 })

@@ -254,17 +254,27 @@ export function cpuHasAvx512(flags: string = cpuIdentity().flags): boolean {
 
 /**
  * Whether the CPU binary node-llama-cpp loaded sends small f16 batches to ggml's own kernel (ggml-small-batch-patch.ts):
- * SpecLab's installed build with that patch, on a CPU with AVX-512 (the patch's condition), and
- * SPECLAB_SMALL_BATCH_MATMUL not 0. `build` is node-llama-cpp's buildType, `gpu` its gpu (false: the CPU binary).
+ * SpecLab's installed build, whose ggml CPU library has the patch compiled in (it is only where the compiler targets
+ * AVX-512: the library then names the switch), and SPECLAB_SMALL_BATCH_MATMUL not 0. `build` is node-llama-cpp's
+ * buildType, `gpu` its gpu (false: the CPU binary).
  */
 export function smallBatchMatmulActive(build: string, gpu: string | false, env: NodeJS.ProcessEnv = process.env): boolean {
   if (build !== 'localBuild' || gpu !== false || env.SPECLAB_SMALL_BATCH_MATMUL === '0') return false
   try {
     const status = cpuBuildStatus()
-    return status.installed === 'speclab' && status.key.ggmlPatch >= 2 && cpuHasAvx512()
+    return status.installed === 'speclab' && status.key.ggmlPatch >= 2 && hasSmallBatchRouting(path.join(localCpuBuildDir(), 'Release'))
   } catch {
-    return false // node-llama-cpp's bundle unreadable: nothing tells which build this is
+    return false // node-llama-cpp's bundle or the build unreadable: nothing tells what this build does
   }
+}
+
+/** The name the patch reads its switch by: in the ggml CPU library only where the routing is compiled in. */
+const SMALL_BATCH_SWITCH = 'SPECLAB_SMALL_BATCH_MATMUL'
+
+/** Whether the ggml CPU library in `folder` (libggml-cpu.so / .dylib, ggml-cpu.dll) has the small-batch routing. */
+export function hasSmallBatchRouting(folder: string): boolean {
+  const library = fs.readdirSync(folder).find((file) => /^(lib)?ggml-cpu.*\.(so|dylib|dll)$/.test(file))
+  return library !== undefined && fs.readFileSync(path.join(folder, library)).includes(SMALL_BATCH_SWITCH)
 }
 
 /** The tools the build needs that this machine lacks (empty: it can build). */
