@@ -73,7 +73,7 @@ describe('the addon patch', () => {
  * SpecLab's ggml patches (electron/engine/model/ggml-patches.ts) against the llama.cpp source node-llama-cpp bundles:
  * each applies to that commit's file, changes what it says, and is put back; the build key promises them only for
  * that commit. What the patched build computes is checked on the real binary by
- * test/integration/threads-equivalence-gguf.test.ts (the barrier) and direct-evaluation-gguf.test.ts (small batches).
+ * test/integration/threads-equivalence-gguf.test.ts (the barrier) and small-batch-gguf.test.ts (small batches).
  */
 describe('the ggml patches', () => {
   const GGML_CPU = 'llama/llama.cpp/ggml/src/ggml-cpu/ggml-cpu.c'
